@@ -1,0 +1,24 @@
+"""What a key may do: its own scopes, narrowed by its creator's current role."""
+
+from enum import StrEnum
+
+from formsapi.models import Role
+
+
+class Scope(StrEnum):
+    forms_read = "forms:read"
+    submissions_read = "submissions:read"
+
+
+READ_SCOPES = frozenset({Scope.forms_read, Scope.submissions_read})
+
+ROLE_SCOPES: dict[str, frozenset[str]] = {
+    Role.owner: frozenset(Scope),
+    Role.admin: frozenset(Scope),
+    Role.editor: frozenset(Scope),
+    Role.viewer: READ_SCOPES,
+}
+
+
+def effective_scopes(key_scopes: list[str], role: str) -> frozenset[str]:
+    return frozenset(key_scopes) & ROLE_SCOPES.get(role, frozenset())

@@ -1,0 +1,124 @@
+"""API keys: generated with a secret shown once, stored as a hash, checked per request."""
+
+import hmac
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.api_key import repository
+from formsapi.api_key.scopes import READ_SCOPES, ROLE_SCOPES, Scope, effective_scopes
+from formsapi.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from formsapi.kit import crypto
+from formsapi.kit.ids import new_id
+from formsapi.kit.time import utcnow
+from formsapi.models import APIKey, Organization, Plan, User
+from formsapi.organization import repository as organization_repository
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: resolved from the bearer key on every request."""
+
+    key_id: str
+    organization_id: str
+    plan: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    key: APIKey
+    secret: str  # shown once, never stored
+
+
+async def create(
+    session: AsyncSession,
+    organization: Organization,
+    user: User,
+    name: str,
+    scopes: list[str] | None = None,
+) -> CreatedKey:
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise BadRequest("A key needs a name of 1 to 100 characters.")
+    wanted = sorted(set(scopes) if scopes else READ_SCOPES)
+    unknown = [scope for scope in wanted if scope not in set(Scope)]
+    if unknown:
+        raise BadRequest(f"Unknown scope {', '.join(unknown)}; choose from: {', '.join(Scope)}.")
+    membership = await organization_repository.get_membership(session, organization.id, user.id)
+    if membership is None:
+        raise Forbidden(f"{user.email} is not a member of organization {organization.id}.")
+    beyond_role = [scope for scope in wanted if scope not in ROLE_SCOPES[membership.role]]
+    if beyond_role:
+        raise Forbidden(f"A {membership.role} cannot grant {', '.join(beyond_role)}.")
+
+    secret = crypto.generate_secret()
+    key = APIKey(
+        id=new_id("key"),
+        organization_id=organization.id,
+        user_id=user.id,
+        name=name,
+        prefix=crypto.display_prefix(secret),
+        secret_hash=crypto.hash_secret(secret),
+        scopes=wanted,
+    )
+    session.add(key)
+    await session.flush()
+    return CreatedKey(key=key, secret=secret)
+
+
+async def list_for_organization(session: AsyncSession, organization_id: str) -> list[APIKey]:
+    return await repository.list_for_organization(session, organization_id)
+
+
+async def revoke(session: AsyncSession, key_id: str) -> APIKey:
+    key = await repository.get(session, key_id)
+    if key is None:
+        raise NotFound(f"No API key with id '{key_id}'.")
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+        await session.flush()
+    return key
+
+
+def parse_authorization(header: str | None) -> str:
+    """The secret from `Authorization: Bearer <secret>`, or 401 saying what is wrong."""
+    if not header:
+        raise Unauthorized("Send your API key as 'Authorization: Bearer <API_KEY>'.")
+    scheme, _, secret = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise Unauthorized("The Authorization header must be 'Bearer <API_KEY>'.")
+    return secret.strip()
+
+
+async def authenticate(session: AsyncSession, secret: str) -> Principal:
+    if not crypto.is_well_formed(secret):
+        raise Unauthorized("The API key is malformed.")
+    secret_hash = crypto.hash_secret(secret)
+    row = await repository.find_for_request(session, secret_hash)
+    # Unknown keys and keys of removed members read alike: nothing to learn by probing.
+    if row is None:
+        raise Unauthorized("The API key is not valid.")
+    key, plan, role = row
+    if not hmac.compare_digest(key.secret_hash, secret_hash):
+        raise Unauthorized("The API key is not valid.")
+    if key.revoked_at is not None:
+        # Only the holder of the secret can learn this, and it tells them what to do.
+        raise Unauthorized("This API key has been revoked.")
+    now = utcnow()
+    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
+        await repository.touch(session, key.id, now, now - LAST_USED_RESOLUTION)
+    return Principal(
+        key_id=key.id,
+        organization_id=key.organization_id,
+        plan=plan if plan in Plan.__members__ else Plan.standard,
+        scopes=effective_scopes(key.scopes, role),
+    )
+
+
+def require_scope(principal: Principal, scope: Scope) -> None:
+    if scope not in principal.scopes:
+        raise Forbidden(f"This API key lacks the '{scope}' scope.", requiredScope=str(scope))

@@ -1,0 +1,109 @@
+"""create_app(): the ASGI application."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import cast
+
+import fastapi_offline
+from fastapi import APIRouter, FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import text
+from starlette.types import ASGIApp
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+from formsapi import __version__
+from formsapi.config import Settings, get_settings
+from formsapi.db import create_engine, create_sessionmaker
+from formsapi.errors import install_handlers, problem_response
+from formsapi.form.endpoints import router as forms_router
+from formsapi.ratelimit.middleware import RateLimitHeaders
+from formsapi.ratelimit.service import RateLimiter
+from formsapi.submission.endpoints import router as submissions_router
+
+DESCRIPTION = """Read your organization's forms, their schemas and their submissions.
+
+Authenticate every request with `Authorization: Bearer <API_KEY>`. Errors are
+RFC 9457 problem documents (`application/problem+json`). Requests are limited per
+client IP by plan (120 a minute on standard, 1,200 on pro); every response carries
+`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`, and a 429 carries
+`Retry-After`.
+"""
+
+_DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
+
+
+def create_app(settings: Settings | None = None) -> ASGIApp:
+    settings = settings or get_settings()
+    engine = create_engine(settings.database_url)
+    rate_limiter = RateLimiter(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await engine.dispose()
+
+    app = FastAPI(
+        title="formsapi",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_url="/v1/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = create_sessionmaker(engine)
+    app.state.rate_limiter = rate_limiter
+    install_handlers(app)
+
+    v1 = APIRouter(prefix="/v1")
+    v1.include_router(forms_router)
+    v1.include_router(submissions_router)
+    app.include_router(v1)
+    _mount_docs(app)
+    _mount_probes(app)
+
+    wrapped: ASGIApp = RateLimitHeaders(app)
+    if settings.trusted_proxies:
+        proxied = ProxyHeadersMiddleware(wrapped, trusted_hosts=settings.trusted_proxies)  # type: ignore[arg-type]
+        wrapped = cast(ASGIApp, proxied)
+    return wrapped
+
+
+def _mount_docs(app: FastAPI) -> None:
+    # Swagger UI from files we serve, so the docs work with no internet access.
+    app.mount("/v1/docs/static", StaticFiles(directory=_DOCS_ASSETS), name="docs-static")
+
+    @app.get("/v1/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/v1/openapi.json",
+            title="formsapi: API reference",
+            swagger_js_url="/v1/docs/static/swagger-ui-bundle.js",
+            swagger_css_url="/v1/docs/static/swagger-ui.css",
+            swagger_favicon_url="/v1/docs/static/favicon.png",
+        )
+
+
+def _mount_probes(app: FastAPI) -> None:
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> object:
+        try:
+            async with app.state.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+        except Exception as error:  # any failure means "not ready", never a crash
+            return problem_response(
+                503,
+                "Service Unavailable",
+                f"The database is not reachable: {type(error).__name__}.",
+                slug="not-ready",
+            )
+        return JSONResponse({"status": "ready"})

@@ -1,0 +1,325 @@
+"""`formsapi`: serve, migrate, and manage organizations, users, members and keys.
+
+Thin: each command parses its arguments and calls services inside one session
+that commits when the command succeeds. Errors print one line and exit non-zero.
+"""
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi import demo as demo_data
+from formsapi.api_key import service as api_key_service
+from formsapi.api_key.scopes import READ_SCOPES
+from formsapi.config import get_settings
+from formsapi.db import create_engine, create_sessionmaker, migrate, session_scope
+from formsapi.errors import FormsAPIError
+from formsapi.kit.time import isoformat_z
+from formsapi.models import Membership, Organization, Plan, Role
+from formsapi.organization import service as organization_service
+from formsapi.user import repository as user_repository
+from formsapi.user import service as user_service
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="formsapi: forms and submissions with a versioned REST API.",
+)
+org_app = typer.Typer(no_args_is_help=True, help="Organizations.")
+user_app = typer.Typer(no_args_is_help=True, help="Users.")
+member_app = typer.Typer(no_args_is_help=True, help="Memberships of users in organizations.")
+key_app = typer.Typer(no_args_is_help=True, help="API keys.")
+app.add_typer(org_app, name="org")
+app.add_typer(user_app, name="user")
+app.add_typer(member_app, name="member")
+app.add_typer(key_app, name="key")
+
+DEMO_EMAIL = "demo@example.com"
+
+
+def run(work: Callable[[AsyncSession], Awaitable[T]], *, auto_migrate: bool = True) -> T:
+    """Run `work` in one committed session on the configured database."""
+    settings = get_settings()
+    if auto_migrate:
+        migrate(settings.database_url)
+
+    async def main() -> T:
+        engine = create_engine(settings.database_url)
+        try:
+            async with session_scope(create_sessionmaker(engine)) as session:
+                return await work(session)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(main())
+
+
+def err(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Fill an empty database with demo data and print a curl line with a fresh key.",
+        ),
+    ] = False,
+    access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
+) -> None:
+    """Serve the API (migrating the database first)."""
+    import uvicorn
+
+    settings = get_settings()
+    migrate(settings.database_url)
+    if demo:
+        base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
+        _print_demo_hint(run(_ensure_demo, auto_migrate=False), base)
+    if workers > 1 and not settings.redis_url:
+        err(
+            "warning: without FORMSAPI_REDIS_URL each worker keeps its own rate-limit "
+            "counters; set it to share one limit."
+        )
+    uvicorn.run(
+        "formsapi.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=False,  # the app applies FORMSAPI_TRUSTED_PROXIES itself
+        server_header=False,
+        access_log=access_log,
+        log_level="info",
+    )
+
+
+@app.command("migrate")
+def migrate_command() -> None:
+    """Create or upgrade the database schema."""
+    migrate(get_settings().database_url)
+    typer.echo("database is up to date")
+
+
+@org_app.command("create")
+def org_create(
+    name: Annotated[str, typer.Option(help="Display name.")],
+    plan: Annotated[Plan, typer.Option(help="Rate-limit plan.")] = Plan.standard,
+) -> None:
+    """Create an organization and print its id."""
+    organization = run(lambda s: organization_service.create(s, name, plan))
+    typer.echo(organization.id)
+
+
+@user_app.command("create")
+def user_create(email: Annotated[str, typer.Option(help="Sign-in email.")]) -> None:
+    """Create a user; the password is read from standard input."""
+    password = (
+        sys.stdin.readline().rstrip("\r\n")
+        if not sys.stdin.isatty()
+        else typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    )
+    user = run(lambda s: user_service.create(s, email, password))
+    typer.echo(user.id)
+
+
+@member_app.command("add")
+def member_add(
+    org: Annotated[str, typer.Option(help="Organization id.")],
+    email: Annotated[str, typer.Option(help="The user's email.")],
+    role: Annotated[Role, typer.Option(help="Role in the organization.")],
+) -> None:
+    """Add a user to an organization (or change their role)."""
+
+    async def work(session: AsyncSession) -> Membership:
+        organization = await organization_service.get(session, org)
+        user = await user_service.get_by_email(session, email)
+        return await organization_service.add_member(session, organization, user, role)
+
+    membership = run(work)
+    typer.echo(f"{email} is {membership.role} of {org}")
+
+
+@key_app.command("create")
+def key_create(
+    org: Annotated[str, typer.Option(help="Organization id.")],
+    email: Annotated[str, typer.Option(help="The member generating the key.")],
+    name: Annotated[str, typer.Option(help="What the key is for.")],
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(help="Scope to grant; repeat for several. Default: all read scopes."),
+    ] = None,
+) -> None:
+    """Generate a key and print its secret, alone, on standard output (shown once)."""
+
+    async def work(session: AsyncSession) -> str:
+        organization = await organization_service.get(session, org)
+        user = await user_service.get_by_email(session, email)
+        created = await api_key_service.create(session, organization, user, name, scope)
+        return created.secret
+
+    typer.echo(run(work))
+
+
+@key_app.command("list")
+def key_list(org: Annotated[str, typer.Option(help="Organization id.")]) -> None:
+    """List an organization's keys (never their secrets)."""
+
+    async def work(session: AsyncSession) -> list[str]:
+        await organization_service.get(session, org)
+        keys = await api_key_service.list_for_organization(session, org)
+        return [
+            "\t".join(
+                [
+                    key.id,
+                    key.prefix + "…",
+                    key.name,
+                    ",".join(key.scopes),
+                    isoformat_z(key.created_at),
+                    isoformat_z(key.last_used_at) if key.last_used_at else "never used",
+                    f"revoked {isoformat_z(key.revoked_at)}" if key.revoked_at else "active",
+                ]
+            )
+            for key in keys
+        ]
+
+    for line in run(work):
+        typer.echo(line)
+
+
+@key_app.command("revoke")
+def key_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (key_...).")]) -> None:
+    """Revoke a key; it is refused from the next request on."""
+    key = run(lambda s: api_key_service.revoke(s, key_id))
+    typer.echo(f"revoked {key.id}")
+
+
+@app.command()
+def demo(
+    org: Annotated[str | None, typer.Option(help="Fill this organization.")] = None,
+    forms: Annotated[int, typer.Option(min=1, max=1000)] = 8,
+    submissions: Annotated[int, typer.Option(min=0, max=50_000_000)] = 2000,
+    seed: Annotated[int | None, typer.Option(help="Same seed, same data.")] = None,
+) -> None:
+    """Fill an organization with realistic forms and submissions.
+
+    With no --org, create one plus an owner and a key, and print how to call the API.
+    """
+
+    async def work(session: AsyncSession) -> tuple[Organization, str | None, str | None]:
+        password: str | None = None
+        secret: str | None = None
+        if org is None:
+            organization, password, secret = await _create_demo_org(session)
+        else:
+            organization = await organization_service.get(session, org)
+        await _fill_with_progress(session, organization.id, forms, submissions, seed)
+        return organization, password, secret
+
+    organization, password, secret = run(work)
+    typer.echo(f"filled {organization.id} with {forms} forms and {submissions} submissions")
+    if secret is not None:
+        _print_demo_hint((organization.id, DEMO_EMAIL, password, secret), get_settings().public_url)
+
+
+async def _fill_with_progress(
+    session: AsyncSession,
+    organization_id: str,
+    forms: int,
+    submissions: int,
+    seed: int | None,
+) -> None:
+    columns = (
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, disable=submissions < 10_000, transient=True) as bar:
+        task = bar.add_task("submissions", total=submissions)
+        await demo_data.fill(
+            session,
+            organization_id,
+            forms=forms,
+            submissions=submissions,
+            seed=seed,
+            progress=lambda n: bar.advance(task, n),
+        )
+
+
+async def _create_demo_org(session: AsyncSession) -> tuple[Organization, str, str]:
+    import secrets
+
+    organization = await organization_service.create(session, "Acme (demo)", Plan.standard)
+    password = secrets.token_urlsafe(12)
+    user = await user_repository.get_by_email(session, DEMO_EMAIL)
+    if user is None:
+        user = await user_service.create(session, DEMO_EMAIL, password)
+    else:
+        password = "(unchanged)"  # noqa: S105 - a message, not a password
+    await organization_service.add_member(session, organization, user, Role.owner)
+    created = await api_key_service.create(session, organization, user, "demo", list(READ_SCOPES))
+    return organization, password, created.secret
+
+
+async def _ensure_demo(session: AsyncSession) -> tuple[str, str, str | None, str]:
+    """The demo organization, created and filled on first use, with a fresh key."""
+    owner = await user_repository.get_by_email(session, DEMO_EMAIL)
+    membership = None
+    if owner is not None:
+        membership = await session.scalar(
+            select(Membership)
+            .where(Membership.user_id == owner.id, Membership.role == Role.owner)
+            .limit(1)
+        )
+    if owner is None or membership is None:
+        organization, password, secret = await _create_demo_org(session)
+        await _fill_with_progress(session, organization.id, 8, 2000, seed=None)
+        return organization.id, DEMO_EMAIL, password, secret
+    organization = await organization_service.get(session, membership.organization_id)
+    created = await api_key_service.create(session, organization, owner, "demo", list(READ_SCOPES))
+    return organization.id, DEMO_EMAIL, None, created.secret
+
+
+def _print_demo_hint(demo: tuple[str, str, str | None, str], base_url: str) -> None:
+    organization_id, email, password, secret = demo
+    err(
+        f"\nDemo organization {organization_id}, owner {email}"
+        + (f" (password: {password})" if password else "")
+    )
+    err("Try the API with this key (shown once):\n")
+    err(f"  curl -H 'Authorization: Bearer {secret}' {base_url}/v1/forms\n")
+    err(f"API reference: {base_url}/v1/docs\n")
+
+
+def main() -> None:
+    """Console entry point: one-line errors, no tracebacks, non-zero exits."""
+    try:
+        code = app(standalone_mode=False)
+    except FormsAPIError as error:
+        err(f"error: {error.detail}")
+        sys.exit(1)
+    except typer.Abort:
+        err("aborted")
+        sys.exit(130)
+    except typer.TyperException as error:  # bad arguments: Click's usage errors
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        err(f"error: {message.replace('Value error, ', '')}")
+        sys.exit(getattr(error, "exit_code", 2))
+    except (OSError, ValueError) as error:
+        err(f"error: {error}")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,42 @@
+"""One settings object, read from FORMSAPI_* environment variables."""
+
+from functools import lru_cache
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FORMSAPI_", extra="ignore")
+
+    # sqlite:///path or postgresql://user@host/db; the async driver is chosen for you.
+    database_url: str = "sqlite:///./formsapi.db"
+    # Unset: rate-limit counters live in this process. Set (redis://...): shared by every worker.
+    redis_url: str | None = None
+
+    rate_limit_standard: int = Field(default=120, ge=1)  # requests per IP per minute
+    rate_limit_pro: int = Field(default=1200, ge=1)
+    rate_limit_enabled: bool = True
+    # Proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated).
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`.
+    public_url: str = "http://127.0.0.1:8000"
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_csv(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("redis_url", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return value or None
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

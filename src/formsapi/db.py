@@ -1,0 +1,94 @@
+"""Engines for SQLite and PostgreSQL, the request session, and migrations.
+
+The session a request (or command) gets is committed once, at its boundary;
+services and repositories never commit.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.pool import ConnectionPoolEntry
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def async_url(url: str) -> str:
+    """Accept plain sqlite:// and postgresql:// URLs and pick the async driver."""
+    parsed = make_url(url)
+    driver = {
+        "sqlite": "sqlite+aiosqlite",
+        "postgresql": "postgresql+asyncpg",
+        "postgres": "postgresql+asyncpg",
+    }.get(parsed.drivername)
+    if driver is not None:
+        parsed = parsed.set(drivername=driver)
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets readers run beside the writer; foreign keys are off by default in SQLite.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def create_engine(url: str) -> AsyncEngine:
+    url = async_url(url)
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=False)
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@asynccontextmanager
+async def session_scope(
+    sessionmaker: async_sessionmaker[AsyncSession],
+) -> AsyncIterator[AsyncSession]:
+    """One unit of work: commit on success, roll back on any error."""
+    async with sessionmaker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        else:
+            await session.commit()
+
+
+def _alembic_config(url: str) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", async_url(url).replace("%", "%%"))
+    return config
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    """Bring the database to `revision`, creating the SQLite file if needed."""
+    from alembic import command
+
+    parsed = make_url(async_url(url))
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(_alembic_config(url), revision)

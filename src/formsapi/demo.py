@@ -1,0 +1,501 @@
+"""Realistic demo forms and submissions, for trying the API and for benchmarks.
+
+Answers are drawn per question type so that every one of them satisfies the
+form's own JSON Schema; submission times spread over past months with growth
+and weekday rhythm, like a real form's.
+"""
+
+import random
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import insert, update
+from sqlalchemy.ext.asyncio import AsyncSession
+from ulid import ULID
+
+from formsapi.form.blocks import (
+    Block,
+    BlockList,
+    MultipleChoice,
+    Number,
+    Rating,
+    dump_blocks,
+    questions,
+)
+from formsapi.kit.time import utcnow
+from formsapi.models import Form, Submission
+
+
+def _opts(*labels: str) -> list[dict[str, str]]:
+    return [
+        {"value": label.lower().replace(" ", "_").replace("/", "_"), "label": label}
+        for label in labels
+    ]
+
+
+def _q(kind: str, key: str, title: str, required: bool = False, **settings: Any) -> dict[str, Any]:
+    return {"type": kind, "key": key, "title": title, "required": required, **settings}
+
+
+TEMPLATES: list[tuple[str, str, list[dict[str, Any]]]] = [
+    (
+        "Customer satisfaction survey",
+        "published",
+        [
+            {"type": "heading", "text": "How did we do?"},
+            _q("rating", "overall", "Overall, how satisfied are you with us?", True, scale=5),
+            _q(
+                "rating",
+                "recommend",
+                "How likely are you to recommend us to a friend?",
+                True,
+                scale=10,
+            ),
+            _q(
+                "single_choice",
+                "channel",
+                "How did you first hear about us?",
+                True,
+                options=_opts(
+                    "Search engine", "Friend or colleague", "Social media", "Podcast", "Conference"
+                ),
+            ),
+            _q(
+                "multiple_choice",
+                "liked",
+                "What did you like?",
+                False,
+                options=_opts("Price", "Quality", "Support", "Delivery speed", "Ease of use"),
+                maxSelections=3,
+            ),
+            _q(
+                "long_text",
+                "comments",
+                "Anything else you would like to tell us?",
+                False,
+                maxLength=2000,
+            ),
+            _q("email", "email", "Your email, if we may follow up", False),
+        ],
+    ),
+    (
+        "Event registration: DevDays 2026",
+        "closed",
+        [
+            {"type": "paragraph", "text": "Two days of talks and workshops. Seats are limited."},
+            _q("short_text", "full_name", "Full name", True, maxLength=120),
+            _q("email", "email", "Email", True),
+            _q("short_text", "company", "Company", False, maxLength=120),
+            _q(
+                "single_choice",
+                "ticket",
+                "Ticket",
+                True,
+                options=_opts("Day 1", "Day 2", "Both days"),
+            ),
+            _q(
+                "multiple_choice",
+                "workshops",
+                "Workshops you want to join",
+                False,
+                options=_opts("Testing", "Observability", "Databases", "Security"),
+                minSelections=1,
+                maxSelections=2,
+            ),
+            _q(
+                "single_choice",
+                "diet",
+                "Dietary requirements",
+                True,
+                options=_opts("None", "Vegetarian", "Vegan", "Gluten free"),
+            ),
+            _q("phone", "phone", "Phone number", False),
+        ],
+    ),
+    (
+        "Job application: Backend engineer",
+        "published",
+        [
+            {"type": "heading", "text": "Tell us about yourself"},
+            _q("short_text", "full_name", "Full name", True, maxLength=120),
+            _q("email", "email", "Email", True),
+            _q("url", "portfolio", "GitHub or portfolio URL", False),
+            _q(
+                "number",
+                "years_experience",
+                "Years of professional experience",
+                True,
+                min=0,
+                max=50,
+                integer=True,
+            ),
+            {"type": "page_break"},
+            _q(
+                "single_choice",
+                "start",
+                "When could you start?",
+                True,
+                options=_opts("Immediately", "Within a month", "Within three months"),
+            ),
+            _q("date", "available_from", "Earliest start date", False),
+            _q(
+                "number",
+                "salary_expectation",
+                "Salary expectation",
+                False,
+                min=20000,
+                max=400000,
+                unit="EUR",
+            ),
+            _q("long_text", "motivation", "Why do you want to join us?", True, maxLength=5000),
+        ],
+    ),
+    (
+        "Product feedback",
+        "published",
+        [
+            _q(
+                "single_choice",
+                "plan",
+                "Which plan are you on?",
+                True,
+                options=_opts("Free", "Team", "Business", "Enterprise"),
+            ),
+            _q("rating", "ease", "How easy is the product to use?", True, scale=5),
+            _q(
+                "multiple_choice",
+                "features",
+                "Which features do you use?",
+                True,
+                options=_opts("Dashboards", "Exports", "API", "Integrations", "Alerts"),
+                minSelections=1,
+            ),
+            _q("long_text", "missing", "What is missing?", False, maxLength=3000),
+            _q(
+                "number",
+                "team_size",
+                "How many people on your team use it?",
+                False,
+                min=1,
+                max=100000,
+                integer=True,
+            ),
+        ],
+    ),
+    (
+        "Newsletter signup",
+        "published",
+        [
+            _q("email", "email", "Email address", True),
+            _q("short_text", "first_name", "First name", False, maxLength=80),
+            _q(
+                "multiple_choice",
+                "topics",
+                "Topics",
+                True,
+                options=_opts("Product updates", "Engineering", "Events", "Case studies"),
+                minSelections=1,
+            ),
+        ],
+    ),
+    (
+        "Bug report",
+        "published",
+        [
+            _q("short_text", "summary", "Summary", True, maxLength=200),
+            _q(
+                "single_choice",
+                "severity",
+                "Severity",
+                True,
+                options=_opts("Low", "Medium", "High", "Critical"),
+            ),
+            _q(
+                "single_choice",
+                "platform",
+                "Platform",
+                True,
+                options=_opts("Web", "iOS", "Android", "Desktop"),
+            ),
+            _q("long_text", "steps", "Steps to reproduce", True, maxLength=10000),
+            _q("url", "screenshot", "Link to a screenshot", False),
+            _q("email", "reporter", "Your email", False),
+        ],
+    ),
+    (
+        "Workshop interest poll",
+        "draft",
+        [
+            _q(
+                "single_choice",
+                "format",
+                "Preferred format",
+                True,
+                options=_opts("In person", "Online", "Hybrid"),
+            ),
+            _q("date", "preferred_date", "Preferred date", False),
+        ],
+    ),
+    (
+        "Volunteer sign-up 2025",
+        "archived",
+        [
+            _q("short_text", "full_name", "Full name", True),
+            _q("email", "email", "Email", True),
+            _q(
+                "multiple_choice",
+                "shifts",
+                "Shifts",
+                True,
+                options=_opts("Morning", "Afternoon", "Evening"),
+            ),
+            _q("number", "hours", "Hours per week", False, min=1, max=40),
+        ],
+    ),
+]
+
+FIRST = [
+    "Ana",
+    "Ben",
+    "Chloé",
+    "Dmitri",
+    "Elif",
+    "Femi",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kofi",
+    "Lena",
+    "Mateo",
+    "Nora",
+    "Omar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sven",
+    "Tara",
+]
+LAST = [
+    "Almeida",
+    "Becker",
+    "Chen",
+    "Dubois",
+    "Eriksen",
+    "Fischer",
+    "García",
+    "Hansen",
+    "Ivanova",
+    "Johansson",
+    "Kowalski",
+    "López",
+    "Müller",
+    "Nakamura",
+    "Okafor",
+    "Patel",
+]
+COMPANIES = [
+    "Northwind",
+    "Globex",
+    "Initech",
+    "Umbrella Labs",
+    "Hooli",
+    "Stark Tools",
+    "Wayne Logistics",
+    "Acme Corp",
+    "Vandelay Imports",
+    "Soylent Foods",
+]
+SENTENCES = [
+    "The onboarding was smooth and the docs answered most of my questions.",
+    "Support replied within an hour, which made all the difference.",
+    "Exports to CSV are slow for large date ranges.",
+    "I would love a dark mode and keyboard shortcuts.",
+    "Pricing is fair for what you get, but the jump to Business is steep.",
+    "The mobile app crashes when I rotate the screen on the settings page.",
+    "Please add an integration with our ticketing system.",
+    "Everything works, keep it up!",
+    "Search could be smarter about typos.",
+    "I have been looking for a tool like this for years.",
+]
+SUMMARIES = [
+    "Login button unresponsive",
+    "Export fails for large files",
+    "Typo on pricing page",
+    "Chart tooltip overlaps legend",
+    "Password reset email never arrives",
+    "Dashboard loads slowly on Mondays",
+]
+
+
+@dataclass
+class _Person:
+    first: str
+    last: str
+    number: int
+
+    @property
+    def email(self) -> str:
+        return f"{self.first.lower()}.{self.last.lower()}{self.number}@example.com".translate(
+            str.maketrans("éíóüç", "eiouc")
+        )
+
+
+def _short_text(key: str, person: _Person, rng: random.Random) -> str:
+    if "name" in key:
+        return person.first if key == "first_name" else f"{person.first} {person.last}"
+    if key == "company":
+        return rng.choice(COMPANIES)
+    if key == "summary":
+        return rng.choice(SUMMARIES)
+    return rng.choice(SENTENCES)[:60].rstrip(" ,.")
+
+
+def _answer(question: Any, person: _Person, rng: random.Random) -> str | int | float:
+    kind = question.type
+    if kind == "short_text":
+        return _short_text(question.key, person, rng)[: question.max_length or 255]
+    if kind == "long_text":
+        text = " ".join(rng.sample(SENTENCES, rng.randint(1, 3)))
+        return text[: question.max_length or 10_000]
+    if kind == "email":
+        return person.email
+    if kind == "url":
+        return f"https://github.com/{person.first.lower()}{person.number}".translate(
+            str.maketrans("éíóüç", "eiouc")
+        )
+    if kind == "phone":
+        return f"+1 555 {rng.randint(100, 999)} {rng.randint(1000, 9999)}"
+    if kind == "date":
+        return (date(2026, 1, 5) + timedelta(days=rng.randint(0, 330))).isoformat()
+    if isinstance(question, Rating):
+        # Skewed towards the top, as satisfaction scores are.
+        return max(1, question.scale - int(rng.expovariate(0.6)))
+    if isinstance(question, Number):
+        low = question.min if question.min is not None else 0
+        high = question.max if question.max is not None else 1000
+        if question.integer:
+            return rng.randint(int(low), min(int(high), int(low) + 25))
+        return (
+            round(rng.uniform(low, high) / 100) * 100
+            if high > 10000
+            else round(rng.uniform(low, high), 1)
+        )
+    values = [option.value for option in question.options]
+    if isinstance(question, MultipleChoice):
+        low = question.min_selections or 1
+        high = question.max_selections or len(values)
+        chosen = set(rng.sample(values, rng.randint(low, high)))
+        return ",".join(value for value in values if value in chosen)
+    weights = [len(values) - index for index in range(len(values))]
+    return str(rng.choices(values, weights=weights)[0])
+
+
+def answers_for(blocks: list[Block], rng: random.Random) -> dict[str, str | int | float]:
+    """One respondent's answers: required questions always, optional ones mostly."""
+    person = _Person(rng.choice(FIRST), rng.choice(LAST), rng.randint(1, 999))
+    return {
+        question.key: _answer(question, person, rng)
+        for question in questions(blocks)
+        if question.required or rng.random() < 0.7
+    }
+
+
+def _times(count: int, start: datetime, end: datetime, rng: random.Random) -> Iterator[datetime]:
+    """Times between start and end, denser towards the end (a growing form)."""
+    span = (end - start).total_seconds()
+    for _ in range(count):
+        moment = start + timedelta(seconds=span * (rng.random() ** 0.7))
+        yield moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _split(total: int, parts: int, rng: random.Random) -> list[int]:
+    """Uneven shares, like real forms: one popular, a long tail."""
+    weights = [rng.paretovariate(1.2) for _ in range(parts)]
+    shares = [int(total * weight / sum(weights)) for weight in weights]
+    shares[0] += total - sum(shares)
+    return shares
+
+
+async def fill(
+    session: AsyncSession,
+    organization_id: str,
+    *,
+    forms: int = 8,
+    submissions: int = 2000,
+    months: int = 6,
+    seed: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    chunk_size: int = 5000,
+) -> list[Form]:
+    """Create `forms` forms and `submissions` submissions spread among the
+    non-draft ones. Returns the forms. Bulk inserts in chunks; the caller commits."""
+    rng = random.Random(seed)  # noqa: S311 - demo data, not secrets
+    now = utcnow()
+    begin = now - timedelta(days=30 * months)
+    created: list[Form] = []
+    for index in range(forms):
+        title, status, raw_blocks = TEMPLATES[index % len(TEMPLATES)]
+        round_ = index // len(TEMPLATES)
+        blocks = BlockList.validate_python(raw_blocks)
+        created_at = begin - timedelta(days=rng.randint(1, 20), minutes=index)
+        suffix = f" ({round_ + 1})" if round_ else ""
+        form = Form(
+            id="frm_" + str(ULID.from_datetime(created_at)).lower(),
+            organization_id=organization_id,
+            title=title + suffix,
+            slug=_slug(title) + (f"-{round_ + 1}" if round_ else ""),
+            status=status,
+            blocks=dump_blocks(blocks),
+            created_at=created_at,
+            updated_at=created_at + timedelta(days=rng.randint(0, 5)),
+        )
+        session.add(form)
+        created.append(form)
+    await session.flush()
+
+    answerable = [form for form in created if form.status != "draft"] or created
+    shares = _split(submissions, len(answerable), rng) if answerable else []
+    for form, share in zip(answerable, shares, strict=True):
+        blocks = BlockList.validate_python(form.blocks)
+        end = now if form.status == "published" else now - timedelta(days=rng.randint(10, 40))
+        rows: list[dict[str, Any]] = []
+        for moment in _times(share, begin, end, rng):
+            rows.append(
+                {
+                    "id": "sub_" + str(ULID.from_datetime(moment)).lower(),
+                    "organization_id": organization_id,
+                    "form_id": form.id,
+                    "form_version": 1,
+                    "submitted_at": moment,
+                    "answers": answers_for(blocks, rng),
+                }
+            )
+            if len(rows) == chunk_size:
+                await _insert(session, rows, progress)
+                rows = []
+        if rows:
+            await _insert(session, rows, progress)
+        # The counter moves in the same transaction as the rows it counts.
+        await session.execute(
+            update(Form)
+            .where(Form.organization_id == organization_id, Form.id == form.id)
+            .values(response_count=Form.response_count + share)
+        )
+        form.response_count += share
+    return created
+
+
+async def _insert(
+    session: AsyncSession, rows: list[dict[str, Any]], progress: Callable[[int], None] | None
+) -> None:
+    await session.execute(insert(Submission), rows)
+    if progress:
+        progress(len(rows))
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")

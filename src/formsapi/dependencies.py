@@ -1,0 +1,56 @@
+"""Dependencies every /v1 endpoint shares: the request session and the caller."""
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.api_key import service as api_key_service
+from formsapi.api_key.service import Principal
+from formsapi.db import session_scope
+from formsapi.errors import Unauthorized
+from formsapi.models import Plan
+from formsapi.ratelimit.service import RateLimiter
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with session_scope(request.app.state.sessionmaker) as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+
+def client_ip(request: Request) -> str:
+    # ProxyHeadersMiddleware has already replaced the peer with the forwarded
+    # client when, and only when, the peer is a trusted proxy.
+    return request.client.host if request.client else "unknown"
+
+
+async def get_principal(request: Request, session: SessionDep) -> Principal:
+    """Authenticate the bearer key, then count the request against the IP's limit.
+
+    Requests without a valid key still count, at the standard rate, so guessing
+    keys is throttled like anything else.
+    """
+    principal: Principal | None = None
+    failure: Unauthorized | None = None
+    try:
+        secret = api_key_service.parse_authorization(request.headers.get("authorization"))
+        principal = await api_key_service.authenticate(session, secret)
+    except Unauthorized as error:
+        failure = error
+    limiter: RateLimiter = request.app.state.rate_limiter
+    if limiter.enabled:
+        plan = principal.plan if principal else Plan.standard
+        # A 429 carries its own headers; others get them from RateLimitHeaders.
+        decision = await limiter.check(client_ip(request), plan)
+        request.state.rate_limit_headers = decision.headers()
+    if failure is not None:
+        raise failure
+    assert principal is not None
+    return principal
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]

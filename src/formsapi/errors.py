@@ -1,0 +1,235 @@
+"""The error tree and its RFC 9457 problem+json rendering.
+
+Services raise FormsAPIError subclasses; one handler renders them. Bad query,
+path or header parameters answer 400 naming each parameter; a bad JSON body
+answers 422 with a JSON pointer per field (400 when it is not JSON at all).
+"""
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+log = logging.getLogger("formsapi")
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class FormsAPIError(Exception):
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal Server Error"
+    slug: ClassVar[str] = "internal"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.headers = dict(headers or {})
+        self.extensions = extensions
+
+
+class BadRequest(FormsAPIError):
+    status = 400
+    title = "Bad Request"
+    slug = "bad-request"
+
+
+class InvalidParameters(FormsAPIError):
+    status = 400
+    title = "Invalid parameters"
+    slug = "invalid-parameters"
+
+
+class Unauthorized(FormsAPIError):
+    status = 401
+    title = "Unauthorized"
+    slug = "unauthorized"
+
+    def __init__(self, detail: str) -> None:
+        # RFC 6750: tell the client which scheme we expect.
+        super().__init__(detail, headers={"WWW-Authenticate": 'Bearer realm="formsapi"'})
+
+
+class Forbidden(FormsAPIError):
+    status = 403
+    title = "Forbidden"
+    slug = "forbidden"
+
+
+class NotFound(FormsAPIError):
+    status = 404
+    title = "Not Found"
+    slug = "not-found"
+
+
+class FormNotFound(NotFound):
+    def __init__(self, form_id: str) -> None:
+        super().__init__(f"No form with id '{form_id}'.")
+
+
+class MethodNotAllowed(FormsAPIError):
+    status = 405
+    title = "Method Not Allowed"
+    slug = "method-not-allowed"
+
+
+class Conflict(FormsAPIError):
+    status = 409
+    title = "Conflict"
+    slug = "conflict"
+
+
+class UnsupportedMediaType(FormsAPIError):
+    status = 415
+    title = "Unsupported Media Type"
+    slug = "unsupported-media-type"
+
+
+class RateLimited(FormsAPIError):
+    status = 429
+    title = "Too Many Requests"
+    slug = "rate-limited"
+
+
+_STATUS_SLUGS: dict[int, type[FormsAPIError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    409: Conflict,
+    415: UnsupportedMediaType,
+    429: RateLimited,
+}
+
+
+def problem_response(
+    status: int,
+    title: str,
+    detail: str,
+    *,
+    slug: str,
+    instance: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extensions: Any,
+) -> Response:
+    body: dict[str, Any] = {
+        # Relative URIs resolve against the service; /problems/{slug} documents each.
+        "type": f"/problems/{slug}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    if instance:
+        body["instance"] = instance
+    body.update(extensions)
+    return Response(
+        orjson.dumps(body), status_code=status, headers=headers, media_type=PROBLEM_JSON
+    )
+
+
+def _location_text(loc: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _json_pointer(loc: Sequence[Any]) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in loc)
+
+
+def _validation_problem(request: Request, exc: RequestValidationError) -> Response:
+    errors = exc.errors()
+    if any(error["type"] == "json_invalid" for error in errors):
+        return problem_response(
+            400,
+            "Malformed JSON",
+            "The request body is not valid JSON.",
+            slug="malformed-json",
+            instance=request.url.path,
+        )
+    body_errors = [e for e in errors if e["loc"] and e["loc"][0] == "body"]
+    if body_errors:
+        return problem_response(
+            422,
+            "Validation failed",
+            "The request body has invalid fields.",
+            slug="validation-failed",
+            instance=request.url.path,
+            errors=[
+                {"pointer": _json_pointer(e["loc"][1:]), "detail": e["msg"]} for e in body_errors
+            ],
+        )
+    invalid = [
+        {"name": _location_text(e["loc"][1:]), "in": e["loc"][0], "reason": e["msg"]}
+        for e in errors
+    ]
+    names = ", ".join(f"'{p['name']}'" for p in invalid)
+    return problem_response(
+        400,
+        InvalidParameters.title,
+        f"Invalid value for {names}: " + "; ".join(p["reason"] for p in invalid) + ".",
+        slug=InvalidParameters.slug,
+        instance=request.url.path,
+        invalidParams=invalid,
+    )
+
+
+def install_handlers(app: FastAPI) -> None:
+    async def on_formsapi_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, FormsAPIError)
+        return problem_response(
+            exc.status,
+            exc.title,
+            exc.detail,
+            slug=exc.slug,
+            instance=request.url.path,
+            headers=exc.headers,
+            **exc.extensions,
+        )
+
+    async def on_validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return _validation_problem(request, exc)
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        # Starlette's own errors: unknown route, wrong method.
+        assert isinstance(exc, StarletteHTTPException)
+        kind = _STATUS_SLUGS.get(exc.status_code)
+        slug = kind.slug if kind else f"http-{exc.status_code}"
+        title = kind.title if kind else "HTTP Error"
+        detail = exc.detail if isinstance(exc.detail, str) else title
+        return problem_response(
+            exc.status_code,
+            title,
+            detail,
+            slug=slug,
+            instance=request.url.path,
+            headers=exc.headers,
+        )
+
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
+        request_id = request.headers.get("x-request-id", "")
+        log.exception(
+            "unhandled error on %s %s (request id %r)", request.method, request.url.path, request_id
+        )
+        return problem_response(
+            500,
+            "Internal Server Error",
+            "Something went wrong on our side.",
+            slug="internal",
+            instance=request.url.path,
+        )
+
+    app.add_exception_handler(FormsAPIError, on_formsapi_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,259 @@
+"""Question and layout blocks, and the JSON Schema of the answers they define.
+
+Every answer is a string or a number, whatever the question type:
+- text, email, url, phone, date (YYYY-MM-DD) and single choice answer a string;
+- number answers a number, rating an integer from 1 to its scale;
+- multiple choice answers one string: the chosen option values joined by commas,
+  in the order the options are listed ("red,blue"). Option values therefore
+  cannot contain commas.
+"""
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, model_validator
+
+from formsapi.kit.schemas import Schema
+
+KEY_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+# No commas (multiple choice joins values with them) and no edge whitespace.
+OPTION_VALUE_PATTERN = r"^[^,\s](?:[^,]*[^,\s])?$"
+PHONE_PATTERN = r"^\+?[0-9][0-9 ()./-]{3,30}[0-9]$"
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class Option(Schema):
+    value: Annotated[str, Field(min_length=1, max_length=100, pattern=OPTION_VALUE_PATTERN)]
+    label: Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class _Question(Schema):
+    key: Annotated[str, Field(pattern=KEY_PATTERN, description="Stable answer key.")]
+    title: Annotated[str, Field(min_length=1, max_length=500)]
+    description: str | None = Field(default=None, max_length=2000)
+    required: bool = False
+
+    def answer_schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def property_schema(self) -> dict[str, Any]:
+        schema = {"title": self.title, **self.answer_schema()}
+        if self.description:
+            schema["description"] = self.description
+        return schema
+
+
+class _Text(_Question):
+    min_length: int | None = Field(default=None, ge=0)
+    max_length: int | None = Field(default=None, ge=1)
+    placeholder: str | None = Field(default=None, max_length=200)
+
+    def _lengths(self, default_max: int) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "maxLength": self.max_length or default_max}
+        min_length = self.min_length or (1 if self.required else 0)
+        if min_length:
+            schema["minLength"] = min_length
+        return schema
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> "_Text":
+        if (
+            self.min_length is not None
+            and self.max_length is not None
+            and self.min_length > self.max_length
+        ):
+            raise ValueError("minLength must not exceed maxLength")
+        return self
+
+
+class ShortText(_Text):
+    type: Literal["short_text"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return self._lengths(255)
+
+
+class LongText(_Text):
+    type: Literal["long_text"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return self._lengths(10_000)
+
+
+class Email(_Question):
+    type: Literal["email"]
+    placeholder: str | None = Field(default=None, max_length=200)
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "email", "maxLength": 254}
+
+
+class Url(_Question):
+    type: Literal["url"]
+    placeholder: str | None = Field(default=None, max_length=200)
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "uri", "maxLength": 2048}
+
+
+class Phone(_Question):
+    type: Literal["phone"]
+    placeholder: str | None = Field(default=None, max_length=200)
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": PHONE_PATTERN}
+
+
+class Number(_Question):
+    type: Literal["number"]
+    # int first: whole bounds stay whole numbers in the JSON.
+    min: int | float | None = None
+    max: int | float | None = None
+    integer: bool = Field(default=False, description="Only whole numbers are accepted.")
+    unit: str | None = Field(default=None, max_length=20)
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> "Number":
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("min must not exceed max")
+        return self
+
+    def answer_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer" if self.integer else "number"}
+        if self.min is not None:
+            schema["minimum"] = self.min
+        if self.max is not None:
+            schema["maximum"] = self.max
+        return schema
+
+
+class Rating(_Question):
+    type: Literal["rating"]
+    scale: int = Field(default=5, ge=2, le=10, description="Highest rating; the lowest is 1.")
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "integer", "minimum": 1, "maximum": self.scale}
+
+
+class _Choice(_Question):
+    options: Annotated[list[Option], Field(min_length=1, max_length=200)]
+
+    @model_validator(mode="after")
+    def _unique_values(self) -> "_Choice":
+        values = [option.value for option in self.options]
+        if len(set(values)) != len(values):
+            raise ValueError("option values must be unique")
+        return self
+
+
+class SingleChoice(_Choice):
+    type: Literal["single_choice"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": [option.value for option in self.options]}
+
+
+class MultipleChoice(_Choice):
+    type: Literal["multiple_choice"]
+    min_selections: int | None = Field(default=None, ge=1)
+    max_selections: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _selection_bounds(self) -> "MultipleChoice":
+        low, high = self.min_selections, self.max_selections
+        if low is not None and high is not None and low > high:
+            raise ValueError("minSelections must not exceed maxSelections")
+        if high is not None and high > len(self.options):
+            raise ValueError("maxSelections must not exceed the number of options")
+        return self
+
+    def answer_schema(self) -> dict[str, Any]:
+        one = "(?:" + "|".join(re.escape(o.value) for o in self.options) + ")"
+        return {
+            "type": "string",
+            "pattern": f"^{one}(?:,{one})*$",
+            "description": "Chosen option values joined by commas, in option order.",
+            "x-options": [option.value for option in self.options],
+            **({"x-minSelections": self.min_selections} if self.min_selections else {}),
+            **({"x-maxSelections": self.max_selections} if self.max_selections else {}),
+        }
+
+
+class Date(_Question):
+    type: Literal["date"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "format": "date"}
+
+
+class Heading(Schema):
+    type: Literal["heading"]
+    text: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class Paragraph(Schema):
+    type: Literal["paragraph"]
+    text: Annotated[str, Field(min_length=1, max_length=5000)]
+
+
+class PageBreak(Schema):
+    type: Literal["page_break"]
+
+
+Question = (
+    ShortText
+    | LongText
+    | Email
+    | Url
+    | Phone
+    | Number
+    | Rating
+    | SingleChoice
+    | MultipleChoice
+    | Date
+)
+Block = Annotated[
+    Question | Heading | Paragraph | PageBreak,
+    Field(discriminator="type"),
+]
+QUESTION_TYPES = (
+    ShortText,
+    LongText,
+    Email,
+    Url,
+    Phone,
+    Number,
+    Rating,
+    SingleChoice,
+    MultipleChoice,
+    Date,
+)
+
+
+BlockList: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
+
+
+def dump_blocks(blocks: list[Block]) -> list[dict[str, Any]]:
+    """Blocks in their API shape (camelCase, unset settings left out, `type` first)."""
+    dumped = BlockList.dump_python(blocks, by_alias=True, exclude_none=True)
+    return [{"type": block.pop("type"), **block} for block in dumped]
+
+
+def questions(blocks: list[Block]) -> list[Question]:
+    return [block for block in blocks if isinstance(block, QUESTION_TYPES)]
+
+
+def answers_schema(blocks: list[Block], *, title: str | None = None) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of the answers object these blocks define."""
+    asked = questions(blocks)
+    schema: dict[str, Any] = {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "type": "object",
+        "properties": {question.key: question.property_schema() for question in asked},
+        "required": [question.key for question in asked if question.required],
+        "additionalProperties": False,
+    }
+    if title:
+        schema["title"] = title
+    return schema

@@ -1,0 +1,31 @@
+"""UTC timestamps at millisecond precision, the precision the API prints."""
+
+import re
+from datetime import UTC, datetime
+
+# A '+' in an unencoded query string arrives as a space: "...T10:00:00 01:00".
+_SPACE_OFFSET = re.compile(r" (\d{2}(?::?\d{2})?)$")
+
+
+def utcnow() -> datetime:
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def isoformat_z(value: datetime) -> str:
+    """`2026-11-21T14:17:19.123Z`: what every timestamp in the API looks like."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse ISO 8601; no offset means UTC. Raises ValueError with a readable message."""
+    text = _SPACE_OFFSET.sub(r"+\1", text.strip())
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError("must be an ISO 8601 timestamp such as 2026-01-31T09:30:00Z") from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

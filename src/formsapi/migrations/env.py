@@ -1,0 +1,33 @@
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from formsapi.db import create_engine
+from formsapi.models import Base
+
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_async() -> None:
+    engine = create_engine(context.config.get_main_option("sqlalchemy.url") or "")
+    async with engine.connect() as connection:
+        await connection.run_sync(_run)
+        await connection.commit()
+    await engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("offline migrations are not supported; run `formsapi migrate`")
+asyncio.run(_run_async())

@@ -1,0 +1,20 @@
+from formsapi.models.api_key import APIKey
+from formsapi.models.base import Base
+from formsapi.models.form import Form, FormStatus
+from formsapi.models.membership import Membership, Role
+from formsapi.models.organization import Organization, Plan
+from formsapi.models.submission import Submission
+from formsapi.models.user import User
+
+__all__ = [
+    "APIKey",
+    "Base",
+    "Form",
+    "FormStatus",
+    "Membership",
+    "Organization",
+    "Plan",
+    "Role",
+    "Submission",
+    "User",
+]

@@ -1,0 +1,39 @@
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from formsapi.kit.time import utcnow
+from formsapi.models.base import Base, JSONColumn, UTCDateTime
+
+
+class FormStatus(StrEnum):
+    draft = "draft"
+    published = "published"
+    closed = "closed"
+    archived = "archived"
+
+
+class Form(Base):
+    __tablename__ = "forms"
+    __table_args__ = (
+        # Serves "forms of one org, newest first" without a sort.
+        Index("ix_forms_organization_id_created_at_id", "organization_id", "created_at", "id"),
+        UniqueConstraint("organization_id", "slug", name="uq_forms_organization_id_slug"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    title: Mapped[str] = mapped_column(String(200))
+    slug: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(20), default=FormStatus.draft.value)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    # Blocks as the API shows them (camelCase), validated on the way in.
+    blocks: Mapped[list[dict[str, Any]]] = mapped_column(JSONColumn)
+    # Kept exact in the same transaction as every insert and delete of a submission,
+    # so totals never cost a count over the form's rows.
+    response_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -1,0 +1,29 @@
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from formsapi.kit.time import utcnow
+from formsapi.models.base import Base, JSONColumn, UTCDateTime
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (
+        # Serves "submissions of one form, newest first" and `since` as a range scan.
+        Index(
+            "ix_submissions_organization_id_form_id_submitted_at_id",
+            "organization_id",
+            "form_id",
+            "submitted_at",
+            "id",
+        ),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    form_id: Mapped[str] = mapped_column(ForeignKey("forms.id", ondelete="CASCADE"))
+    form_version: Mapped[int] = mapped_column(Integer, default=1)
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    answers: Mapped[dict[str, Any]] = mapped_column(JSONColumn)

@@ -1,0 +1,43 @@
+"""Organizations (tenants, each on a plan) and the memberships that give users roles in them."""
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.errors import BadRequest, NotFound
+from formsapi.kit.ids import new_id
+from formsapi.models import Membership, Organization, Plan, Role, User
+from formsapi.organization import repository
+
+
+async def create(session: AsyncSession, name: str, plan: str = Plan.standard) -> Organization:
+    name = name.strip()
+    if not name:
+        raise BadRequest("An organization needs a name.")
+    if plan not in Plan.__members__:
+        raise BadRequest(f"Unknown plan '{plan}'; choose one of: {', '.join(Plan)}.")
+    organization = Organization(id=new_id("org"), name=name, plan=plan)
+    session.add(organization)
+    await session.flush()
+    return organization
+
+
+async def get(session: AsyncSession, organization_id: str) -> Organization:
+    organization = await repository.get(session, organization_id)
+    if organization is None:
+        raise NotFound(f"No organization with id '{organization_id}'.")
+    return organization
+
+
+async def add_member(
+    session: AsyncSession, organization: Organization, user: User, role: str
+) -> Membership:
+    """Add the user with `role`, or change their role if they are a member already."""
+    if role not in Role.__members__:
+        raise BadRequest(f"Unknown role '{role}'; choose one of: {', '.join(Role)}.")
+    membership = await repository.get_membership(session, organization.id, user.id)
+    if membership is None:
+        membership = Membership(organization_id=organization.id, user_id=user.id, role=role)
+        session.add(membership)
+    else:
+        membership.role = role
+    await session.flush()
+    return membership

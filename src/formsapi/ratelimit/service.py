@@ -1,0 +1,77 @@
+"""Per-IP request limits by plan, on the `limits` library.
+
+Counters live in this process by default and in Redis when FORMSAPI_REDIS_URL is
+set, so every worker and every machine shares one limit. The moving window is
+exact: the 121st request inside any 60 seconds is refused.
+"""
+
+import math
+import time
+from dataclasses import dataclass
+
+from limits import RateLimitItem, RateLimitItemPerMinute
+from limits.aio.storage import MemoryStorage, RedisStorage, Storage
+from limits.aio.strategies import MovingWindowRateLimiter
+
+from formsapi.config import Settings
+from formsapi.errors import RateLimited
+from formsapi.models import Plan
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_after: int  # whole seconds until the oldest counted request leaves the window
+
+    def headers(self) -> dict[str, str]:
+        headers = {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset_after),
+        }
+        if not self.allowed:
+            headers["Retry-After"] = str(self.reset_after)
+        return headers
+
+
+class RateLimiter:
+    def __init__(self, settings: Settings) -> None:
+        self.enabled = settings.rate_limit_enabled
+        self.storage: Storage
+        if settings.redis_url:
+            self.storage = RedisStorage(_async_scheme(settings.redis_url))
+        else:
+            self.storage = MemoryStorage()
+        self._strategy = MovingWindowRateLimiter(self.storage)
+        self._items: dict[str, RateLimitItem] = {
+            Plan.standard: RateLimitItemPerMinute(settings.rate_limit_standard, namespace="ip"),
+            Plan.pro: RateLimitItemPerMinute(settings.rate_limit_pro, namespace="ip"),
+        }
+
+    async def hit(self, client_ip: str, plan: str) -> Decision:
+        item = self._items.get(plan, self._items[Plan.standard])
+        allowed = await self._strategy.hit(item, client_ip)
+        reset_at, remaining = await self._strategy.get_window_stats(item, client_ip)
+        reset_after = max(1, math.ceil(reset_at - time.time()))
+        return Decision(allowed, item.amount, max(0, remaining), reset_after)
+
+    async def check(self, client_ip: str, plan: str) -> Decision:
+        """Count the request; raise RateLimited (429) past the plan's limit."""
+        decision = await self.hit(client_ip, plan)
+        if not decision.allowed:
+            raise RateLimited(
+                f"More than {decision.limit} requests a minute from this address. "
+                f"Retry in {decision.reset_after} s.",
+                headers=decision.headers(),
+            )
+        return decision
+
+    async def ping(self) -> bool:
+        return bool(await self.storage.check())
+
+
+def _async_scheme(url: str) -> str:
+    # limits picks its async Redis client from the scheme: redis:// -> async+redis://
+    return url if url.startswith("async+") else f"async+{url}"
