@@ -3,7 +3,6 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import cast
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI
@@ -11,7 +10,6 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
-from starlette.types import ASGIApp
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from formsapi import __version__
@@ -35,7 +33,7 @@ client IP by plan (120 a minute on standard, 1,200 on pro); every response carri
 _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 
-def create_app(settings: Settings | None = None) -> ASGIApp:
+def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = create_engine(settings.database_url)
     rate_limiter = RateLimiter(settings)
@@ -67,11 +65,11 @@ def create_app(settings: Settings | None = None) -> ASGIApp:
     _mount_docs(app)
     _mount_probes(app)
 
-    wrapped: ASGIApp = RateLimitHeaders(app)
+    app.add_middleware(RateLimitHeaders)
     if settings.trusted_proxies:
-        proxied = ProxyHeadersMiddleware(wrapped, trusted_hosts=settings.trusted_proxies)  # type: ignore[arg-type]
-        wrapped = cast(ASGIApp, proxied)
-    return wrapped
+        # Outermost, so every layer below sees the real client address.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
+    return app
 
 
 def _mount_docs(app: FastAPI) -> None:

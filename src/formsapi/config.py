@@ -14,6 +14,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./formsapi.db"
     # Unset: rate-limit counters live in this process. Set (redis://...): shared by every worker.
     redis_url: str | None = None
+    # Namespace for our keys, so several deployments (or test runs) can share one Redis.
+    redis_prefix: str = "formsapi"
 
     rate_limit_standard: int = Field(default=120, ge=1)  # requests per IP per minute
     rate_limit_pro: int = Field(default=1200, ge=1)

@@ -485,7 +485,6 @@ async def fill(
             .where(Form.organization_id == organization_id, Form.id == form.id)
             .values(response_count=Form.response_count + share)
         )
-        form.response_count += share
     return created
 
 

@@ -1,14 +1,12 @@
 from datetime import datetime
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Row, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import APIKey, Membership, Organization
 
 
-async def find_for_request(
-    session: AsyncSession, secret_hash: str
-) -> tuple[APIKey, str, str] | None:
+async def find_for_request(session: AsyncSession, secret_hash: str) -> Row[APIKey, str, str] | None:
     """The key, its organization's plan and its creator's role, in one indexed query.
 
     The inner join on memberships is what disables the keys of a removed member.
@@ -23,7 +21,7 @@ async def find_for_request(
         )
         .where(APIKey.secret_hash == secret_hash)
     )
-    return (await session.execute(statement)).tuples().first()
+    return (await session.execute(statement)).first()
 
 
 async def touch(session: AsyncSession, key_id: str, now: datetime, stale_before: datetime) -> None:

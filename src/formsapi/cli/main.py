@@ -317,7 +317,8 @@ def main() -> None:
         sys.exit(130)
     except typer.TyperException as error:  # bad arguments: Click's usage errors
         message = error.format_message() if hasattr(error, "format_message") else str(error)
-        err(f"error: {message.replace('Value error, ', '')}")
+        if message:  # empty after `formsapi` alone: the help was the answer
+            err(f"error: {message.replace('Value error, ', '')}")
         sys.exit(getattr(error, "exit_code", 2))
     except (OSError, ValueError) as error:
         err(f"error: {error}")

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.errors import FormNotFound
 from formsapi.form import repository
 from formsapi.form.blocks import BlockList, answers_schema
+from formsapi.kit.ids import is_plausible
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z
 from formsapi.models import Form
@@ -25,7 +26,9 @@ async def list_page(
 
 
 async def get(session: AsyncSession, organization_id: str, form_id: str) -> Form:
-    form = await repository.get(session, organization_id, form_id)
+    form = (
+        await repository.get(session, organization_id, form_id) if is_plausible(form_id) else None
+    )
     if form is None:
         raise FormNotFound(form_id)
     return form

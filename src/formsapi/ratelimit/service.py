@@ -41,7 +41,9 @@ class RateLimiter:
         self.enabled = settings.rate_limit_enabled
         self.storage: Storage
         if settings.redis_url:
-            self.storage = RedisStorage(_async_scheme(settings.redis_url))
+            self.storage = RedisStorage(
+                _async_scheme(settings.redis_url), key_prefix=settings.redis_prefix
+            )
         else:
             self.storage = MemoryStorage()
         self._strategy = MovingWindowRateLimiter(self.storage)

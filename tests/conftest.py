@@ -1,0 +1,139 @@
+"""Fixtures: real SQLite and PostgreSQL databases, a real Redis, an ASGI client.
+
+Every API test runs once per engine. A service that is not reachable skips its
+tests locally and fails them when CI is set.
+"""
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.app import create_app
+from formsapi.config import Settings
+from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.models import Base
+
+IN_CI = bool(os.environ.get("CI"))
+POSTGRES_URL = os.environ.get(
+    "FORMSAPI_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("FORMSAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def service_unavailable(reason: str) -> None:
+    if IN_CI:
+        pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")
+    pytest.skip(reason)
+
+
+def reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), 2):
+            return True
+    except OSError:
+        return False
+
+
+async def _reset(engine: AsyncEngine) -> None:
+    async with engine.begin() as connection:
+        await connection.run_sync(Base.metadata.drop_all)
+        await connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("db") / "formsapi.db"
+    migrate(f"sqlite:///{path}")
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    if not reachable(POSTGRES_URL):
+        service_unavailable(f"PostgreSQL is not reachable at {POSTGRES_URL}")
+    # Start from an empty schema: earlier runs or other branches may have left tables.
+    engine = create_engine(POSTGRES_URL)
+    asyncio.run(_reset(engine))
+    asyncio.run(engine.dispose())
+    migrate(POSTGRES_URL)
+    return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    if not reachable(REDIS_URL):
+        service_unavailable(f"Redis is not reachable at {REDIS_URL}")
+    return REDIS_URL
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    return str(request.getfixturevalue(name))
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    tables = [table.name for table in reversed(Base.metadata.sorted_tables)]
+    async with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            await connection.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
+        else:
+            for table in tables:
+                await connection.execute(text(f"DELETE FROM {table}"))  # noqa: S608
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
+    """A session for arranging data; commit before calling the API."""
+    async with create_sessionmaker(engine)() as session:
+        yield session
+
+
+@dataclass
+class Api:
+    """An ASGI client on an app built with the given settings."""
+
+    client: httpx.AsyncClient
+    settings: Settings
+
+    async def get(self, path: str, secret: str | None = None, **kwargs: object) -> httpx.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})  # type: ignore[call-overload]
+        if secret is not None:
+            headers["Authorization"] = f"Bearer {secret}"
+        return await self.client.get(path, headers=headers, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, redis_url=None)
+
+
+@pytest.fixture
+async def api(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Api]:
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield Api(client, settings)
+    await app.state.engine.dispose()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(cwd)

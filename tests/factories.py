@@ -1,0 +1,104 @@
+"""Plain typed factories: each writes through the real services or models."""
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.api_key import service as api_key_service
+from formsapi.form.blocks import BlockList, dump_blocks
+from formsapi.kit.ids import new_id
+from formsapi.kit.time import utcnow
+from formsapi.models import Form, Organization, Plan, Role, Submission, User
+from formsapi.organization import service as organization_service
+from formsapi.user import service as user_service
+
+BLOCKS: list[dict[str, Any]] = [
+    {"type": "heading", "text": "About you"},
+    {"type": "short_text", "key": "name", "title": "Name", "required": True},
+    {"type": "email", "key": "email", "title": "Email"},
+    {"type": "number", "key": "age", "title": "Age", "min": 0, "max": 130, "integer": True},
+    {"type": "page_break"},
+    {
+        "type": "multiple_choice",
+        "key": "colors",
+        "title": "Colors",
+        "required": True,
+        "options": [{"value": "red", "label": "Red"}, {"value": "blue", "label": "Blue"}],
+    },
+]
+
+
+async def create_org(session: AsyncSession, plan: str = Plan.standard) -> Organization:
+    return await organization_service.create(session, "Org", plan)
+
+
+async def create_user(session: AsyncSession, email: str | None = None) -> User:
+    return await user_service.create(
+        session, email or f"{new_id('u')}@example.com", "correct horse battery"
+    )
+
+
+async def create_key(
+    session: AsyncSession,
+    organization: Organization,
+    *,
+    role: str = Role.owner,
+    scopes: list[str] | None = None,
+    user: User | None = None,
+) -> tuple[str, str]:
+    """A member with `role` and a key of theirs; returns (key id, secret)."""
+    user = user or await create_user(session)
+    await organization_service.add_member(session, organization, user, role)
+    created = await api_key_service.create(session, organization, user, "test", scopes)
+    return created.key.id, created.secret
+
+
+async def create_form(
+    session: AsyncSession,
+    organization: Organization,
+    *,
+    title: str = "Form",
+    status: str = "published",
+    created_at: datetime | None = None,
+    blocks: list[dict[str, Any]] | None = None,
+    form_id: str | None = None,
+) -> Form:
+    created_at = created_at or utcnow()
+    form = Form(
+        id=form_id or new_id("frm"),
+        organization_id=organization.id,
+        title=title,
+        slug=new_id("s"),
+        status=status,
+        blocks=dump_blocks(BlockList.validate_python(blocks if blocks is not None else BLOCKS)),
+        created_at=created_at,
+        updated_at=created_at,
+    )
+    session.add(form)
+    await session.flush()
+    return form
+
+
+async def create_submission(
+    session: AsyncSession,
+    form: Form,
+    *,
+    submitted_at: datetime | None = None,
+    answers: dict[str, Any] | None = None,
+    submission_id: str | None = None,
+) -> Submission:
+    submission = Submission(
+        id=submission_id or new_id("sub"),
+        organization_id=form.organization_id,
+        form_id=form.id,
+        submitted_at=submitted_at or utcnow(),
+        answers=answers if answers is not None else {"name": "Ada", "colors": "red"},
+    )
+    session.add(submission)
+    await session.execute(
+        update(Form).where(Form.id == form.id).values(response_count=Form.response_count + 1)
+    )
+    await session.flush()
+    return submission

@@ -1,0 +1,162 @@
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org, create_submission
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+async def _form_with_times(session: AsyncSession, times: list[datetime]) -> tuple[str, str]:
+    org = await create_org(session)
+    _, secret = await create_key(session, org)
+    form = await create_form(session, org)
+    for index, moment in enumerate(times):
+        await create_submission(
+            session, form, submitted_at=moment, submission_id=f"sub_{index:04d}"
+        )
+    await session.commit()
+    return form.id, secret
+
+
+async def test_most_recent_first_with_id_tie_break(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form_with_times(
+        session, [T0, T0 + timedelta(hours=1), T0, T0 + timedelta(hours=1), T0 - timedelta(1)]
+    )
+
+    response = await api.get(f"/v1/forms/{form_id}/submissions", secret)
+
+    assert response.status_code == 200
+    body = response.json()
+    assert [s["id"] for s in body["data"]] == [
+        "sub_0003",
+        "sub_0001",
+        "sub_0002",
+        "sub_0000",
+        "sub_0004",
+    ]
+    assert body["pagination"] == {"page": 1, "limit": 50, "total": 5}
+    assert body["data"][0] == {
+        "id": "sub_0003",
+        "formId": form_id,
+        "formVersion": 1,
+        "submittedAt": "2026-03-01T13:00:00.000Z",
+        "answers": {"name": "Ada", "colors": "red"},
+    }
+
+
+async def test_pages_with_equal_timestamps_neither_repeat_nor_skip(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form_with_times(session, [T0] * 7 + [T0 + timedelta(1)] * 3)
+
+    seen = []
+    for page in (1, 2, 3, 4):
+        body = (
+            await api.get(f"/v1/forms/{form_id}/submissions?limit=3&page={page}", secret)
+        ).json()
+        assert body["pagination"]["total"] == 10
+        seen += [s["id"] for s in body["data"]]
+    assert sorted(seen) == [f"sub_{i:04d}" for i in range(10)]
+    assert len(seen) == 10
+
+
+async def test_limit_defaults_to_50_and_stops_at_100(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form_with_times(
+        session, [T0 + timedelta(seconds=i) for i in range(120)]
+    )
+
+    default = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()
+    most = (await api.get(f"/v1/forms/{form_id}/submissions?limit=100&page=2", secret)).json()
+    too_many = await api.get(f"/v1/forms/{form_id}/submissions?limit=101", secret)
+
+    assert len(default["data"]) == 50
+    assert default["pagination"] == {"page": 1, "limit": 50, "total": 120}
+    assert len(most["data"]) == 20
+    assert most["pagination"] == {"page": 2, "limit": 100, "total": 120}
+    assert too_many.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("since", "expected"),
+    [
+        ("2026-03-01T12:00:00Z", ["sub_0003", "sub_0002"]),  # strictly after T0
+        ("2026-03-01T12:00:00", ["sub_0003", "sub_0002"]),  # no offset means UTC
+        ("2026-03-01T12:00:00.000+00:00", ["sub_0003", "sub_0002"]),
+        ("2026-03-01T13:00:00+01:00", ["sub_0003", "sub_0002"]),  # = 12:00Z
+        ("2026-03-01T11:59:59.999Z", ["sub_0003", "sub_0002", "sub_0001"]),
+        ("2026-03-01T07:30:00-05:00", ["sub_0003"]),  # = 12:30Z
+        ("2026-03-01", ["sub_0003", "sub_0002", "sub_0001"]),  # a date is midnight UTC
+        ("2030-01-01T00:00:00Z", []),
+    ],
+)
+async def test_since_is_strictly_after_and_honors_offsets(
+    api: Api, session: AsyncSession, since: str, expected: list[str]
+) -> None:
+    form_id, secret = await _form_with_times(
+        session,
+        [T0 - timedelta(days=1), T0, T0 + timedelta(minutes=15), T0 + timedelta(hours=1)],
+    )
+
+    response = await api.get(f"/v1/forms/{form_id}/submissions?since={quote(since)}", secret)
+
+    assert response.status_code == 200
+    body = response.json()
+    assert [s["id"] for s in body["data"]] == expected
+    assert body["pagination"]["total"] == len(expected)
+
+
+async def test_since_with_an_unencoded_plus_offset(api: Api, session: AsyncSession) -> None:
+    # curl users write `since=...+01:00` raw; the '+' arrives as a space.
+    form_id, secret = await _form_with_times(session, [T0, T0 + timedelta(hours=2)])
+
+    response = await api.get(
+        f"/v1/forms/{form_id}/submissions?since=2026-03-01T13:00:00+01:00", secret
+    )
+
+    assert [s["id"] for s in response.json()["data"]] == ["sub_0001"]
+
+
+async def test_since_total_counts_beyond_the_page(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form_with_times(
+        session, [T0 + timedelta(minutes=i) for i in range(30)]
+    )
+
+    body = (
+        await api.get(
+            f"/v1/forms/{form_id}/submissions?since=2026-03-01T12:09:00Z&limit=5&page=2", secret
+        )
+    ).json()
+
+    assert body["pagination"] == {"page": 2, "limit": 5, "total": 20}
+    assert next(s["submittedAt"] for s in body["data"]) == "2026-03-01T12:24:00.000Z"
+
+
+async def test_submissions_of_one_form_only(api: Api, session: AsyncSession) -> None:
+    org = await create_org(session)
+    _, secret = await create_key(session, org)
+    form, other = await create_form(session, org), await create_form(session, org)
+    kept = await create_submission(session, form)
+    await create_submission(session, other)
+    await session.commit()
+
+    body = (await api.get(f"/v1/forms/{form.id}/submissions", secret)).json()
+
+    assert [s["id"] for s in body["data"]] == [kept.id]
+    assert body["pagination"]["total"] == 1
+
+
+async def test_key_without_submissions_scope_is_forbidden(api: Api, session: AsyncSession) -> None:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=["forms:read"])
+    form = await create_form(session, org)
+    await session.commit()
+
+    response = await api.get(f"/v1/forms/{form.id}/submissions", secret)
+
+    assert response.status_code == 403
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "submissions:read" in response.json()["detail"]

@@ -1,0 +1,51 @@
+from tests.conftest import Api
+
+
+async def test_health_and_readiness_need_no_key(api: Api) -> None:
+    assert (await api.get("/healthz")).json() == {"status": "ok"}
+    assert (await api.get("/readyz")).json() == {"status": "ready"}
+
+
+async def test_readiness_fails_cleanly_when_the_database_is_unreachable(
+    database_url: str,
+) -> None:
+    import httpx
+
+    from formsapi.app import create_app
+    from formsapi.config import Settings
+
+    broken = (
+        "postgresql://nobody@127.0.0.1:1/none"
+        if "postgresql" in database_url
+        else "sqlite:////nonexistent-dir/forms.db"
+    )
+    app = create_app(Settings(database_url=broken))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as client:
+        response = await client.get("/readyz")
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_openapi_31_describes_the_three_endpoints(api: Api) -> None:
+    spec = (await api.get("/v1/openapi.json")).json()
+
+    assert spec["openapi"].startswith("3.1")
+    assert {"/v1/forms", "/v1/forms/{formId}", "/v1/forms/{formId}/submissions"} <= set(
+        spec["paths"]
+    )
+    params = {
+        p["name"] for p in spec["paths"]["/v1/forms/{formId}/submissions"]["get"]["parameters"]
+    }
+    assert {"formId", "page", "limit", "since"} <= params
+
+
+async def test_docs_page_uses_only_assets_served_here(api: Api) -> None:
+    page = await api.get("/v1/docs")
+
+    assert page.status_code == 200
+    assert "cdn" not in page.text.lower()
+    for asset in ("/v1/docs/static/swagger-ui-bundle.js", "/v1/docs/static/swagger-ui.css"):
+        assert asset in page.text
+        assert (await api.get(asset)).status_code == 200

@@ -1,0 +1,111 @@
+"""Bad input answers a clear problem document, never a 500."""
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org
+
+
+@pytest.fixture
+async def secret_and_form(session: AsyncSession) -> tuple[str, str]:
+    org = await create_org(session)
+    _, secret = await create_key(session, org)
+    form = await create_form(session, org)
+    await session.commit()
+    return secret, form.id
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("limit=0", ["limit"]),
+        ("limit=101", ["limit"]),
+        ("limit=-5", ["limit"]),
+        ("limit=ten", ["limit"]),
+        ("page=0", ["page"]),
+        ("page=abc", ["page"]),
+        ("page=99999999999999999999", ["page"]),
+        ("since=garbage", ["since"]),
+        ("since=2026-13-45", ["since"]),
+        ("since=", ["since"]),
+        ("limit=0&page=0&since=x", ["page", "limit", "since"]),
+    ],
+)
+async def test_bad_parameters_are_400_naming_each_one(
+    api: Api, secret_and_form: tuple[str, str], query: str, names: list[str]
+) -> None:
+    secret, form_id = secret_and_form
+    paths = [f"/v1/forms/{form_id}/submissions?{query}"]
+    if "since" not in query:
+        paths.append(f"/v1/forms?{query}")
+    for path in paths:
+        response = await api.get(path, secret)
+
+        assert response.status_code == 400, path
+        assert response.headers["content-type"] == "application/problem+json"
+        body = response.json()
+        assert body["status"] == 400
+        assert body["type"] == "/problems/invalid-parameters"
+        assert sorted(p["name"] for p in body["invalidParams"]) == sorted(names)
+        assert all(p["in"] == "query" and p["reason"] for p in body["invalidParams"])
+        for name in names:
+            assert f"'{name}'" in body["detail"]
+
+
+async def test_get_without_content_type_is_fine(api: Api, secret_and_form: tuple[str, str]) -> None:
+    secret, _ = secret_and_form
+
+    response = await api.get("/v1/forms", secret)
+
+    assert "content-type" not in response.request.headers
+    assert response.status_code == 200
+
+
+async def test_get_with_json_content_type_and_a_stray_body_is_fine(
+    api: Api, secret_and_form: tuple[str, str]
+) -> None:
+    secret, form_id = secret_and_form
+    for body in (b"", b"not json", b'{"a": 1}'):
+        response = await api.client.request(
+            "GET",
+            f"/v1/forms/{form_id}",
+            content=body,
+            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        )
+        assert response.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/v1/nothing-here", 404),
+        ("POST", "/v1/forms", 405),
+        ("DELETE", "/v1/forms", 405),
+    ],
+)
+async def test_unknown_routes_and_methods_are_problems(
+    api: Api, secret_and_form: tuple[str, str], method: str, path: str, status: int
+) -> None:
+    secret, _ = secret_and_form
+
+    response = await api.client.request(
+        method,
+        path,
+        content=b"{oops",
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+    )
+
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["status"] == status
+
+
+async def test_overlong_or_odd_form_ids_are_404_or_400_not_500(
+    api: Api, secret_and_form: tuple[str, str]
+) -> None:
+    secret, _ = secret_and_form
+    for form_id in ("x" * 64, "%00", "..", "frm_" + "é" * 20, "' OR 1=1 --"):
+        response = await api.get(f"/v1/forms/{form_id}", secret)
+        assert response.status_code == 404, form_id
+    assert (await api.get(f"/v1/forms/{'x' * 65}", secret)).status_code == 400
