@@ -39,6 +39,16 @@ async def test_openapi_31_describes_the_three_endpoints(api: Api) -> None:
         p["name"] for p in spec["paths"]["/v1/forms/{formId}/submissions"]["get"]["parameters"]
     }
     assert {"formId", "page", "limit", "since"} <= params
+    # The docs' Authorize button needs the scheme, and every endpoint needs the key.
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert all(op["get"]["security"] == [{"HTTPBearer": []}] for op in spec["paths"].values())
+    # Bad parameters are 400 problem documents; no 422 is ever sent for a GET.
+    for operation in spec["paths"].values():
+        assert "422" not in operation["get"]["responses"]
+        assert "400" in operation["get"]["responses"]
+        assert operation["get"]["responses"]["401"]["content"] == {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+        }
 
 
 async def test_docs_page_uses_only_assets_served_here(api: Api) -> None:

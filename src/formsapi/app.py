@@ -3,10 +3,12 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import fastapi_offline
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
@@ -15,7 +17,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from formsapi import __version__
 from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
-from formsapi.errors import install_handlers, problem_response
+from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter
@@ -64,12 +66,34 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(v1)
     _mount_docs(app)
     _mount_probes(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     app.add_middleware(RateLimitHeaders)
     if settings.trusted_proxies:
         # Outermost, so every layer below sees the real client address.
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, less its automatic 422 (bad parameters answer 400
+    here, declared by each endpoint), with errors typed as problem+json."""
+    if app.openapi_schema is None:
+        schema = get_openapi(
+            title=app.title, version=app.version, description=app.description, routes=app.routes
+        )
+        for path in schema["paths"].values():
+            for operation in path.values():
+                responses = operation.get("responses", {})
+                responses.pop("422", None)
+                for status, response in responses.items():
+                    content = response.get("content", {})
+                    if int(status) >= 400 and "application/json" in content:
+                        response["content"] = {PROBLEM_JSON: content["application/json"]}
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 def _mount_docs(app: FastAPI) -> None:

@@ -12,12 +12,50 @@ from typing import Any, ClassVar
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 log = logging.getLogger("formsapi")
 
 PROBLEM_JSON = "application/problem+json"
+
+
+class InvalidParam(BaseModel):
+    name: str
+    in_: str = Field(alias="in", description="query, path or header")
+    reason: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, the body of every error."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=["/problems/invalid-parameters"])
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    invalid_params: list[InvalidParam] | None = Field(default=None, alias="invalidParams")
+
+
+def problem_responses(*statuses: int, **descriptions: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` entries for the given error statuses."""
+    texts = {**DEFAULT_DESCRIPTIONS, **{int(k[1:]): v for k, v in descriptions.items()}}
+    return {
+        status: {"model": Problem, "description": texts[status], "content": {PROBLEM_JSON: {}}}
+        for status in statuses
+    }
+
+
+DEFAULT_DESCRIPTIONS = {
+    400: "A parameter is invalid; `invalidParams` names each one.",
+    401: "The API key is missing, malformed, unknown or revoked.",
+    403: "The API key lacks the scope this endpoint needs.",
+    404: "No such form in this organization.",
+    429: "Too many requests from this address; see `Retry-After`.",
+}
 
 
 class FormsAPIError(Exception):

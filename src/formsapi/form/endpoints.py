@@ -1,4 +1,4 @@
-from typing import Annotated, Any
+from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Depends, Path
@@ -7,7 +7,7 @@ from fastapi.responses import Response
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
 from formsapi.dependencies import PrincipalDep, SessionDep
-from formsapi.errors import PROBLEM_JSON
+from formsapi.errors import problem_responses
 from formsapi.form import service
 from formsapi.form.schemas import FormDetail, FormSummary
 from formsapi.kit.pagination import Page, PageParams, page_params
@@ -17,15 +17,8 @@ router = APIRouter(prefix="/forms", tags=["Forms"])
 FormId = Annotated[str, Path(alias="formId", max_length=64, description="A form id.")]
 PageDep = Annotated[PageParams, Depends(page_params)]
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"description": text, "content": {PROBLEM_JSON: {}}}
-    for status, text in {
-        400: "A parameter is invalid; `invalidParams` names each one.",
-        401: "The API key is missing, malformed, unknown or revoked.",
-        403: "The API key lacks the scope this endpoint needs.",
-        429: "Too many requests from this address; see `Retry-After`.",
-    }.items()
-}
+ERRORS = problem_responses(400, 401, 403, 429)
+ERRORS_404 = problem_responses(400, 401, 403, 404, 429)
 
 
 def json(body: object) -> Response:
@@ -49,10 +42,7 @@ async def list_forms(principal: PrincipalDep, session: SessionDep, page: PageDep
 @router.get(
     "/{formId}",
     response_model=FormDetail,
-    responses={
-        **ERRORS,
-        404: {"description": "No such form in this organization.", "content": {PROBLEM_JSON: {}}},
-    },
+    responses=ERRORS_404,
 )
 async def get_form(principal: PrincipalDep, session: SessionDep, form_id: FormId) -> Response:
     """One form: its fields, its ordered question and layout blocks, and the JSON

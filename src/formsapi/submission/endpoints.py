@@ -9,8 +9,7 @@ from pydantic_core import PydanticCustomError
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
 from formsapi.dependencies import PrincipalDep, SessionDep
-from formsapi.errors import PROBLEM_JSON
-from formsapi.form.endpoints import ERRORS, FormId, PageDep, json
+from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import parse_timestamp
 from formsapi.submission import service
@@ -41,10 +40,7 @@ Since = Annotated[
 @router.get(
     "",
     response_model=Page[SubmissionOut],
-    responses={
-        **ERRORS,
-        404: {"description": "No such form in this organization.", "content": {PROBLEM_JSON: {}}},
-    },
+    responses=ERRORS_404,
 )
 async def list_submissions(
     principal: PrincipalDep,
