@@ -12,6 +12,7 @@ from typing import Annotated, TypeVar
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi import demo as demo_data
@@ -322,5 +323,10 @@ def main() -> None:
         sys.exit(getattr(error, "exit_code", 2))
     except (OSError, ValueError) as error:
         err(f"error: {error}")
+        sys.exit(1)
+    except SQLAlchemyError as error:
+        # The driver's own words, without SQLAlchemy's multi-line wrapper.
+        cause = getattr(error, "orig", None) or error
+        err(f"error: database {get_settings().database_url!r}: {cause}".splitlines()[0])
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

@@ -7,11 +7,13 @@ from formsapi.kit.ids import new_id
 from formsapi.models import Membership, Organization, Plan, Role, User
 from formsapi.organization import repository
 
+MAX_NAME_LENGTH = 200
+
 
 async def create(session: AsyncSession, name: str, plan: str = Plan.standard) -> Organization:
     name = name.strip()
-    if not name:
-        raise BadRequest("An organization needs a name.")
+    if not name or len(name) > MAX_NAME_LENGTH:
+        raise BadRequest(f"An organization needs a name of 1 to {MAX_NAME_LENGTH} characters.")
     if plan not in Plan.__members__:
         raise BadRequest(f"Unknown plan '{plan}'; choose one of: {', '.join(Plan)}.")
     organization = Organization(id=new_id("org"), name=name, plan=plan)

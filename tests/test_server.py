@@ -1,0 +1,270 @@
+"""Real `formsapi serve` processes: shared rate limits, proxy headers, `--demo`.
+
+Each server is the installed console script listening on a free local port, with
+its output in a log file; every process is terminated at teardown, killed if it
+does not stop in time.
+"""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+FORMSAPI = Path(sys.executable).parent / "formsapi"
+PASSWORD = "correct horse battery"
+CURL_LINE = re.compile(r"curl -H 'Authorization: Bearer (fapi_[0-9A-Za-z]+)' (\S+)/v1/forms")
+STARTUP_SECONDS = 30
+CLIENT_IP = "203.0.113.7"
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    """This process's environment without any FORMSAPI_* setting, plus `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORMSAPI_")}
+    env.update({f"FORMSAPI_{name.upper()}": value for name, value in settings.items()})
+    return env
+
+
+def cli(cwd: Path, database_url: str, *args: str, stdin: str = "") -> str:
+    result = subprocess.run(
+        [str(FORMSAPI), *args],
+        cwd=cwd,
+        env=clean_env(database_url=database_url),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, (args, result.stderr)
+    return result.stdout.strip()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    stderr_path: Path
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def wait_until_healthy(self) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"server exited with {self.process.returncode}:\n{self.stderr}")
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        pytest.fail(f"server not healthy after {STARTUP_SECONDS} s:\n{self.stderr}")
+
+
+Serve = Callable[..., list[Server]]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    """serve(env, *envs, args=()) starts one server per env, in parallel, and waits
+    until every one answers /healthz."""
+    started: list[Server] = []
+
+    def start(*envs: dict[str, str], args: tuple[str, ...] = ()) -> list[Server]:
+        servers = []
+        for env in envs:
+            port = free_port()
+            name = f"server-{len(started)}"
+            with (
+                (tmp_path / f"{name}.out").open("wb") as stdout,
+                (tmp_path / f"{name}.err").open("wb") as stderr,
+            ):
+                process = subprocess.Popen(
+                    [str(FORMSAPI), "serve", "--port", str(port), *args],
+                    cwd=tmp_path,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=stderr,
+                )
+            server = Server(process, f"http://127.0.0.1:{port}", tmp_path / f"{name}.err")
+            started.append(server)
+            servers.append(server)
+        for server in servers:
+            server.wait_until_healthy()
+        return servers
+
+    yield start
+
+    for server in started:
+        server.process.terminate()
+    for server in started:
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout=5)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    database_url: str
+    secret: str
+
+
+@pytest.fixture(scope="module")
+def tenant(tmp_path_factory: pytest.TempPathFactory) -> Tenant:
+    """A SQLite file prepared with the CLI: an organization, its owner, and a key."""
+    directory = tmp_path_factory.mktemp("server")
+    url = f"sqlite:///{directory / 'shared.db'}"
+    org = cli(directory, url, "org", "create", "--name", "Acme")
+    cli(directory, url, "user", "create", "--email", "ops@example.com", stdin=PASSWORD + "\n")
+    cli(
+        directory,
+        url,
+        "member",
+        "add",
+        "--org",
+        org,
+        "--email",
+        "ops@example.com",
+        "--role",
+        "viewer",
+    )
+    secret = cli(
+        directory,
+        url,
+        "key",
+        "create",
+        "--org",
+        org,
+        "--email",
+        "ops@example.com",
+        "--name",
+        "load test",
+    )
+    return Tenant(url, secret)
+
+
+def get_forms(client: httpx.Client, server: Server, secret: str, ip: str) -> httpx.Response:
+    return client.get(
+        f"{server.base_url}/v1/forms",
+        headers={"Authorization": f"Bearer {secret}", "X-Forwarded-For": ip},
+    )
+
+
+def assert_rate_limited(response: httpx.Response, limit: int) -> None:
+    assert response.status_code == 429, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == 429
+    assert body["type"] == "/problems/rate-limited"
+    retry_after = response.headers["Retry-After"]
+    assert retry_after.isdigit(), retry_after
+    assert 1 <= int(retry_after) <= 60
+    assert response.headers["RateLimit-Limit"] == str(limit)
+    assert response.headers["RateLimit-Remaining"] == "0"
+
+
+def test_two_servers_share_one_limit_per_client_ip_through_redis(
+    serve: Serve, tenant: Tenant, redis_url: str
+) -> None:
+    env = clean_env(
+        database_url=tenant.database_url,
+        redis_url=redis_url,
+        redis_prefix=f"formsapi-test-{uuid.uuid4().hex}",
+        trusted_proxies="127.0.0.1",
+    )
+    a, b = serve(env, env)
+
+    with httpx.Client(timeout=10) as client:
+        sent = 0
+        for server in (a, b):
+            for _ in range(60):
+                response = get_forms(client, server, tenant.secret, CLIENT_IP)
+                sent += 1
+                assert response.status_code == 200, (sent, response.text)
+                assert response.headers["RateLimit-Limit"] == "120"
+                # One count for both servers: each response sees every earlier request.
+                assert response.headers["RateLimit-Remaining"] == str(120 - sent)
+
+        assert_rate_limited(get_forms(client, a, tenant.secret, CLIENT_IP), 120)
+        assert_rate_limited(get_forms(client, b, tenant.secret, CLIENT_IP), 120)
+
+        # The limit is per client IP: another address behind the same proxy is served.
+        other = get_forms(client, b, tenant.secret, "198.51.100.23")
+        assert other.status_code == 200, other.text
+        assert other.headers["RateLimit-Remaining"] == "119"
+
+
+def test_redis_prefix_keeps_deployments_apart(serve: Serve, tenant: Tenant, redis_url: str) -> None:
+    settings = {
+        "database_url": tenant.database_url,
+        "redis_url": redis_url,
+        "trusted_proxies": "127.0.0.1",
+        "rate_limit_standard": "3",
+    }
+    first, second = serve(
+        clean_env(**settings, redis_prefix=f"formsapi-test-{uuid.uuid4().hex}"),
+        clean_env(**settings, redis_prefix=f"formsapi-test-{uuid.uuid4().hex}"),
+    )
+
+    with httpx.Client(timeout=10) as client:
+        for _ in range(3):
+            assert get_forms(client, first, tenant.secret, CLIENT_IP).status_code == 200
+        assert_rate_limited(get_forms(client, first, tenant.secret, CLIENT_IP), 3)
+
+        response = get_forms(client, second, tenant.secret, CLIENT_IP)
+        assert response.status_code == 200, response.text
+        assert response.headers["RateLimit-Remaining"] == "2"
+
+
+def test_forwarded_for_is_ignored_without_trusted_proxies(serve: Serve, tenant: Tenant) -> None:
+    [server] = serve(clean_env(database_url=tenant.database_url, rate_limit_standard="5"))
+
+    with httpx.Client(timeout=10) as client:
+        for n in range(5):
+            response = get_forms(client, server, tenant.secret, f"198.51.100.{n}")
+            assert response.status_code == 200, response.text
+            assert response.headers["RateLimit-Limit"] == "5"
+            assert response.headers["RateLimit-Remaining"] == str(4 - n)
+
+        # A new forwarded address does not buy a new allowance: the peer is counted.
+        assert_rate_limited(get_forms(client, server, tenant.secret, "198.51.100.99"), 5)
+
+
+def test_serve_demo_prints_a_curl_line_whose_key_works(serve: Serve, tmp_path: Path) -> None:
+    # No FORMSAPI_DATABASE_URL: the default ./formsapi.db in the working directory.
+    [server] = serve(clean_env(), args=("--demo",))
+
+    assert (tmp_path / "formsapi.db").is_file()
+    matches = CURL_LINE.findall(server.stderr)
+    assert len(matches) == 1, server.stderr
+    [(secret, base_url)] = matches
+    assert base_url == server.base_url
+
+    with httpx.Client(timeout=10) as client:
+        response = client.get(f"{base_url}/v1/forms", headers={"Authorization": f"Bearer {secret}"})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["pagination"]["total"] == 8
+        assert len(body["data"]) == 8
+
+        assert client.get(f"{base_url}/v1/forms").status_code == 401
