@@ -1,0 +1,80 @@
+"""The comparison servers, run on the same stack as the service (uvicorn,
+FastAPI, SQLAlchemy async): each is an app factory for `uvicorn --factory`.
+
+- http_floor: answers a constant body of the size the scenario answers, with
+  no database and no auth.
+- bare_floor: runs the SQL the service runs for the scenario (captured by
+  bench.capture) and returns its rows as JSON: no auth, no rate limit, no
+  framework validation.
+- service_without_auth: the real service with the caller fixed and the rate
+  limit off, to price authentication and rate limiting.
+"""
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from formsapi.api_key.scopes import Scope
+from formsapi.api_key.service import Principal
+from formsapi.app import create_app
+from formsapi.config import Settings
+from formsapi.db import create_engine
+from formsapi.dependencies import get_principal
+
+
+def http_floor() -> FastAPI:
+    size = int(os.environ.get("BENCH_BODY_SIZE", "1000"))
+    body = orjson.dumps({"data": "x" * max(0, size - 12)})
+    app = FastAPI()
+
+    @app.get("/{path:path}")
+    async def constant(path: str) -> Response:
+        return Response(body, media_type="application/json")
+
+    return app
+
+
+def bare_floor() -> FastAPI:
+    """GET /{scenario}: run that scenario's captured statements, return the rows."""
+    # Written by bench.run from bench.capture: trusted, and pickle keeps the
+    # parameters' types (datetimes) exactly as the service passed them.
+    plans: dict[str, list[dict[str, Any]]] = pickle.loads(  # noqa: S301
+        Path(os.environ["BENCH_SQL_FILE"]).read_bytes()
+    )
+    engine = create_engine(os.environ["FORMSAPI_DATABASE_URL"])
+    app = FastAPI()
+
+    async def run(connection: AsyncConnection, statement: dict[str, Any]) -> list[Any]:
+        params = statement["parameters"]
+        result = await connection.exec_driver_sql(
+            statement["sql"], tuple(params) if isinstance(params, list) else params
+        )
+        return [list(row) for row in result] if result.returns_rows else []
+
+    @app.get("/{scenario}")
+    async def handler(scenario: str, request: Request) -> Response:
+        async with engine.connect() as connection:
+            rows = [await run(connection, s) for s in plans[scenario]]
+            await connection.commit()
+        return Response(orjson.dumps(rows, default=str), media_type="application/json")
+
+    return app
+
+
+def service_without_auth() -> FastAPI:
+    settings = Settings(rate_limit_enabled=False)
+    app = create_app(settings)
+    principal = Principal(
+        key_id="key_bench",
+        organization_id=os.environ["BENCH_ORG_ID"],
+        plan="pro",
+        scopes=frozenset(Scope),
+    )
+    app.dependency_overrides[get_principal] = lambda: principal
+    return app

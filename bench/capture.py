@@ -1,0 +1,69 @@
+"""Capture the SQL the service runs for one request, with its parameters, so
+the floors can run exactly that: the bare handler through the same driver, and
+pgbench as a script with the parameters inlined."""
+
+import asyncio
+from datetime import datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import event
+
+from formsapi.app import create_app
+from formsapi.config import Settings
+
+
+async def capture(database_url: str, secret: str, paths: dict[str, str]) -> dict[str, list[dict]]:
+    app = create_app(Settings(database_url=database_url, rate_limit_enabled=False))
+    engine = app.state.engine.sync_engine
+    seen: list[dict[str, Any]] = []
+
+    def on_execute(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        seen.append(
+            {
+                "sql": statement,
+                "parameters": list(parameters) if isinstance(parameters, tuple) else parameters,
+            }
+        )
+
+    event.listen(engine, "before_cursor_execute", on_execute)
+    plans: dict[str, list[dict[str, Any]]] = {}
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        for name, path in paths.items():
+            await client.get(path, headers={"Authorization": f"Bearer {secret}"})  # warm
+            seen.clear()
+            response = await client.get(path, headers={"Authorization": f"Bearer {secret}"})
+            plans[name] = [dict(s) for s in seen]
+            plans[name][0]["status"] = response.status_code
+    await app.state.engine.dispose()
+    return plans
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime):
+        return f"'{value.isoformat()}'::timestamptz"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def pgbench_script(statements: list[dict[str, Any]]) -> str:
+    """The statements as one pgbench transaction, parameters inlined."""
+    lines = ["BEGIN;"]
+    for statement in statements:
+        sql = statement["sql"]
+        params = statement["parameters"] or []
+        for index in range(len(params), 0, -1):  # $10 before $1
+            sql = sql.replace(f"${index}", _literal(params[index - 1]))
+        lines.append(" ".join(sql.split()) + ";")
+    lines.append("COMMIT;")
+    return "\n".join(lines) + "\n"
+
+
+def capture_sync(database_url: str, secret: str, paths: dict[str, str]) -> dict[str, list[dict]]:
+    return asyncio.run(capture(database_url, secret, paths))

@@ -1,0 +1,480 @@
+"""Run the benchmark: wrk against real server processes, with floors measured
+in the same run, results appended to bench/RESULTS.md.
+
+    python -m bench.run                      # everything, as documented in bench/README.md
+    python -m bench.run --engines postgresql --scenarios page1_50 --duration 5
+
+Needs the data set (python -m bench.dataset), wrk, pgbench, PostgreSQL and Redis.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from bench.capture import capture_sync, pgbench_script
+from bench.dataset import END, ORG_ID
+
+ROOT = Path(__file__).resolve().parent
+BIG_FORM = "frm_bench00"
+# About 9% of the big form: the last 66 of its 730 days.
+SINCE = (END - timedelta(days=66)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+SCENARIOS: dict[str, tuple[str, bool]] = {  # name: (path, authenticated)
+    "forms_list": ("/v1/forms", True),
+    "form_schema": (f"/v1/forms/{BIG_FORM}", True),
+    "page1_50": (f"/v1/forms/{BIG_FORM}/submissions?limit=50", True),
+    "page1_100": (f"/v1/forms/{BIG_FORM}/submissions?limit=100", True),
+    "page1000": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&page=1000", True),
+    "since_9pct": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&since={SINCE}", True),
+    "not_found": ("/v1/forms/frm_missing", True),
+    "unauthorized": ("/v1/forms", False),
+}
+SQL_SCENARIOS = ["forms_list", "form_schema", "page1_50", "page1_100", "page1000", "since_9pct"]
+NO_AUTH_SCENARIOS = ["page1_50"]
+
+
+@dataclass
+class Measure:
+    scenario: str
+    target: str  # service, service_no_auth, bare_floor, http_floor, db_floor
+    engine: str
+    connections: int
+    rps: float
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    non_2xx: int = 0
+    socket_errors: int = 0
+    peak_rss_mb: float | None = None
+
+
+@dataclass
+class Run:
+    started: str
+    command: str
+    machine: dict[str, Any]
+    versions: dict[str, str]
+    settings: dict[str, Any]
+    measures: list[Measure] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """A server process tree whose workers' resident memory is sampled."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], port: int) -> None:
+        self.port = port
+        self.log = tempfile.NamedTemporaryFile(prefix="bench-server-", suffix=".log", delete=False)  # noqa: SIM115
+        self.process = subprocess.Popen(
+            argv,
+            env={**os.environ, **env},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.peak_rss_kb = 0
+        self._sampling = False
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {Path(self.log.name).read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1):
+                    return
+            except urllib.error.HTTPError:
+                return  # answering at all is ready enough for the floor apps
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("server did not become ready")
+
+    def _tree(self) -> list[int]:
+        pids, queue = [], [self.process.pid]
+        while queue:
+            pid = queue.pop()
+            pids.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                queue += [int(child) for child in task.read_text().split()]
+        return pids
+
+    def _sample(self) -> None:
+        while self._sampling:
+            for pid in self._tree():
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                match = re.search(r"VmRSS:\s+(\d+) kB", status)
+                if match:
+                    self.peak_rss_kb = max(self.peak_rss_kb, int(match.group(1)))
+            time.sleep(0.25)
+
+    def start_sampling(self) -> None:
+        self._sampling = True
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def stop(self) -> None:
+        self._sampling = False
+        os.killpg(self.process.pid, 15)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, 9)
+            self.process.wait(5)
+
+
+def uvicorn_argv(factory: str, port: int, workers: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        factory,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+        "--no-proxy-headers",
+        "--no-server-header",
+    ]
+
+
+def cli(argv: list[str], env: dict[str, str]) -> str:
+    binary = str(Path(sys.executable).parent / "formsapi")
+    done = subprocess.run(
+        [binary, *argv],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+# ---------------------------------------------------------------- load tools
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def _ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return float(number) * _UNITS[unit]
+
+
+def wrk(url: str, connections: int, seconds: float, headers: dict[str, str]) -> dict[str, Any]:
+    threads = min(2, connections)
+    argv = [
+        "wrk",
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--latency",
+        "--timeout",
+        "5s",
+    ]
+    for name, value in headers.items():
+        argv += ["-H", f"{name}: {value}"]
+    out = subprocess.run([*argv, url], capture_output=True, text=True, check=True).stdout
+    result: dict[str, Any] = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}  # type: ignore[union-attr]
+    for label, key in (("50%", "p50_ms"), ("99%", "p99_ms")):
+        match = re.search(rf"{re.escape(label)}\s+([\d.]+(?:us|ms|s))", out)
+        result[key] = _ms(match.group(1)) if match else None
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    result["non_2xx"] = int(non_2xx.group(1)) if non_2xx else 0
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    result["socket_errors"] = sum(int(n) for n in errors.groups()) if errors else 0
+    return result
+
+
+def pgbench(database: str, script: str, connections: int, seconds: float) -> float:
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as handle:
+        handle.write(script)
+    argv = [
+        "pgbench",
+        "-n",
+        "-M",
+        "prepared",
+        "-h",
+        "127.0.0.1",
+        "-U",
+        "postgres",
+        "-c",
+        str(connections),
+        "-j",
+        str(min(2, connections)),
+        "-T",
+        str(int(seconds)),
+        "-f",
+        handle.name,
+        database,
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"tps = ([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- the run
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.run = Run(
+            started=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            command="python -m bench.run " + " ".join(sys.argv[1:]),
+            machine={
+                "cores": os.cpu_count(),
+                "memory_gb": round(
+                    os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1
+                ),
+                "cpu": _cpu_model(),
+                "kernel": platform.release(),
+            },
+            versions=_versions(),
+            settings={
+                "duration_s": args.duration,
+                "warmup_s": args.warmup,
+                "workers": args.workers,
+                "connections": args.connections,
+            },
+        )
+
+    def log(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def measure(
+        self,
+        server: Server,
+        scenario: str,
+        target: str,
+        engine: str,
+        path: str,
+        headers: dict[str, str],
+    ) -> None:
+        url = f"http://127.0.0.1:{server.port}{path}"
+        for connections in self.args.connections:
+            if self.args.warmup:
+                wrk(url, connections, self.args.warmup, headers)
+            server.peak_rss_kb = 0
+            server.start_sampling()
+            result = wrk(url, connections, self.args.duration, headers)
+            server._sampling = False
+            measure = Measure(
+                scenario,
+                target,
+                engine,
+                connections,
+                peak_rss_mb=round(server.peak_rss_kb / 1024, 1),
+                **result,
+            )
+            self.run.measures.append(measure)
+            self.log(
+                f"{engine:10} {target:16} {scenario:13} c={connections:<3} "
+                f"{measure.rps:9.1f}/s p50 {measure.p50_ms} p99 {measure.p99_ms} "
+                f"non2xx {measure.non_2xx} rss {measure.peak_rss_mb} MB"
+            )
+
+    def engine(self, engine: str, url: str) -> None:
+        env = {
+            "FORMSAPI_DATABASE_URL": url,
+            "FORMSAPI_REDIS_URL": self.args.redis,
+            "FORMSAPI_REDIS_PREFIX": f"bench-{uuid.uuid4()}",
+            # The plan limits are raised for the run; the limiter still runs.
+            "FORMSAPI_RATE_LIMIT_STANDARD": "1000000000",
+            "FORMSAPI_RATE_LIMIT_PRO": "1000000000",
+            "BENCH_ORG_ID": ORG_ID,
+        }
+        secret = cli(
+            [
+                "key",
+                "create",
+                "--org",
+                ORG_ID,
+                "--email",
+                "bench@example.com",
+                "--name",
+                f"bench {datetime.now(UTC):%H%M%S}",
+            ],
+            env,
+        )
+        auth = {"Authorization": f"Bearer {secret}"}
+        scenarios = [s for s in self.args.scenarios if s in SCENARIOS]
+
+        port = free_port()
+        service = Server(
+            [
+                str(Path(sys.executable).parent / "formsapi"),
+                "serve",
+                "--port",
+                str(port),
+                "--workers",
+                str(self.args.workers),
+                "--no-access-log",
+            ],
+            env,
+            port,
+        )
+        sizes = {}
+        try:
+            for name in scenarios:
+                path, authenticated = SCENARIOS[name]
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}{path}", headers=auth if authenticated else {}
+                )
+                try:
+                    with urllib.request.urlopen(request) as response:
+                        sizes[name] = len(response.read())
+                except urllib.error.HTTPError as error:
+                    sizes[name] = len(error.read())
+                self.measure(service, name, "service", engine, path, auth if authenticated else {})
+        finally:
+            service.stop()
+
+        no_auth = [s for s in scenarios if s in NO_AUTH_SCENARIOS]
+        if no_auth:
+            port = free_port()
+            server = Server(
+                uvicorn_argv("bench.apps:service_without_auth", port, self.args.workers), env, port
+            )
+            try:
+                for name in no_auth:
+                    self.measure(server, name, "service_no_auth", engine, SCENARIOS[name][0], {})
+            finally:
+                server.stop()
+
+        with_sql = [s for s in scenarios if s in SQL_SCENARIOS]
+        if not with_sql or self.args.no_floors:
+            return
+        plans = capture_sync(url, secret, {name: SCENARIOS[name][0] for name in with_sql})
+        plans_file = Path(tempfile.mkstemp(suffix=".pickle")[1])
+        plans_file.write_bytes(pickle.dumps(plans))
+        port = free_port()
+        server = Server(
+            uvicorn_argv("bench.apps:bare_floor", port, self.args.workers),
+            {**env, "BENCH_SQL_FILE": str(plans_file)},
+            port,
+        )
+        try:
+            for name in with_sql:
+                self.measure(server, name, "bare_floor", engine, f"/{name}", {})
+        finally:
+            server.stop()
+
+        if engine == "postgresql":
+            database = url.rsplit("/", 1)[1]
+            for name in with_sql:
+                script = pgbench_script(plans[name])
+                (ROOT / "sql").mkdir(exist_ok=True)
+                (ROOT / "sql" / f"{name}.sql").write_text(script)
+                for connections in self.args.connections:
+                    tps = pgbench(database, script, connections, self.args.duration)
+                    self.run.measures.append(Measure(name, "db_floor", engine, connections, tps))
+                    self.log(
+                        f"{engine:10} {'db_floor':16} {name:13} c={connections:<3} {tps:9.1f}/s"
+                    )
+
+        port = free_port()
+        for name in scenarios:
+            server = Server(
+                uvicorn_argv("bench.apps:http_floor", port, self.args.workers),
+                {**env, "BENCH_BODY_SIZE": str(sizes[name])},
+                port,
+            )
+            try:
+                self.measure(server, name, "http_floor", engine, "/", {})
+            finally:
+                server.stop()
+
+    def execute(self) -> Run:
+        for engine in self.args.engines:
+            url = self.args.postgres if engine == "postgresql" else f"sqlite:///{self.args.sqlite}"
+            self.engine(engine, url)
+        return self.run
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in (
+        "formsapi",
+        "fastapi",
+        "uvicorn",
+        "sqlalchemy",
+        "asyncpg",
+        "aiosqlite",
+        "orjson",
+        "limits",
+    ):
+        found[package] = version(package)
+    for tool, argv in (
+        ("postgresql", ["psql", "--version"]),
+        ("redis", ["redis-server", "-v"]),
+        ("wrk", ["wrk", "-v"]),
+    ):
+        if shutil.which(argv[0]):
+            out = subprocess.run(argv, capture_output=True, text=True).stdout
+            match = re.search(r"\d+\.\d+(?:\.\d+)?", out)
+            found[tool] = match.group(0) if match else "?"
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Benchmark formsapi against its floors.")
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/bench")
+    parser.add_argument("--sqlite", default=str(ROOT / "data" / "bench.db"))
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--engines", nargs="+", default=["postgresql", "sqlite"], choices=["postgresql", "sqlite"]
+    )
+    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument("--connections", nargs="+", type=int, default=[1, 32])
+    parser.add_argument("--duration", type=float, default=15)
+    parser.add_argument("--warmup", type=float, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-floors", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the raw run here")
+    args = parser.parse_args()
+    run = Bench(args).execute()
+    if args.json:
+        args.json.write_text(json.dumps(asdict(run), indent=1))
+    from bench.report import render
+
+    print(render(run))
+
+
+if __name__ == "__main__":
+    main()
