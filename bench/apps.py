@@ -20,8 +20,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
-from formsapi.api_key.service import Principal
 from formsapi.app import create_app
 from formsapi.config import Settings
 from formsapi.db import create_engine

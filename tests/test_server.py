@@ -33,11 +33,11 @@ def clean_env(**settings: str) -> dict[str, str]:
     return env
 
 
-def cli(cwd: Path, database_url: str, *args: str, stdin: str = "") -> str:
+def cli(cwd: Path, database_url: str, *args: str, stdin: str = "", **settings: str) -> str:
     result = subprocess.run(
         [str(FORMSAPI), *args],
         cwd=cwd,
-        env=clean_env(database_url=database_url),
+        env=clean_env(database_url=database_url, **settings),
         input=stdin,
         capture_output=True,
         text=True,
@@ -212,6 +212,54 @@ def test_two_servers_share_one_limit_per_client_ip_through_redis(
         other = get_forms(client, b, tenant.secret, "198.51.100.23")
         assert other.status_code == 200, other.text
         assert other.headers["RateLimit-Remaining"] == "119"
+
+
+def test_a_key_revoked_through_the_cli_is_refused_by_every_server_at_once(
+    serve: Serve, tenant: Tenant, redis_url: str, tmp_path: Path
+) -> None:
+    shared = {"redis_url": redis_url, "redis_prefix": f"formsapi-test-{uuid.uuid4().hex}"}
+    env = clean_env(database_url=tenant.database_url, **shared)
+    a, b = serve(env, env)
+    org = cli(tmp_path, tenant.database_url, "org", "create", "--name", "Revokers")
+    cli(
+        tmp_path,
+        tenant.database_url,
+        "member",
+        "add",
+        "--org",
+        org,
+        "--email",
+        "ops@example.com",
+        "--role",
+        "owner",
+    )
+    secret = cli(
+        tmp_path,
+        tenant.database_url,
+        "key",
+        "create",
+        "--org",
+        org,
+        "--email",
+        "ops@example.com",
+        "--name",
+        "soon revoked",
+    )
+    key_id = next(
+        line.split("\t")[0]
+        for line in cli(tmp_path, tenant.database_url, "key", "list", "--org", org).splitlines()
+    )
+
+    with httpx.Client(timeout=10) as client:
+        for server in (a, b):  # each worker has now cached the key
+            assert get_forms(client, server, secret, CLIENT_IP).status_code == 200
+
+        cli(tmp_path, tenant.database_url, "key", "revoke", key_id, **shared)
+
+        for server in (a, b):
+            response = get_forms(client, server, secret, CLIENT_IP)
+            assert response.status_code == 401, response.text
+            assert "revoked" in response.json()["detail"]
 
 
 def test_redis_prefix_keeps_deployments_apart(serve: Serve, tenant: Tenant, redis_url: str) -> None:

@@ -15,6 +15,8 @@ from sqlalchemy import text
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from formsapi import __version__
+from formsapi.api_key.cache import PrincipalCache
+from formsapi.api_key.epoch import AuthEpoch
 from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
@@ -39,11 +41,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = create_engine(settings.database_url)
     rate_limiter = RateLimiter(settings)
+    auth_epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         await engine.dispose()
+        await auth_epoch.close()
 
     app = FastAPI(
         title="formsapi",
@@ -57,7 +61,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = create_sessionmaker(engine)
+    # Reads run each statement in autocommit: one round trip instead of BEGIN,
+    # SELECT, COMMIT. Every read endpoint answers from a single statement.
+    app.state.read_sessionmaker = create_sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT")
+    )
     app.state.rate_limiter = rate_limiter
+    app.state.auth_epoch = auth_epoch
+    app.state.principal_cache = PrincipalCache(auth_epoch)
     install_handlers(app)
 
     v1 = APIRouter(prefix="/v1")

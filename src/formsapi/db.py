@@ -4,7 +4,7 @@ The session a request (or command) gets is committed once, at its boundary;
 services and repositories never commit.
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -60,11 +60,17 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+AfterCommit = Callable[[AsyncSession], Awaitable[None]]
+
+
 @asynccontextmanager
 async def session_scope(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: async_sessionmaker[AsyncSession], after_commit: AfterCommit | None = None
 ) -> AsyncIterator[AsyncSession]:
-    """One unit of work: commit on success, roll back on any error."""
+    """One unit of work: commit on success, roll back on any error.
+
+    `after_commit` runs once the commit is durable (it publishes side effects
+    that must never run ahead of the data, like the auth epoch)."""
     async with sessionmaker() as session:
         try:
             yield session
@@ -73,6 +79,8 @@ async def session_scope(
             raise
         else:
             await session.commit()
+            if after_commit is not None:
+                await after_commit(session)
 
 
 def _alembic_config(url: str) -> Any:

@@ -8,15 +8,22 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import service as api_key_service
-from formsapi.api_key.service import Principal
+from formsapi.api_key.principal import Principal
 from formsapi.db import session_scope
 from formsapi.errors import Unauthorized
 from formsapi.models import Plan
 from formsapi.ratelimit.service import RateLimiter
 
+_READS = frozenset({"GET", "HEAD"})
+
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
-    async with session_scope(request.app.state.sessionmaker) as session:
+    state = request.app.state
+    if request.method in _READS:
+        async with state.read_sessionmaker() as session:
+            yield session
+        return
+    async with session_scope(state.sessionmaker, state.auth_epoch.after_commit) as session:
         yield session
 
 
@@ -48,7 +55,9 @@ async def get_principal(
     failure: Unauthorized | None = None
     try:
         secret = api_key_service.parse_authorization(request.headers.get("authorization"))
-        principal = await api_key_service.authenticate(session, secret)
+        principal = await api_key_service.authenticate(
+            session, secret, request.app.state.principal_cache
+        )
     except Unauthorized as error:
         failure = error
     limiter: RateLimiter = request.app.state.rate_limiter

@@ -2,8 +2,10 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
 
 import pytest
+from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.models import Form, Submission
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_submission
 
@@ -160,3 +162,48 @@ async def test_key_without_submissions_scope_is_forbidden(api: Api, session: Asy
     assert response.status_code == 403
     assert response.headers["content-type"] == "application/problem+json"
     assert "submissions:read" in response.json()["detail"]
+
+
+async def test_deep_pages_match_the_order_of_shallow_ones(api: Api, session: AsyncSession) -> None:
+    # Deep offsets take another query shape (the deferred join); pages must
+    # still tile the same newest-first order, ties broken by id.
+    org = await create_org(session)
+    _, secret = await create_key(session, org)
+    form = await create_form(session, org)
+    times = [T0 + timedelta(minutes=i // 3) for i in range(1030)]  # triples share a time
+    await session.execute(
+        insert(Submission),
+        [
+            {
+                "id": f"sub_{i:05d}",
+                "organization_id": org.id,
+                "form_id": form.id,
+                "submitted_at": moment,
+                "answers": {"n": i},
+            }
+            for i, moment in enumerate(times)
+        ],
+    )
+    await session.execute(update(Form).where(Form.id == form.id).values(response_count=len(times)))
+    await session.commit()
+    expected = [
+        f"sub_{i:05d}" for i in sorted(range(1030), key=lambda i: (times[i], i), reverse=True)
+    ]
+
+    pages = []
+    for page in range(1, 12):
+        body = (
+            await api.get(f"/v1/forms/{form.id}/submissions?limit=100&page={page}", secret)
+        ).json()
+        assert body["pagination"] == {"page": page, "limit": 100, "total": 1030}
+        pages += [s["id"] for s in body["data"]]
+    since = (
+        await api.get(
+            f"/v1/forms/{form.id}/submissions?limit=10&page=60&since=2026-03-01T12:00:00Z", secret
+        )
+    ).json()
+
+    assert pages == expected
+    assert since["pagination"]["total"] == 1027  # all but the three at T0
+    assert [s["id"] for s in since["data"]] == expected[590:600]
+    assert since["data"][0]["answers"] == {"n": int(expected[590][4:])}

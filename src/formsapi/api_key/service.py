@@ -7,6 +7,9 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import repository
+from formsapi.api_key.cache import PrincipalCache
+from formsapi.api_key.epoch import mark_keys_changed
+from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import READ_SCOPES, ROLE_SCOPES, Scope, effective_scopes
 from formsapi.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from formsapi.kit import crypto
@@ -16,16 +19,6 @@ from formsapi.models import APIKey, Organization, Plan, User
 from formsapi.organization import repository as organization_repository
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: resolved from the bearer key on every request."""
-
-    key_id: str
-    organization_id: str
-    plan: str
-    scopes: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +74,7 @@ async def revoke(session: AsyncSession, key_id: str) -> APIKey:
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         await session.flush()
+        mark_keys_changed(session)
     return key
 
 
@@ -94,10 +88,23 @@ def parse_authorization(header: str | None) -> str:
     return secret.strip()
 
 
-async def authenticate(session: AsyncSession, secret: str) -> Principal:
+async def authenticate(session: AsyncSession, secret: str, cache: PrincipalCache) -> Principal:
+    """The caller behind `secret`, from the cache when the auth epoch allows."""
     if not crypto.is_well_formed(secret):
         raise Unauthorized("The API key is malformed.")
     secret_hash = crypto.hash_secret(secret)
+    epoch = await cache.current_epoch()
+    principal = cache.get(secret_hash, epoch)
+    if principal is None:
+        principal = await _load(session, secret_hash)
+        cache.put(secret_hash, principal, epoch)
+    if cache.due_for_touch(principal.key_id):
+        now = utcnow()
+        await repository.touch(session, principal.key_id, now, now - LAST_USED_RESOLUTION)
+    return principal
+
+
+async def _load(session: AsyncSession, secret_hash: str) -> Principal:
     row = await repository.find_for_request(session, secret_hash)
     # Unknown keys and keys of removed members read alike: nothing to learn by probing.
     if row is None:
@@ -108,9 +115,6 @@ async def authenticate(session: AsyncSession, secret: str) -> Principal:
     if key.revoked_at is not None:
         # Only the holder of the secret can learn this, and it tells them what to do.
         raise Unauthorized("This API key has been revoked.")
-    now = utcnow()
-    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
-        await repository.touch(session, key.id, now, now - LAST_USED_RESOLUTION)
     return Principal(
         key_id=key.id,
         organization_id=key.organization_id,

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi import demo as demo_data
 from formsapi.api_key import service as api_key_service
+from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.scopes import READ_SCOPES
 from formsapi.config import get_settings
 from formsapi.db import create_engine, create_sessionmaker, migrate, session_scope
@@ -55,11 +56,14 @@ def run(work: Callable[[AsyncSession], Awaitable[T]], *, auto_migrate: bool = Tr
 
     async def main() -> T:
         engine = create_engine(settings.database_url)
+        # Revocations and role changes made here reach the servers' key caches.
+        epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
         try:
-            async with session_scope(create_sessionmaker(engine)) as session:
+            async with session_scope(create_sessionmaker(engine), epoch.after_commit) as session:
                 return await work(session)
         finally:
             await engine.dispose()
+            await epoch.close()
 
     return asyncio.run(main())
 

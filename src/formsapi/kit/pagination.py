@@ -24,7 +24,8 @@ class PageParams:
         return (self.page - 1) * self.limit
 
 
-def page_params(
+# async: FastAPI runs a plain `def` dependency in a thread pool, a costly hop per request.
+async def page_params(
     page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number, starting at 1.")] = 1,
     limit: Annotated[
         int, Query(ge=1, le=MAX_LIMIT, description=f"Items per page, at most {MAX_LIMIT}.")

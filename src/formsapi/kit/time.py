@@ -14,9 +14,10 @@ def utcnow() -> datetime:
 
 def isoformat_z(value: datetime) -> str:
     """`2026-11-21T14:17:19.123Z`: what every timestamp in the API looks like."""
-    if value.tzinfo is not None:
+    if value.tzinfo is not None and value.utcoffset():
         value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    # isoformat is C code; strftime cost a third of the page-1 loop.
+    return value.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def parse_timestamp(text: str) -> datetime:

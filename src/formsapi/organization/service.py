@@ -2,6 +2,7 @@
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.api_key.epoch import mark_keys_changed
 from formsapi.errors import BadRequest, NotFound
 from formsapi.kit.ids import new_id
 from formsapi.models import Membership, Organization, Plan, Role, User
@@ -41,5 +42,7 @@ async def add_member(
         session.add(membership)
     else:
         membership.role = role
+        # What the member's keys may do follows their role at once.
+        mark_keys_changed(session)
     await session.flush()
     return membership

@@ -1,8 +1,15 @@
 """Per-IP request limits by plan, on the `limits` library.
 
 Counters live in this process by default and in Redis when FORMSAPI_REDIS_URL is
-set, so every worker and every machine shares one limit. The moving window is
-exact: the 121st request inside any 60 seconds is refused.
+set, so every worker and every machine shares one limit.
+
+The strategy is the sliding window counter: two counters per IP (this window,
+the previous one weighted by how much of it still overlaps the last 60 s),
+O(1) per request. A burst is limited exactly (the 121st request of a minute
+is refused); across a window boundary the previous window's count is
+pro-rated. The moving window was measured first and dropped: it keeps one
+entry per request and scans them on every check, which cost more per request
+the higher the limit (see bench/RESULTS.md).
 """
 
 import math
@@ -11,7 +18,7 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem, RateLimitItemPerMinute
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
-from limits.aio.strategies import MovingWindowRateLimiter
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
 
 from formsapi.config import Settings
 from formsapi.errors import RateLimited
@@ -23,7 +30,7 @@ class Decision:
     allowed: bool
     limit: int
     remaining: int
-    reset_after: int  # whole seconds until the oldest counted request leaves the window
+    reset_after: int  # whole seconds until the window has room again
 
     def headers(self) -> dict[str, str]:
         headers = {
@@ -42,11 +49,13 @@ class RateLimiter:
         self.storage: Storage
         if settings.redis_url:
             self.storage = RedisStorage(
-                _async_scheme(settings.redis_url), key_prefix=settings.redis_prefix
+                _async_scheme(settings.redis_url),
+                implementation="redispy",
+                key_prefix=settings.redis_prefix,
             )
         else:
             self.storage = MemoryStorage()
-        self._strategy = MovingWindowRateLimiter(self.storage)
+        self._strategy = SlidingWindowCounterRateLimiter(self.storage)
         self._items: dict[str, RateLimitItem] = {
             Plan.standard: RateLimitItemPerMinute(settings.rate_limit_standard, namespace="ip"),
             Plan.pro: RateLimitItemPerMinute(settings.rate_limit_pro, namespace="ip"),

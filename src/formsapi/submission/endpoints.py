@@ -9,7 +9,7 @@ from pydantic_core import PydanticCustomError
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
 from formsapi.dependencies import PrincipalDep, SessionDep
-from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json
+from formsapi.form.endpoints import ERRORS_404, FormId, PageDep
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import parse_timestamp
 from formsapi.submission import service
@@ -51,10 +51,5 @@ async def list_submissions(
 ) -> Response:
     """Submissions of one form, most recent first (submittedAt, then id, descending)."""
     require_scope(principal, Scope.submissions_read)
-    rows, total = await service.list_page(session, principal.organization_id, form_id, page, since)
-    return json(
-        {
-            "data": [service.to_dict(row) for row in rows],
-            "pagination": {"page": page.page, "limit": page.limit, "total": total},
-        }
-    )
+    body = await service.page_document(session, principal.organization_id, form_id, page, since)
+    return Response(body, media_type="application/json")

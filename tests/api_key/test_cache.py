@@ -1,0 +1,87 @@
+"""Key lookups are cached per worker, and the auth epoch in Redis makes a
+revocation through any process refused by every other one at once."""
+
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.api_key import service as api_key_service
+from formsapi.api_key.epoch import AuthEpoch
+from formsapi.app import create_app
+from formsapi.config import Settings
+from formsapi.db import create_sessionmaker, session_scope
+from formsapi.kit.time import utcnow
+from formsapi.models import APIKey
+from tests.factories import create_key, create_org
+
+Clients = tuple[httpx.AsyncClient, httpx.AsyncClient]
+
+
+@pytest.fixture
+def shared_settings(database_url: str, redis_url: str) -> Settings:
+    return Settings(
+        database_url=database_url, redis_url=redis_url, redis_prefix=f"test-{uuid.uuid4()}"
+    )
+
+
+@pytest.fixture
+async def two_workers(engine: AsyncEngine, shared_settings: Settings) -> AsyncIterator[Clients]:
+    apps = [create_app(shared_settings), create_app(shared_settings)]
+    clients = [
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+        for app in apps
+    ]
+    yield clients[0], clients[1]
+    for client, app in zip(clients, apps, strict=True):
+        await client.aclose()
+        await app.state.engine.dispose()
+        await app.state.auth_epoch.close()
+
+
+async def _key(session: AsyncSession) -> tuple[str, dict[str, str]]:
+    org = await create_org(session)
+    key_id, secret = await create_key(session, org)
+    await session.commit()
+    return key_id, {"Authorization": f"Bearer {secret}"}
+
+
+async def test_revocation_reaches_every_worker_at_once(
+    two_workers: Clients,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    shared_settings: Settings,
+) -> None:
+    first, second = two_workers
+    key_id, auth = await _key(session)
+    for client in (first, second):  # both now hold the key in their caches
+        assert (await client.get("/v1/forms", headers=auth)).status_code == 200
+
+    # Revoke from a third process's unit of work, as the CLI does.
+    epoch = AuthEpoch(shared_settings.redis_url, shared_settings.redis_prefix)
+    async with session_scope(create_sessionmaker(engine), epoch.after_commit) as other:
+        await api_key_service.revoke(other, key_id)
+    await epoch.close()
+
+    for client in (first, second):
+        response = await client.get("/v1/forms", headers=auth)
+        assert response.status_code == 401
+        assert "revoked" in response.json()["detail"]
+
+
+async def test_lookups_are_served_from_the_cache_between_epochs(
+    two_workers: Clients, session: AsyncSession
+) -> None:
+    # A revocation written behind the service's back (no epoch bump) is not
+    # seen: the cache is really in use, and the epoch is what invalidates it.
+    first, _ = two_workers
+    key_id, auth = await _key(session)
+    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
+
+    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
+    await session.commit()
+
+    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
