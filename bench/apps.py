@@ -1,8 +1,8 @@
 """The comparison servers, run on the same stack as the service (uvicorn,
 FastAPI, SQLAlchemy async): each is an app factory for `uvicorn --factory`.
 
-- http_floor: answers a constant body of the size the scenario answers, with
-  no database and no auth.
+- http_floor: answers a constant body of the size the scenario answers
+  (GET /size/{n}), with no database and no auth.
 - bare_floor: runs the SQL the service runs for the scenario (captured by
   bench.capture) and returns its rows as JSON: no auth, no rate limit, no
   framework validation.
@@ -29,12 +29,15 @@ from formsapi.dependencies import get_principal
 
 
 def http_floor() -> FastAPI:
-    size = int(os.environ.get("BENCH_BODY_SIZE", "1000"))
-    body = orjson.dumps({"data": "x" * max(0, size - 12)})
+    """GET /size/{n}: a constant JSON body of n bytes."""
     app = FastAPI()
+    bodies: dict[int, bytes] = {}
 
-    @app.get("/{path:path}")
-    async def constant(path: str) -> Response:
+    @app.get("/size/{size}")
+    async def constant(size: int) -> Response:
+        body = bodies.get(size)
+        if body is None:
+            body = bodies[size] = orjson.dumps({"data": "x" * max(0, size - 12)})
         return Response(body, media_type="application/json")
 
     return app
@@ -47,7 +50,10 @@ def bare_floor() -> FastAPI:
     plans: dict[str, list[dict[str, Any]]] = pickle.loads(  # noqa: S301
         Path(os.environ["BENCH_SQL_FILE"]).read_bytes()
     )
-    engine = create_engine(os.environ["FORMSAPI_DATABASE_URL"])
+    # Autocommit, as the service's reads: the statement alone, no BEGIN/COMMIT.
+    engine = create_engine(os.environ["FORMSAPI_DATABASE_URL"]).execution_options(
+        isolation_level="AUTOCOMMIT"
+    )
     app = FastAPI()
 
     async def run(connection: AsyncConnection, statement: dict[str, Any]) -> list[Any]:
@@ -61,7 +67,6 @@ def bare_floor() -> FastAPI:
     async def handler(scenario: str, request: Request) -> Response:
         async with engine.connect() as connection:
             rows = [await run(connection, s) for s in plans[scenario]]
-            await connection.commit()
         return Response(orjson.dumps(rows, default=str), media_type="application/json")
 
     return app
@@ -76,5 +81,9 @@ def service_without_auth() -> FastAPI:
         plan="pro",
         scopes=frozenset(Scope),
     )
-    app.dependency_overrides[get_principal] = lambda: principal
+
+    async def fixed_principal() -> Principal:  # async: a plain def runs in a thread pool
+        return principal
+
+    app.dependency_overrides[get_principal] = fixed_principal
     return app

@@ -137,7 +137,12 @@ class Server:
 
     def start_sampling(self) -> None:
         self._sampling = True
-        threading.Thread(target=self._sample, daemon=True).start()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def stop_sampling(self) -> None:
+        self._sampling = False
+        self._sampler.join()
 
     def stop(self) -> None:
         self._sampling = False
@@ -166,6 +171,15 @@ def uvicorn_argv(factory: str, port: int, workers: int) -> list[str]:
         "--no-proxy-headers",
         "--no-server-header",
     ]
+
+
+def _body_size(port: int, path: str, headers: dict[str, str]) -> int:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(request) as response:
+            return len(response.read())
+    except urllib.error.HTTPError as error:
+        return len(error.read())
 
 
 def cli(argv: list[str], env: dict[str, str]) -> str:
@@ -264,6 +278,7 @@ class Bench:
                 "warmup_s": args.warmup,
                 "workers": args.workers,
                 "connections": args.connections,
+                "rounds": args.rounds,
             },
         )
 
@@ -278,29 +293,38 @@ class Bench:
         engine: str,
         path: str,
         headers: dict[str, str],
-    ) -> None:
+        connections: int,
+    ) -> Measure:
         url = f"http://127.0.0.1:{server.port}{path}"
-        for connections in self.args.connections:
-            if self.args.warmup:
-                wrk(url, connections, self.args.warmup, headers)
-            server.peak_rss_kb = 0
-            server.start_sampling()
-            result = wrk(url, connections, self.args.duration, headers)
-            server._sampling = False
-            measure = Measure(
-                scenario,
-                target,
-                engine,
-                connections,
-                peak_rss_mb=round(server.peak_rss_kb / 1024, 1),
-                **result,
-            )
-            self.run.measures.append(measure)
-            self.log(
-                f"{engine:10} {target:16} {scenario:13} c={connections:<3} "
-                f"{measure.rps:9.1f}/s p50 {measure.p50_ms} p99 {measure.p99_ms} "
-                f"non2xx {measure.non_2xx} rss {measure.peak_rss_mb} MB"
-            )
+        if self.args.warmup:
+            wrk(url, connections, self.args.warmup, headers)
+        server.peak_rss_kb = 0
+        server.start_sampling()
+        result = wrk(url, connections, self.args.duration, headers)
+        server.stop_sampling()
+        return Measure(
+            scenario,
+            target,
+            engine,
+            connections,
+            peak_rss_mb=round(server.peak_rss_kb / 1024, 1),
+            **result,
+        )
+
+    def record(self, rounds: list[Measure]) -> None:
+        """Keep the round with the median throughput: the machine is noisy, and
+        every target gets the same rounds, interleaved with the others."""
+        ordered = sorted(rounds, key=lambda m: m.rps)
+        median = ordered[len(ordered) // 2]
+        median.peak_rss_mb = max((m.peak_rss_mb or 0) for m in rounds)
+        self.run.measures.append(median)
+        rates = ", ".join(f"{m.rps:.0f}" for m in rounds)
+        self.log(
+            f"{median.engine:10} {median.target:16} {median.scenario:13} "
+            f"c={median.connections:<3} {median.rps:9.1f}/s (rounds: {rates}) "
+            f"p50 {median.p50_ms} p99 {median.p99_ms} non2xx {median.non_2xx} "
+            f"rss {median.peak_rss_mb} MB"
+        )
 
     def engine(self, engine: str, url: str) -> None:
         env = {
@@ -327,91 +351,100 @@ class Bench:
         )
         auth = {"Authorization": f"Bearer {secret}"}
         scenarios = [s for s in self.args.scenarios if s in SCENARIOS]
-
-        port = free_port()
-        service = Server(
-            [
-                str(Path(sys.executable).parent / "formsapi"),
-                "serve",
-                "--port",
-                str(port),
-                "--workers",
-                str(self.args.workers),
-                "--no-access-log",
-            ],
-            env,
-            port,
-        )
-        sizes = {}
-        try:
-            for name in scenarios:
-                path, authenticated = SCENARIOS[name]
-                request = urllib.request.Request(
-                    f"http://127.0.0.1:{port}{path}", headers=auth if authenticated else {}
-                )
-                try:
-                    with urllib.request.urlopen(request) as response:
-                        sizes[name] = len(response.read())
-                except urllib.error.HTTPError as error:
-                    sizes[name] = len(error.read())
-                self.measure(service, name, "service", engine, path, auth if authenticated else {})
-        finally:
-            service.stop()
-
-        no_auth = [s for s in scenarios if s in NO_AUTH_SCENARIOS]
-        if no_auth:
-            port = free_port()
-            server = Server(
-                uvicorn_argv("bench.apps:service_without_auth", port, self.args.workers), env, port
-            )
-            try:
-                for name in no_auth:
-                    self.measure(server, name, "service_no_auth", engine, SCENARIOS[name][0], {})
-            finally:
-                server.stop()
-
         with_sql = [s for s in scenarios if s in SQL_SCENARIOS]
-        if not with_sql or self.args.no_floors:
-            return
-        plans = capture_sync(url, secret, {name: SCENARIOS[name][0] for name in with_sql})
-        plans_file = Path(tempfile.mkstemp(suffix=".pickle")[1])
-        plans_file.write_bytes(pickle.dumps(plans))
-        port = free_port()
-        server = Server(
-            uvicorn_argv("bench.apps:bare_floor", port, self.args.workers),
-            {**env, "BENCH_SQL_FILE": str(plans_file)},
-            port,
-        )
+        floors = not self.args.no_floors
+
+        # Every target runs side by side, idle but for the one under load, so
+        # their rounds can interleave.
+        servers: dict[str, Server] = {}
         try:
-            for name in with_sql:
-                self.measure(server, name, "bare_floor", engine, f"/{name}", {})
-        finally:
-            server.stop()
-
-        if engine == "postgresql":
-            database = url.rsplit("/", 1)[1]
-            for name in with_sql:
-                script = pgbench_script(plans[name])
-                (ROOT / "sql").mkdir(exist_ok=True)
-                (ROOT / "sql" / f"{name}.sql").write_text(script)
-                for connections in self.args.connections:
-                    tps = pgbench(database, script, connections, self.args.duration)
-                    self.run.measures.append(Measure(name, "db_floor", engine, connections, tps))
-                    self.log(
-                        f"{engine:10} {'db_floor':16} {name:13} c={connections:<3} {tps:9.1f}/s"
-                    )
-
-        port = free_port()
-        for name in scenarios:
-            server = Server(
-                uvicorn_argv("bench.apps:http_floor", port, self.args.workers),
-                {**env, "BENCH_BODY_SIZE": str(sizes[name])},
+            port = free_port()
+            servers["service"] = Server(
+                [
+                    str(Path(sys.executable).parent / "formsapi"),
+                    "serve",
+                    "--port",
+                    str(port),
+                    "--workers",
+                    str(self.args.workers),
+                    "--no-access-log",
+                ],
+                env,
                 port,
             )
-            try:
-                self.measure(server, name, "http_floor", engine, "/", {})
-            finally:
+            if any(s in NO_AUTH_SCENARIOS for s in scenarios):
+                port = free_port()
+                servers["service_no_auth"] = Server(
+                    uvicorn_argv("bench.apps:service_without_auth", port, self.args.workers),
+                    env,
+                    port,
+                )
+            plans: dict[str, list[dict[str, Any]]] = {}
+            if floors and with_sql:
+                plans = capture_sync(url, secret, {n: SCENARIOS[n][0] for n in with_sql})
+                plans_file = Path(tempfile.mkstemp(suffix=".pickle")[1])
+                plans_file.write_bytes(pickle.dumps(plans))
+                port = free_port()
+                servers["bare_floor"] = Server(
+                    uvicorn_argv("bench.apps:bare_floor", port, self.args.workers),
+                    {**env, "BENCH_SQL_FILE": str(plans_file)},
+                    port,
+                )
+            if floors:
+                port = free_port()
+                servers["http_floor"] = Server(
+                    uvicorn_argv("bench.apps:http_floor", port, self.args.workers), env, port
+                )
+
+            for name in scenarios:
+                path, authenticated = SCENARIOS[name]
+                headers = auth if authenticated else {}
+                size = _body_size(servers["service"].port, path, headers)
+                targets: list[tuple[str, str, dict[str, str]]] = [("service", path, headers)]
+                if name in NO_AUTH_SCENARIOS and "service_no_auth" in servers:
+                    targets.append(("service_no_auth", path, {}))
+                if name in plans:
+                    targets.append(("bare_floor", f"/{name}", {}))
+                if "http_floor" in servers:
+                    targets.append(("http_floor", f"/size/{size}", {}))
+                for connections in self.args.connections:
+                    rounds: dict[str, list[Measure]] = {t: [] for t, _, _ in targets}
+                    db_rounds: list[float] = []
+                    for _ in range(self.args.rounds):
+                        for target, target_path, target_headers in targets:
+                            rounds[target].append(
+                                self.measure(
+                                    servers[target],
+                                    name,
+                                    target,
+                                    engine,
+                                    target_path,
+                                    target_headers,
+                                    connections,
+                                )
+                            )
+                        if engine == "postgresql" and name in plans:
+                            db_rounds.append(self.db_floor(url, name, plans[name], connections))
+                    for measured in rounds.values():
+                        self.record(measured)
+                    if db_rounds:
+                        tps = sorted(db_rounds)[len(db_rounds) // 2]
+                        self.run.measures.append(
+                            Measure(name, "db_floor", engine, connections, tps)
+                        )
+                        self.log(
+                            f"{engine:10} {'db_floor':16} {name:13} c={connections:<3} "
+                            f"{tps:9.1f}/s (rounds: {', '.join(f'{r:.0f}' for r in db_rounds)})"
+                        )
+        finally:
+            for server in servers.values():
                 server.stop()
+
+    def db_floor(self, url: str, name: str, plan: list[dict[str, Any]], connections: int) -> float:
+        script = pgbench_script(plan)
+        (ROOT / "sql").mkdir(exist_ok=True)
+        (ROOT / "sql" / f"{name}.sql").write_text(script)
+        return pgbench(url.rsplit("/", 1)[1], script, connections, self.args.duration)
 
     def execute(self) -> Run:
         for engine in self.args.engines:
@@ -465,6 +498,12 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=15)
     parser.add_argument("--warmup", type=float, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="interleaved rounds per target; the median is reported",
+    )
     parser.add_argument("--no-floors", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the raw run here")
     args = parser.parse_args()

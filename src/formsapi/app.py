@@ -103,6 +103,19 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                         response["content"] = {PROBLEM_JSON: content["application/json"]}
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
+        # Declared here rather than by a per-request security dependency: the
+        # header is parsed once, by the principal dependency, on the hot path.
+        schema["components"]["securitySchemes"] = {
+            "HTTPBearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "An API key: `fapi_...`",
+            }
+        }
+        for path_name, path in schema["paths"].items():
+            if path_name.startswith("/v1/"):
+                for operation in path.values():
+                    operation["security"] = [{"HTTPBearer": []}]
         app.openapi_schema = schema
     return app.openapi_schema
 

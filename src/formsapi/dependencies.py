@@ -3,8 +3,7 @@
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request, Security
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import service as api_key_service
@@ -36,16 +35,7 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-# Declares the scheme in the OpenAPI document (the docs' Authorize button); the
-# header itself is parsed by api_key_service so every failure is one of ours.
-_bearer = HTTPBearer(auto_error=False, description="An API key: `fapi_...`")
-
-
-async def get_principal(
-    request: Request,
-    session: SessionDep,
-    _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
-) -> Principal:
+async def get_principal(request: Request, session: SessionDep) -> Principal:
     """Authenticate the bearer key, then count the request against the IP's limit.
 
     Requests without a valid key still count, at the standard rate, so guessing
