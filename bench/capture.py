@@ -3,6 +3,7 @@ the floors can run exactly that: the bare handler through the same driver, and
 pgbench as a script with the parameters inlined."""
 
 import asyncio
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -13,8 +14,19 @@ from formsapi.app import create_app
 from formsapi.config import Settings
 
 
-async def capture(database_url: str, secret: str, paths: dict[str, str]) -> dict[str, list[dict]]:
-    app = create_app(Settings(database_url=database_url, rate_limit_enabled=False))
+async def capture(
+    database_url: str, redis_url: str, secret: str, paths: dict[str, str]
+) -> dict[str, list[dict]]:
+    # With Redis, as the service runs: the key lookup is cached after the warm-up
+    # request, so only the scenario's own SQL is captured for the floors.
+    app = create_app(
+        Settings(
+            database_url=database_url,
+            redis_url=redis_url,
+            redis_prefix=f"capture-{uuid.uuid4()}",
+            rate_limit_enabled=False,
+        )
+    )
     engine = app.state.engine.sync_engine
     seen: list[dict[str, Any]] = []
 
@@ -37,6 +49,7 @@ async def capture(database_url: str, secret: str, paths: dict[str, str]) -> dict
             plans[name] = [dict(s) for s in seen]
             plans[name][0]["status"] = response.status_code
     await app.state.engine.dispose()
+    await app.state.auth_epoch.close()
     return plans
 
 
@@ -65,5 +78,7 @@ def pgbench_script(statements: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def capture_sync(database_url: str, secret: str, paths: dict[str, str]) -> dict[str, list[dict]]:
-    return asyncio.run(capture(database_url, secret, paths))
+def capture_sync(
+    database_url: str, redis_url: str, secret: str, paths: dict[str, str]
+) -> dict[str, list[dict]]:
+    return asyncio.run(capture(database_url, redis_url, secret, paths))

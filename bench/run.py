@@ -381,7 +381,9 @@ class Bench:
                 )
             plans: dict[str, list[dict[str, Any]]] = {}
             if floors and with_sql:
-                plans = capture_sync(url, secret, {n: SCENARIOS[n][0] for n in with_sql})
+                plans = capture_sync(
+                    url, self.args.redis, secret, {n: SCENARIOS[n][0] for n in with_sql}
+                )
                 plans_file = Path(tempfile.mkstemp(suffix=".pickle")[1])
                 plans_file.write_bytes(pickle.dumps(plans))
                 port = free_port()

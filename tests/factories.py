@@ -12,6 +12,7 @@ from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Organization, Plan, Role, Submission, User
 from formsapi.organization import service as organization_service
+from formsapi.submission import repository as submission_repository
 from formsapi.user import service as user_service
 
 BLOCKS: list[dict[str, Any]] = [
@@ -97,6 +98,13 @@ async def create_submission(
         answers=answers if answers is not None else {"name": "Ada", "colors": "red"},
     )
     session.add(submission)
+    await session.flush()
+    await submission_repository.add_counts(
+        session,
+        form.organization_id,
+        form.id,
+        {submission_repository.hour_of(submission.submitted_at): 1},
+    )
     await session.execute(
         update(Form).where(Form.id == form.id).values(response_count=Form.response_count + 1)
     )

@@ -7,6 +7,7 @@ and weekday rhythm, like a real form's.
 
 import random
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -27,6 +28,7 @@ from formsapi.form.blocks import (
 )
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Submission
+from formsapi.submission import repository as submission_repository
 
 
 def _opts(*labels: str) -> list[dict[str, str]]:
@@ -463,7 +465,9 @@ async def fill(
         blocks = BlockList.validate_python(form.blocks)
         end = now if form.status == "published" else now - timedelta(days=rng.randint(10, 40))
         rows: list[dict[str, Any]] = []
+        hours: Counter[datetime] = Counter()
         for moment in _times(share, begin, end, rng):
+            hours[submission_repository.hour_of(moment)] += 1
             rows.append(
                 {
                     "id": "sub_" + str(ULID.from_datetime(moment)).lower(),
@@ -479,7 +483,8 @@ async def fill(
                 rows = []
         if rows:
             await _insert(session, rows, progress)
-        # The counter moves in the same transaction as the rows it counts.
+        # The counters move in the same transaction as the rows they count.
+        await submission_repository.add_counts(session, organization_id, form.id, hours)
         await session.execute(
             update(Form)
             .where(Form.organization_id == organization_id, Form.id == form.id)

@@ -4,6 +4,7 @@ from formsapi.models.form import Form, FormStatus
 from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
 from formsapi.models.submission import Submission
+from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.user import User
 
 __all__ = [
@@ -16,5 +17,6 @@ __all__ = [
     "Plan",
     "Role",
     "Submission",
+    "SubmissionCount",
     "User",
 ]

@@ -1,5 +1,6 @@
 """Reading submissions of one form, most recent first."""
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import orjson
@@ -9,6 +10,11 @@ from formsapi.form import service as form_service
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z
 from formsapi.submission import repository
+from formsapi.submission.repository import PageRow
+
+# From this offset on, the page is found through the hourly counts: skipping
+# rows one by one costs as much as the offset is deep.
+SEEK_FROM = 500
 
 
 async def page_document(
@@ -18,22 +24,31 @@ async def page_document(
     page: PageParams,
     since: datetime | None,
 ) -> bytes:
-    """The JSON body of one page with its exact total; one query when the page has rows.
+    """The JSON body of one page with its exact total: one query for shallow
+    pages with rows, two for deep ones.
 
     Measured on PostgreSQL, returning rows and encoding here with orjson costs
     the machine less than having the database build the JSON (12,900 against
     4,500 statements a second in pgbench for page 1)."""
-    rows = await repository.list_page(
-        session, organization_id, form_id, since, page.offset, page.limit
-    )
+    rows: Sequence[PageRow] = ()
+    offset, before, past_the_end = page.offset, None, False
+    if offset >= SEEK_FROM:
+        found = await repository.seek(session, organization_id, form_id, since, offset)
+        if found is None:
+            past_the_end = True
+        else:
+            before, newer = found
+            offset -= newer
+    if not past_the_end:
+        rows = await repository.list_page(
+            session, organization_id, form_id, since, offset, page.limit, before
+        )
     if rows:
         total = rows[0].total
-    elif since is None:
-        # An empty page: tell a missing form (404) from an empty one.
-        total = (await form_service.get(session, organization_id, form_id)).response_count
     else:
+        # An empty page: tell a missing form (404) from one with fewer rows.
         await form_service.get(session, organization_id, form_id)
-        total = await repository.count(session, organization_id, form_id, since)
+        total = await repository.total(session, organization_id, form_id, since)
     return orjson.dumps(
         {
             "data": [
