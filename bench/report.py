@@ -1,6 +1,7 @@
 """Render a benchmark run as the Markdown section bench/RESULTS.md keeps."""
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 TARGETS = ("service", "service_no_auth", "bare_floor", "http_floor", "db_floor")
@@ -50,3 +51,18 @@ def render(run: Any) -> str:
             f"| {pct('bare_floor')} | {pct('http_floor')} | {pct('db_floor')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+HEADER = """# Benchmark results
+
+Newest run first. Each section is one `python -m bench.run` (see bench/README.md);
+ratios compare targets measured in the same run, interleaved, median of rounds.
+"""
+
+
+def record(section: str, path: Path) -> None:
+    """Put the run at the top of RESULTS.md, keeping the history below it."""
+    history = path.read_text() if path.exists() else HEADER
+    head, _, rest = history.partition("\n## ")
+    rest = f"## {rest}" if rest else ""
+    path.write_text(f"{head.rstrip()}\n\n{section}\n{rest}")

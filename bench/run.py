@@ -508,13 +508,19 @@ def main() -> None:
     )
     parser.add_argument("--no-floors", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the raw run here")
+    parser.add_argument(
+        "--no-record", action="store_true", help="do not add this run to bench/RESULTS.md"
+    )
     args = parser.parse_args()
     run = Bench(args).execute()
     if args.json:
         args.json.write_text(json.dumps(asdict(run), indent=1))
-    from bench.report import render
+    from bench.report import record, render
 
-    print(render(run))
+    report = render(run)
+    print(report)
+    if not args.no_record:
+        record(report, ROOT / "RESULTS.md")
 
 
 if __name__ == "__main__":

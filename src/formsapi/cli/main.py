@@ -5,6 +5,7 @@ that commits when the command succeeds. Errors print one line and exit non-zero.
 """
 
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
@@ -76,7 +77,16 @@ def err(message: str) -> None:
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
-    workers: Annotated[int, typer.Option(min=1, max=64, help="Worker processes.")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=64,
+            help="Worker processes. Default: one per CPU core when FORMSAPI_REDIS_URL is "
+            "set (measured best: bench/RESULTS.md), else 1, since without Redis each "
+            "worker would keep its own rate-limit counters.",
+        ),
+    ] = None,
     demo: Annotated[
         bool,
         typer.Option(
@@ -94,6 +104,8 @@ def serve(
     if demo:
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
         _print_demo_hint(run(_ensure_demo, auto_migrate=False), base)
+    if workers is None:
+        workers = (os.cpu_count() or 1) if settings.redis_url else 1
     if workers > 1 and not settings.redis_url:
         err(
             "warning: without FORMSAPI_REDIS_URL each worker keeps its own rate-limit "

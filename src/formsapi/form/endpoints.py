@@ -30,13 +30,8 @@ def json(body: object) -> Response:
 async def list_forms(principal: PrincipalDep, session: SessionDep, page: PageDep) -> Response:
     """The forms of the key's organization, newest first."""
     require_scope(principal, Scope.forms_read)
-    forms, total = await service.list_page(session, principal.organization_id, page)
-    return json(
-        {
-            "data": [service.summary(form) for form in forms],
-            "pagination": {"page": page.page, "limit": page.limit, "total": total},
-        }
-    )
+    body = await service.page_document(session, principal.organization_id, page)
+    return Response(body, media_type="application/json")
 
 
 @router.get(

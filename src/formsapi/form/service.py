@@ -1,9 +1,10 @@
 """Reading forms. Every lookup is scoped to the caller's organization, so a form
 of another organization is indistinguishable from one that does not exist."""
 
-from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import FormNotFound
@@ -15,14 +16,16 @@ from formsapi.kit.time import isoformat_z
 from formsapi.models import Form
 
 
-async def list_page(
-    session: AsyncSession, organization_id: str, page: PageParams
-) -> tuple[Sequence[Form], int]:
-    forms = await repository.list_page(session, organization_id, page.offset, page.limit)
-    # The count is skipped when the page itself shows it cannot be larger.
-    if page.offset == 0 and len(forms) < page.limit:
-        return forms, len(forms)
-    return forms, await repository.count(session, organization_id)
+async def page_document(session: AsyncSession, organization_id: str, page: PageParams) -> bytes:
+    """The JSON body of one page of forms, newest first, with the exact total."""
+    rows = await repository.list_page(session, organization_id, page.offset, page.limit)
+    total = rows[0].total if rows else await repository.count(session, organization_id)
+    return orjson.dumps(
+        {
+            "data": [summary(row) for row in rows],
+            "pagination": {"page": page.page, "limit": page.limit, "total": total},
+        }
+    )
 
 
 async def get(session: AsyncSession, organization_id: str, form_id: str) -> Form:
@@ -34,7 +37,7 @@ async def get(session: AsyncSession, organization_id: str, form_id: str) -> Form
     return form
 
 
-def summary(form: Form) -> dict[str, Any]:
+def summary(form: Form | repository.SummaryRow) -> dict[str, Any]:
     return {
         "id": form.id,
         "title": form.title,
@@ -45,13 +48,29 @@ def summary(form: Form) -> dict[str, Any]:
     }
 
 
+# Derived schemas by (form, version, updatedAt): any change to a form moves
+# updatedAt, so an entry is never stale; bounded, as forms come and go.
+_SCHEMAS: dict[tuple[str, int, datetime], dict[str, Any]] = {}
+_SCHEMAS_MAX = 2048
+
+
+def _schema_of(form: Form) -> dict[str, Any]:
+    key = (form.id, form.version, form.updated_at)
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        if len(_SCHEMAS) >= _SCHEMAS_MAX:
+            _SCHEMAS.clear()
+        blocks = BlockList.validate_python(form.blocks)
+        schema = _SCHEMAS[key] = answers_schema(blocks, title=form.title)
+    return schema
+
+
 def detail(form: Form) -> dict[str, Any]:
-    blocks = BlockList.validate_python(form.blocks)
     return {
         **summary(form),
         "updatedAt": isoformat_z(form.updated_at),
         "version": form.version,
         # Stored blocks are already in their API shape; they pass through untouched.
         "blocks": form.blocks,
-        "schema": answers_schema(blocks, title=form.title),
+        "schema": _schema_of(form),
     }
