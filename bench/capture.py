@@ -66,15 +66,15 @@ def _literal(value: Any) -> str:
 
 
 def pgbench_script(statements: list[dict[str, Any]]) -> str:
-    """The statements as one pgbench transaction, parameters inlined."""
-    lines = ["BEGIN;"]
+    """The statements as pgbench runs them, parameters inlined. No BEGIN/COMMIT:
+    the service runs its reads in autocommit."""
+    lines: list[str] = []
     for statement in statements:
         sql = statement["sql"]
         params = statement["parameters"] or []
         for index in range(len(params), 0, -1):  # $10 before $1
             sql = sql.replace(f"${index}", _literal(params[index - 1]))
         lines.append(" ".join(sql.split()) + ";")
-    lines.append("COMMIT;")
     return "\n".join(lines) + "\n"
 
 

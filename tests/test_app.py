@@ -3,7 +3,10 @@ from tests.conftest import Api
 
 async def test_health_and_readiness_need_no_key(api: Api) -> None:
     assert (await api.get("/healthz")).json() == {"status": "ok"}
-    assert (await api.get("/readyz")).json() == {"status": "ready"}
+    assert (await api.get("/readyz")).json() == {
+        "status": "ready",
+        "components": {"database": "ok", "redis": "not configured"},
+    }
 
 
 async def test_readiness_fails_cleanly_when_the_database_is_unreachable(

@@ -9,7 +9,7 @@ import fastapi_offline
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -62,7 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = create_sessionmaker(engine)
     # Reads run each statement in autocommit: one round trip instead of BEGIN,
-    # SELECT, COMMIT. Every read endpoint answers from a single statement.
+    # SELECT, COMMIT. Read endpoints answer from one statement (deep pages from
+    # two, whose second only narrows what the first found).
     app.state.read_sessionmaker = create_sessionmaker(
         engine.execution_options(isolation_level="AUTOCOMMIT")
     )
@@ -141,7 +142,13 @@ def _mount_probes(app: FastAPI) -> None:
         return JSONResponse({"status": "ok"})
 
     @app.get("/readyz", include_in_schema=False)
-    async def readyz() -> object:
+    async def readyz() -> Response:
+        """503 when the database is unreachable. Redis being down degrades the
+        service (per-process limits, no key cache) but does not stop it, so it
+        is reported without failing readiness: every instance shares it, and
+        failing them all would turn a degradation into an outage."""
+        redis = await app.state.auth_epoch.ping()
+        components = {"redis": {None: "not configured", True: "ok", False: "unreachable"}[redis]}
         try:
             async with app.state.engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
@@ -151,5 +158,6 @@ def _mount_probes(app: FastAPI) -> None:
                 "Service Unavailable",
                 f"The database is not reachable: {type(error).__name__}.",
                 slug="not-ready",
+                components={"database": "unreachable", **components},
             )
-        return JSONResponse({"status": "ready"})
+        return JSONResponse({"status": "ready", "components": {"database": "ok", **components}})

@@ -6,10 +6,12 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from redis.asyncio import Redis
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.api_key import service as api_key_service
+from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.app import create_app
 from formsapi.config import Settings
@@ -85,3 +87,64 @@ async def test_lookups_are_served_from_the_cache_between_epochs(
     await session.commit()
 
     assert (await first.get("/v1/forms", headers=auth)).status_code == 200
+
+
+async def test_a_lost_epoch_invalidates_every_cache(
+    two_workers: Clients, session: AsyncSession, shared_settings: Settings
+) -> None:
+    # Redis restarted without persistence, or evicted the token: a fresh one is
+    # drawn, and no entry cached under the old one is trusted again.
+    first, _ = two_workers
+    key_id, auth = await _key(session)
+    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
+    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
+    await session.commit()
+
+    redis = Redis.from_url(shared_settings.redis_url or "")
+    await redis.delete(f"{shared_settings.redis_prefix}:auth-epoch")
+    await redis.aclose()
+
+    assert (await first.get("/v1/forms", headers=auth)).status_code == 401
+
+
+async def test_cached_lookups_expire_even_if_the_epoch_never_moves(
+    two_workers: Clients, session: AsyncSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = two_workers
+    key_id, auth = await _key(session)
+    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
+    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
+    await session.commit()
+
+    monkeypatch.setattr(PrincipalCache, "TTL", 0.0)
+
+    assert (await first.get("/v1/forms", headers=auth)).status_code == 401
+
+
+async def test_with_redis_down_the_api_answers_and_revocation_stays_exact(
+    engine: AsyncEngine, database_url: str, session: AsyncSession
+) -> None:
+    # Nothing listens on port 1: every Redis call fails at once.
+    settings = Settings(
+        database_url=database_url, redis_url="redis://127.0.0.1:1/0", rate_limit_standard=3
+    )
+    app = create_app(settings)
+    key_id, auth = await _key(session)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as client:
+        served = await client.get("/v1/forms", headers=auth)
+        ready = await client.get("/readyz")
+        await api_key_service.revoke(session, key_id)  # no epoch to publish to
+        await session.commit()
+        revoked = await client.get("/v1/forms", headers=auth)
+        statuses = [(await client.get("/v1/forms")).status_code for _ in range(2)]
+    await app.state.engine.dispose()
+    await app.state.auth_epoch.close()
+
+    assert served.status_code == 200
+    assert served.headers["ratelimit-limit"] == "3"  # limited per process meanwhile
+    assert ready.status_code == 200
+    assert ready.json()["components"] == {"database": "ok", "redis": "unreachable"}
+    assert revoked.status_code == 401
+    assert statuses == [401, 429]  # the fourth request from this address

@@ -13,25 +13,37 @@ TOUCH_INTERVAL = 60.0  # seconds between last-used writes for one key, per worke
 @dataclass(slots=True)
 class _Entry:
     principal: Principal
-    epoch: int
+    epoch: bytes | str
+    loaded_at: float
 
 
 class PrincipalCache:
+    # A backstop, not the mechanism: the epoch invalidates at once; this bounds
+    # what a change made behind the service's back (raw SQL, a CLI run without
+    # FORMSAPI_REDIS_URL, Redis down at the moment of a revocation) can outlive.
+    TTL = 60.0
+
     def __init__(self, epoch: AuthEpoch, max_entries: int = 10_000) -> None:
         self.epoch = epoch
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._max = max_entries
         self._touched: dict[str, float] = {}
 
-    async def current_epoch(self) -> int | None:
-        """None means: do not cache (no shared epoch to invalidate with)."""
-        return await self.epoch.current()
+    async def current_epoch(self) -> bytes | str | None:
+        """None means: do not use the cache (no shared epoch to trust)."""
+        epoch = await self.epoch.current()
+        if epoch is None:
+            self._entries.clear()  # what was cached may have been revoked meanwhile
+        return epoch
 
-    def get(self, secret_hash: str, epoch: int | None) -> Principal | None:
+    def get(self, secret_hash: str, epoch: bytes | str | None) -> Principal | None:
         if epoch is None:
             return None
         entry = self._entries.get(secret_hash)
         if entry is None or entry.epoch != epoch:
+            return None
+        if time.monotonic() - entry.loaded_at > self.TTL:
+            del self._entries[secret_hash]
             return None
         self._entries.move_to_end(secret_hash)
         return entry.principal
@@ -46,10 +58,10 @@ class PrincipalCache:
         self._touched[key_id] = now
         return True
 
-    def put(self, secret_hash: str, principal: Principal, epoch: int | None) -> None:
+    def put(self, secret_hash: str, principal: Principal, epoch: bytes | str | None) -> None:
         if epoch is None:
             return
-        self._entries[secret_hash] = _Entry(principal, epoch)
+        self._entries[secret_hash] = _Entry(principal, epoch, time.monotonic())
         self._entries.move_to_end(secret_hash)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)

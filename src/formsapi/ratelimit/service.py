@@ -12,6 +12,7 @@ entry per request and scans them on every check, which cost more per request
 the higher the limit (see bench/RESULTS.md).
 """
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -19,10 +20,14 @@ from dataclasses import dataclass
 from limits import RateLimitItem, RateLimitItemPerMinute
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.errors import StorageError
+from redis.exceptions import RedisError
 
 from formsapi.config import Settings
 from formsapi.errors import RateLimited
 from formsapi.models import Plan
+
+log = logging.getLogger("formsapi")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,9 @@ class RateLimiter:
         else:
             self.storage = MemoryStorage()
         self._strategy = SlidingWindowCounterRateLimiter(self.storage)
+        # Redis down must not take the API down: limit per process meanwhile.
+        self._fallback = SlidingWindowCounterRateLimiter(MemoryStorage())
+        self._warned_at = 0.0
         self._items: dict[str, RateLimitItem] = {
             Plan.standard: RateLimitItemPerMinute(settings.rate_limit_standard, namespace="ip"),
             Plan.pro: RateLimitItemPerMinute(settings.rate_limit_pro, namespace="ip"),
@@ -63,8 +71,15 @@ class RateLimiter:
 
     async def hit(self, client_ip: str, plan: str) -> Decision:
         item = self._items.get(plan, self._items[Plan.standard])
-        allowed = await self._strategy.hit(item, client_ip)
-        reset_at, remaining = await self._strategy.get_window_stats(item, client_ip)
+        try:
+            allowed = await self._strategy.hit(item, client_ip)
+            reset_at, remaining = await self._strategy.get_window_stats(item, client_ip)
+        except (StorageError, RedisError, OSError) as error:
+            if time.monotonic() - self._warned_at > 30:
+                self._warned_at = time.monotonic()
+                log.warning("rate-limit store unavailable (%s): limiting per process", error)
+            allowed = await self._fallback.hit(item, client_ip)
+            reset_at, remaining = await self._fallback.get_window_stats(item, client_ip)
         reset_after = max(1, math.ceil(reset_at - time.time()))
         return Decision(allowed, item.amount, max(0, remaining), reset_after)
 
@@ -80,7 +95,10 @@ class RateLimiter:
         return decision
 
     async def ping(self) -> bool:
-        return bool(await self.storage.check())
+        try:
+            return bool(await self.storage.check())
+        except (StorageError, RedisError, OSError):
+            return False
 
 
 def _async_scheme(url: str) -> str:
