@@ -24,8 +24,9 @@ from ulid import ULID
 
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.demo import answers_for
-from formsapi.form.blocks import BlockList, dump_blocks
-from formsapi.models import Base, Form, Membership, Organization, Submission, User
+from formsapi.form import service as form_service
+from formsapi.form.blocks import BlockList
+from formsapi.models import Base, Membership, Organization, Submission, User
 from formsapi.submission import repository as submission_repository
 
 ORG_ID = "org_bench"
@@ -118,19 +119,16 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
         session.add(User(id=USER_ID, email="bench@example.com", password_hash=None))
         await session.flush()
         session.add(Membership(organization_id=ORG_ID, user_id=USER_ID, role="owner"))
-        for index, (form_id, count) in enumerate(zip(form_ids, counts, strict=True)):
-            session.add(
-                Form(
-                    id=form_id,
-                    organization_id=ORG_ID,
-                    title=f"Bench form {index}",
-                    slug=f"bench-{index}",
-                    status="published",
-                    blocks=dump_blocks(BLOCKS),
-                    response_count=count,
-                    created_at=START - timedelta(days=1, minutes=index),
-                    updated_at=START,
-                )
+        for index, form_id in enumerate(form_ids):
+            await form_service.create(
+                session,
+                ORG_ID,
+                f"Bench form {index}",
+                BLOCKS,
+                slug=f"bench-{index}",
+                status="published",
+                created_at=START - timedelta(days=1, minutes=index),
+                form_id=form_id,
             )
         await session.commit()
 

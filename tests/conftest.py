@@ -10,6 +10,7 @@ import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -110,11 +111,25 @@ class Api:
     client: httpx.AsyncClient
     settings: Settings
 
-    async def get(self, path: str, secret: str | None = None, **kwargs: object) -> httpx.Response:
-        headers = dict(kwargs.pop("headers", {}) or {})  # type: ignore[call-overload]
+    async def request(
+        self, method: str, path: str, secret: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})
         if secret is not None:
             headers["Authorization"] = f"Bearer {secret}"
-        return await self.client.get(path, headers=headers, **kwargs)  # type: ignore[arg-type]
+        return await self.client.request(method, path, headers=headers, **kwargs)
+
+    async def get(self, path: str, secret: str | None = None, **kwargs: Any) -> httpx.Response:
+        return await self.request("GET", path, secret, **kwargs)
+
+    async def post(self, path: str, secret: str | None = None, **kwargs: Any) -> httpx.Response:
+        return await self.request("POST", path, secret, **kwargs)
+
+    async def patch(self, path: str, secret: str | None = None, **kwargs: Any) -> httpx.Response:
+        return await self.request("PATCH", path, secret, **kwargs)
+
+    async def delete(self, path: str, secret: str | None = None, **kwargs: Any) -> httpx.Response:
+        return await self.request("DELETE", path, secret, **kwargs)
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import service as api_key_service
-from formsapi.form.blocks import BlockList, dump_blocks
+from formsapi.form import service as form_service
+from formsapi.form.blocks import BlockList
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Organization, Plan, Role, Submission, User
@@ -66,20 +67,16 @@ async def create_form(
     blocks: list[dict[str, Any]] | None = None,
     form_id: str | None = None,
 ) -> Form:
-    created_at = created_at or utcnow()
-    form = Form(
-        id=form_id or new_id("frm"),
-        organization_id=organization.id,
-        title=title,
-        slug=new_id("s"),
+    return await form_service.create(
+        session,
+        organization.id,
+        title,
+        BlockList.validate_python(blocks if blocks is not None else BLOCKS),
+        slug=new_id("s").replace("_", "-"),
         status=status,
-        blocks=dump_blocks(BlockList.validate_python(blocks if blocks is not None else BLOCKS)),
         created_at=created_at,
-        updated_at=created_at,
+        form_id=form_id,
     )
-    session.add(form)
-    await session.flush()
-    return form
 
 
 async def create_submission(

@@ -21,6 +21,7 @@ from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
+from formsapi.kit.body_limit import BodyLimit
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter
 from formsapi.submission.endpoints import router as submissions_router
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     app.add_middleware(RateLimitHeaders)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.trusted_proxies:
         # Outermost, so every layer below sees the real client address.
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
@@ -97,7 +99,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         for path in schema["paths"].values():
             for operation in path.values():
                 responses = operation.get("responses", {})
-                responses.pop("422", None)
+                if "HTTPValidationError" in str(responses.get("422", "")):
+                    del responses["422"]  # FastAPI's own; ours are problem documents
                 for status, response in responses.items():
                     content = response.get("content", {})
                     if int(status) >= 400 and "application/json" in content:

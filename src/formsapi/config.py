@@ -23,6 +23,9 @@ class Settings(BaseSettings):
     # Proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated).
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
+    # Larger request bodies answer 413.
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+
     # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`.
     public_url: str = "http://127.0.0.1:8000"
 

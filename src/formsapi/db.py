@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Connection, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -38,6 +38,9 @@ def async_url(url: str) -> str:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
+    # The driver's own transaction handling breaks SAVEPOINT (SQLAlchemy's
+    # documented recipe): switch it off and let _sqlite_begin emit BEGIN.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     # WAL lets readers run beside the writer; foreign keys are off by default in SQLite.
     cursor.execute("PRAGMA journal_mode=WAL")
@@ -47,11 +50,20 @@ def _sqlite_pragmas(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
     cursor.close()
 
 
+def _sqlite_begin(connection: Connection) -> None:
+    # Reads run in autocommit and need no transaction. Writes take the write
+    # lock up front (IMMEDIATE): a concurrent writer then waits its turn
+    # (busy_timeout) instead of failing to upgrade a read lock mid-transaction.
+    if connection.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def create_engine(url: str) -> AsyncEngine:
     url = async_url(url)
     if url.startswith("sqlite"):
         engine = create_async_engine(url)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=False)
 

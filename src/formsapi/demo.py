@@ -6,7 +6,6 @@ and weekday rhythm, like a real form's.
 """
 
 import random
-import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,15 +16,8 @@ from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
-from formsapi.form.blocks import (
-    Block,
-    BlockList,
-    MultipleChoice,
-    Number,
-    Rating,
-    dump_blocks,
-    questions,
-)
+from formsapi.form import service as form_service
+from formsapi.form.blocks import Block, BlockList, MultipleChoice, Number, Rating, questions
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Submission
 from formsapi.submission import repository as submission_repository
@@ -445,17 +437,15 @@ async def fill(
         blocks = BlockList.validate_python(raw_blocks)
         created_at = begin - timedelta(days=rng.randint(1, 20), minutes=index)
         suffix = f" ({round_ + 1})" if round_ else ""
-        form = Form(
-            id="frm_" + str(ULID.from_datetime(created_at)).lower(),
-            organization_id=organization_id,
-            title=title + suffix,
-            slug=_slug(title) + (f"-{round_ + 1}" if round_ else ""),
+        form = await form_service.create(
+            session,
+            organization_id,
+            title + suffix,
+            blocks,
             status=status,
-            blocks=dump_blocks(blocks),
             created_at=created_at,
-            updated_at=created_at + timedelta(days=rng.randint(0, 5)),
+            form_id="frm_" + str(ULID.from_datetime(created_at)).lower(),
         )
-        session.add(form)
         created.append(form)
     await session.flush()
 
@@ -499,7 +489,3 @@ async def _insert(
     await session.execute(insert(Submission), rows)
     if progress:
         progress(len(rows))
-
-
-def _slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")

@@ -3,13 +3,13 @@
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.principal import Principal
 from formsapi.db import session_scope
-from formsapi.errors import Unauthorized
+from formsapi.errors import Unauthorized, UnsupportedMediaType
 from formsapi.models import Plan
 from formsapi.ratelimit.service import RateLimiter
 
@@ -63,3 +63,29 @@ async def get_principal(request: Request, session: SessionDep) -> Principal:
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def require_json(request: Request) -> None:
+    """415 for a body that is not JSON, before anything tries to parse it."""
+    content_type = request.headers.get("content-type", "")
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        raise UnsupportedMediaType(
+            f"Send the body as JSON with 'Content-Type: application/json' "
+            f"(got {content_type or 'no Content-Type'!r})."
+        )
+
+
+JSONBody = Depends(require_json)
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Retries with the same key and body return the first response "
+        "and create nothing new (kept 24 hours).",
+    ),
+]

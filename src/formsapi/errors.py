@@ -53,7 +53,12 @@ DEFAULT_DESCRIPTIONS = {
     400: "A parameter is invalid; `invalidParams` names each one.",
     401: "The API key is missing, malformed, unknown or revoked.",
     403: "The API key lacks the scope this endpoint needs.",
-    404: "No such form in this organization.",
+    404: "No such form (or submission) in this organization.",
+    409: "The request conflicts with the form's state: a status that does not allow it, "
+    "a slug in use, or submissions that need confirming.",
+    413: "The request body is larger than the service accepts.",
+    415: "The request body is not JSON.",
+    422: "The body is invalid; `errors` lists each problem with its JSON pointer.",
     429: "Too many requests from this address; see `Retry-After`.",
 }
 
@@ -127,6 +132,23 @@ class Conflict(FormsAPIError):
     slug = "conflict"
 
 
+class ValidationFailed(FormsAPIError):
+    """422 listing every error, each with the JSON pointer of what it is about."""
+
+    status = 422
+    title = "Validation failed"
+    slug = "validation-failed"
+
+    def __init__(self, detail: str, errors: list[dict[str, str]]) -> None:
+        super().__init__(detail, errors=errors)
+
+
+class PayloadTooLarge(FormsAPIError):
+    status = 413
+    title = "Payload Too Large"
+    slug = "payload-too-large"
+
+
 class UnsupportedMediaType(FormsAPIError):
     status = 415
     title = "Unsupported Media Type"
@@ -146,6 +168,7 @@ _STATUS_SLUGS: dict[int, type[FormsAPIError]] = {
     404: NotFound,
     405: MethodNotAllowed,
     409: Conflict,
+    413: PayloadTooLarge,
     415: UnsupportedMediaType,
     429: RateLimited,
 }
@@ -180,8 +203,30 @@ def _location_text(loc: Sequence[Any]) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def _json_pointer(loc: Sequence[Any]) -> str:
-    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in loc)
+def _json_pointer(loc: Sequence[Any], body: Any = None, missing: bool = False) -> str:
+    """RFC 6901 pointer into the request body. Pydantic puts the tag of a
+    discriminated union into the location (blocks/0/short_text/title); such a
+    segment names nothing in the body, so it is dropped, unless it is the
+    missing field the error is about."""
+    parts: list[str] = []
+    node = body
+    for index, part in enumerate(loc):
+        names_missing_field = missing and index == len(loc) - 1
+        if (
+            isinstance(node, dict)
+            and isinstance(part, str)
+            and part not in node
+            and not names_missing_field
+        ):
+            continue
+        parts.append(str(part))
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def _validation_problem(request: Request, exc: RequestValidationError) -> Response:
@@ -203,7 +248,11 @@ def _validation_problem(request: Request, exc: RequestValidationError) -> Respon
             slug="validation-failed",
             instance=request.url.path,
             errors=[
-                {"pointer": _json_pointer(e["loc"][1:]), "detail": e["msg"]} for e in body_errors
+                {
+                    "pointer": _json_pointer(e["loc"][1:], exc.body, e["type"] == "missing"),
+                    "detail": e["msg"],
+                }
+                for e in body_errors
             ],
         )
     invalid = [

@@ -8,10 +8,13 @@ from formsapi.models import Role
 class Scope(StrEnum):
     forms_read = "forms:read"
     submissions_read = "submissions:read"
+    forms_write = "forms:write"
+    submissions_write = "submissions:write"
 
 
 READ_SCOPES = frozenset({Scope.forms_read, Scope.submissions_read})
 
+# What each role may do; a key may do its own scopes within its creator's role.
 ROLE_SCOPES: dict[str, frozenset[str]] = {
     Role.owner: frozenset(Scope),
     Role.admin: frozenset(Scope),

@@ -9,7 +9,9 @@ Every answer is a string or a number, whatever the question type:
 """
 
 import re
+from datetime import date
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, TypeAdapter, model_validator
 
@@ -21,6 +23,11 @@ OPTION_VALUE_PATTERN = r"^[^,\s](?:[^,]*[^,\s])?$"
 PHONE_PATTERN = r"^\+?[0-9][0-9 ()./-]{3,30}[0-9]$"
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# Deliberately plain: something@domain.tld, no spaces. Deliverability is not
+# knowable from syntax; stricter patterns refuse real addresses.
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
+
+Answer = str | int | float
 
 
 class Option(Schema):
@@ -35,6 +42,11 @@ class _Question(Schema):
     required: bool = False
 
     def answer_schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        """The answer as stored (normalized), or what is wrong with it. Kept
+        beside answer_schema so the server checks what the schema promises."""
         raise NotImplementedError
 
     def property_schema(self) -> dict[str, Any]:
@@ -56,6 +68,19 @@ class _Text(_Question):
             schema["minLength"] = min_length
         return schema
 
+    def _check_text(self, value: object, default_max: int) -> tuple[Answer, str | None]:
+        if not isinstance(value, str):
+            return "", "must be a string"
+        longest = self.max_length or default_max
+        shortest = self.min_length or (1 if self.required else 0)
+        if len(value) > longest:
+            return value, f"must be at most {longest} characters"
+        if len(value) < shortest:
+            return value, "is required" if shortest == 1 else (
+                f"must be at least {shortest} characters"
+            )
+        return value, None
+
     @model_validator(mode="after")
     def _min_le_max(self) -> "_Text":
         if (
@@ -73,12 +98,18 @@ class ShortText(_Text):
     def answer_schema(self) -> dict[str, Any]:
         return self._lengths(255)
 
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        return self._check_text(value, 255)
+
 
 class LongText(_Text):
     type: Literal["long_text"]
 
     def answer_schema(self) -> dict[str, Any]:
         return self._lengths(10_000)
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        return self._check_text(value, 10_000)
 
 
 class Email(_Question):
@@ -88,6 +119,11 @@ class Email(_Question):
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "format": "email", "maxLength": 254}
 
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if not isinstance(value, str) or len(value) > 254 or not EMAIL.fullmatch(value):
+            return str(value), "must be an email address such as ada@example.com"
+        return value, None
+
 
 class Url(_Question):
     type: Literal["url"]
@@ -96,6 +132,13 @@ class Url(_Question):
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "format": "uri", "maxLength": 2048}
 
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if isinstance(value, str) and len(value) <= 2048:
+            parts = urlsplit(value)
+            if parts.scheme in ("http", "https") and parts.netloc and " " not in value:
+                return value, None
+        return str(value), "must be an http(s) URL such as https://example.com"
+
 
 class Phone(_Question):
     type: Literal["phone"]
@@ -103,6 +146,11 @@ class Phone(_Question):
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "pattern": PHONE_PATTERN}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if not isinstance(value, str) or not re.fullmatch(PHONE_PATTERN, value):
+            return str(value), "must be a phone number such as +1 555 0100"
+        return value, None
 
 
 class Number(_Question):
@@ -119,6 +167,17 @@ class Number(_Question):
             raise ValueError("min must not exceed max")
         return self
 
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            return 0, "must be a number"
+        if self.integer and value != int(value):
+            return value, "must be a whole number"
+        if self.min is not None and value < self.min:
+            return value, f"must be at least {self.min}"
+        if self.max is not None and value > self.max:
+            return value, f"must be at most {self.max}"
+        return (int(value) if self.integer else value), None
+
     def answer_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "integer" if self.integer else "number"}
         if self.min is not None:
@@ -134,6 +193,16 @@ class Rating(_Question):
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "integer", "minimum": 1, "maximum": self.scale}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value != int(value)
+            or not 1 <= value <= self.scale
+        ):
+            return 0, f"must be a whole number from 1 to {self.scale}"
+        return int(value), None
 
 
 class _Choice(_Question):
@@ -153,6 +222,12 @@ class SingleChoice(_Choice):
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "enum": [option.value for option in self.options]}
 
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        values = [option.value for option in self.options]
+        if value not in values:
+            return str(value), "must be one of: " + ", ".join(values)
+        return str(value), None
+
 
 class MultipleChoice(_Choice):
     type: Literal["multiple_choice"]
@@ -167,6 +242,28 @@ class MultipleChoice(_Choice):
         if high is not None and high > len(self.options):
             raise ValueError("maxSelections must not exceed the number of options")
         return self
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        """Accepts the values in any order; stores them in option order."""
+        values = [option.value for option in self.options]
+        if not isinstance(value, str):
+            return "", "must be a string of option values joined by commas"
+        if not value:
+            return value, "needs at least one option; leave the key out when there is no answer"
+        chosen = value.split(",")
+        unknown = [v for v in chosen if v not in values]
+        if unknown:
+            return value, f"has unknown options: {', '.join(unknown)}; choose from: " + ", ".join(
+                values
+            )
+        if len(set(chosen)) != len(chosen):
+            return value, "names an option twice"
+        low, high = self.min_selections or 1, self.max_selections
+        if len(chosen) < low:
+            return value, f"needs at least {low} options"
+        if high is not None and len(chosen) > high:
+            return value, f"allows at most {high} options"
+        return ",".join(v for v in values if v in chosen), None
 
     def answer_schema(self) -> dict[str, Any]:
         one = "(?:" + "|".join(re.escape(o.value) for o in self.options) + ")"
@@ -185,6 +282,14 @@ class Date(_Question):
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "format": "date"}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if isinstance(value, str) and len(value) == 10:
+            try:
+                return date.fromisoformat(value).isoformat(), None
+            except ValueError:
+                pass
+        return str(value), "must be a date as YYYY-MM-DD"
 
 
 class Heading(Schema):
@@ -238,6 +343,24 @@ def dump_blocks(blocks: list[Block]) -> list[dict[str, Any]]:
     """Blocks in their API shape (camelCase, unset settings left out, `type` first)."""
     dumped = BlockList.dump_python(blocks, by_alias=True, exclude_none=True)
     return [{"type": block.pop("type"), **block} for block in dumped]
+
+
+def key_errors(blocks: list[Block]) -> list[tuple[str, str]]:
+    """(JSON pointer, problem) for each question key used before in the list."""
+    seen: dict[str, int] = {}
+    errors = []
+    for index, block in enumerate(blocks):
+        if isinstance(block, QUESTION_TYPES):
+            if block.key in seen:
+                errors.append(
+                    (
+                        f"/blocks/{index}/key",
+                        f"repeats the key of block {seen[block.key]}: keys must be unique",
+                    )
+                )
+            else:
+                seen[block.key] = index
+    return errors
 
 
 def questions(blocks: list[Block]) -> list[Question]:

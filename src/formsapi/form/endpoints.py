@@ -1,15 +1,16 @@
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
-from formsapi.dependencies import PrincipalDep, SessionDep
+from formsapi.dependencies import IdempotencyKeyHeader, JSONBody, PrincipalDep, SessionDep
 from formsapi.errors import problem_responses
 from formsapi.form import service
-from formsapi.form.schemas import FormDetail, FormSummary
+from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
+from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.pagination import Page, PageParams, page_params
 
 router = APIRouter(prefix="/forms", tags=["Forms"])
@@ -39,9 +40,103 @@ async def list_forms(principal: PrincipalDep, session: SessionDep, page: PageDep
     response_model=FormDetail,
     responses=ERRORS_404,
 )
-async def get_form(principal: PrincipalDep, session: SessionDep, form_id: FormId) -> Response:
+async def get_form(
+    principal: PrincipalDep,
+    session: SessionDep,
+    form_id: FormId,
+    version: Annotated[
+        int | None,
+        Query(ge=1, le=2**31 - 1, description="An earlier version of the form's blocks."),
+    ] = None,
+) -> Response:
     """One form: its fields, its ordered question and layout blocks, and the JSON
     Schema (draft 2020-12) of the answers object those blocks define."""
     require_scope(principal, Scope.forms_read)
+    if version is not None:
+        return json(
+            await service.version_detail(session, principal.organization_id, form_id, version)
+        )
     form = await service.get(session, principal.organization_id, form_id)
     return json(service.detail(form))
+
+
+ERRORS_WRITE = problem_responses(400, 401, 403, 404, 409, 413, 415, 422, 429)
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=FormDetail,
+    responses=problem_responses(400, 401, 403, 409, 413, 415, 422, 429),
+    dependencies=[JSONBody],
+)
+async def create_form(
+    principal: PrincipalDep,
+    session: SessionDep,
+    request: Request,
+    body: FormCreate,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
+    """Create a form. It starts as a draft at version 1; publish it with PATCH."""
+    require_scope(principal, Scope.forms_write)
+
+    async def work() -> Outcome:
+        form = await service.create(
+            session, principal.organization_id, body.title, body.blocks, body.slug
+        )
+        return Outcome(201, orjson.dumps(service.detail(form)), f"/v1/forms/{form.id}")
+
+    outcome = await run_once(
+        session,
+        principal.organization_id,
+        idempotency_key,
+        fingerprint("POST", request.url.path, body.model_dump(mode="json", by_alias=True)),
+        work,
+    )
+    return replay(outcome)
+
+
+@router.patch(
+    "/{formId}", response_model=FormDetail, responses=ERRORS_WRITE, dependencies=[JSONBody]
+)
+async def update_form(
+    principal: PrincipalDep, session: SessionDep, form_id: FormId, body: FormUpdate
+) -> Response:
+    """Change a form's title, slug, blocks or status; only the fields sent change.
+
+    Changing the blocks makes a new version (older ones stay readable with
+    `?version=N`). Status moves draft -> published, published -> closed,
+    closed -> published, and any -> archived; an archived form is read-only.
+    A transition not allowed answers 409 naming the allowed ones."""
+    require_scope(principal, Scope.forms_write)
+    form = await service.update(session, principal.organization_id, form_id, body)
+    return json(service.detail(form))
+
+
+@router.delete("/{formId}", status_code=204, responses=ERRORS_WRITE)
+async def delete_form(
+    principal: PrincipalDep,
+    session: SessionDep,
+    form_id: FormId,
+    delete_submissions: Annotated[
+        bool,
+        Query(
+            alias="deleteSubmissions",
+            description="Required to delete a form that has submissions: they go too.",
+        ),
+    ] = False,
+) -> Response:
+    """Delete a form for good. A form with submissions is refused (409) unless
+    `deleteSubmissions=true`; archive it (PATCH status) to keep them instead."""
+    require_scope(principal, Scope.forms_write)
+    await service.delete(
+        session, principal.organization_id, form_id, delete_submissions=delete_submissions
+    )
+    return Response(status_code=204)
+
+
+def replay(outcome: Outcome) -> Response:
+    headers = {"Location": outcome.location} if outcome.location else None
+    return Response(
+        outcome.body, status_code=outcome.status, headers=headers, media_type="application/json"
+    )

@@ -1,11 +1,13 @@
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
+from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, func, select
+from sqlalchemy import Row, Select, bindparam, func, select, update
+from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.models import Form
+from formsapi.models import Form, FormStatus, FormVersion, Submission, SubmissionCount
 
 SummaryRow = Row[str, str, str, str, int, datetime, int]
 
@@ -50,3 +52,58 @@ async def count(session: AsyncSession, organization_id: str) -> int:
 async def get(session: AsyncSession, organization_id: str, form_id: str) -> Form | None:
     statement = select(Form).where(Form.organization_id == organization_id, Form.id == form_id)
     return await session.scalar(statement)
+
+
+async def slug_taken(
+    session: AsyncSession, organization_id: str, slug: str, except_form: str | None = None
+) -> bool:
+    statement = select(Form.id).where(Form.organization_id == organization_id, Form.slug == slug)
+    if except_form is not None:
+        statement = statement.where(Form.id != except_form)
+    return await session.scalar(statement.limit(1)) is not None
+
+
+async def get_version(
+    session: AsyncSession, organization_id: str, form_id: str, version: int
+) -> FormVersion | None:
+    return await session.get(FormVersion, (organization_id, form_id, version))
+
+
+async def lock_for_submission(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> Row[str, int, list[dict[str, Any]]] | None:
+    """Count one more submission and read what it answers, atomically: the
+    row lock this takes orders concurrent submissions and edits of the form,
+    and a rollback (invalid answers) takes the count back."""
+    statement = (
+        update(Form)
+        .where(Form.organization_id == organization_id, Form.id == form_id)
+        .where(Form.status == FormStatus.published)
+        .values(response_count=Form.response_count + 1)
+        .returning(Form.id, Form.version, Form.blocks)
+    )
+    return (await session.execute(statement)).first()
+
+
+async def add_to_count(
+    session: AsyncSession, organization_id: str, form_id: str, delta: int
+) -> None:
+    await session.execute(
+        update(Form)
+        .where(Form.organization_id == organization_id, Form.id == form_id)
+        .values(response_count=Form.response_count + delta)
+    )
+
+
+async def delete(session: AsyncSession, organization_id: str, form_id: str) -> None:
+    """The form and everything hanging off it, explicitly (not by cascade
+    alone), so each delete uses an index that starts with the organization."""
+    for table in (Submission, SubmissionCount, FormVersion):
+        await session.execute(
+            sa_delete(table).where(
+                table.organization_id == organization_id, table.form_id == form_id
+            )
+        )
+    await session.execute(
+        sa_delete(Form).where(Form.organization_id == organization_id, Form.id == form_id)
+    )

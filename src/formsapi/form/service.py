@@ -1,19 +1,21 @@
-"""Reading forms. Every lookup is scoped to the caller's organization, so a form
+"""Forms: reading and managing them. Every lookup is scoped to the caller's organization, so a form
 of another organization is indistinguishable from one that does not exist."""
 
+import re
 from datetime import datetime
 from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.errors import FormNotFound
+from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.form import repository
-from formsapi.form.blocks import BlockList, answers_schema
-from formsapi.kit.ids import is_plausible
+from formsapi.form.blocks import Block, BlockList, answers_schema, dump_blocks, key_errors
+from formsapi.form.schemas import FormUpdate
+from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
-from formsapi.kit.time import isoformat_z
-from formsapi.models import Form
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.models import Form, FormStatus, FormVersion
 
 
 async def page_document(session: AsyncSession, organization_id: str, page: PageParams) -> bytes:
@@ -73,4 +75,169 @@ def detail(form: Form) -> dict[str, Any]:
         # Stored blocks are already in their API shape; they pass through untouched.
         "blocks": form.blocks,
         "schema": _schema_of(form),
+    }
+
+
+# Where a form may go from each status. Archiving is always possible and final.
+TRANSITIONS: dict[str, tuple[str, ...]] = {
+    FormStatus.draft: (FormStatus.published, FormStatus.archived),
+    FormStatus.published: (FormStatus.closed, FormStatus.archived),
+    FormStatus.closed: (FormStatus.published, FormStatus.archived),
+    FormStatus.archived: (),
+}
+
+
+class InvalidTransition(Conflict):
+    title = "Invalid status transition"
+    slug = "invalid-transition"
+
+
+class FormArchived(Conflict):
+    title = "Form archived"
+    slug = "form-archived"
+
+
+class SlugTaken(Conflict):
+    title = "Slug taken"
+    slug = "slug-taken"
+
+
+def _check_blocks(blocks: list[Block]) -> None:
+    errors = key_errors(blocks)
+    if errors:
+        raise ValidationFailed(
+            "The blocks are invalid.", [{"pointer": p, "detail": d} for p, d in errors]
+        )
+
+
+def slugify(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:90].strip("-") or "form"
+
+
+async def _free_slug(session: AsyncSession, organization_id: str, title: str) -> str:
+    base = slugify(title)
+    for suffix in ("", *(f"-{n}" for n in range(2, 100))):
+        if not await repository.slug_taken(session, organization_id, base + suffix):
+            return base + suffix
+    return f"{base}-{new_id('x')[-8:]}"
+
+
+async def create(
+    session: AsyncSession,
+    organization_id: str,
+    title: str,
+    blocks: list[Block],
+    slug: str | None = None,
+    *,
+    status: str = FormStatus.draft,
+    created_at: datetime | None = None,
+    form_id: str | None = None,
+) -> Form:
+    """A new form (a draft unless told otherwise) and its version 1."""
+    _check_blocks(blocks)
+    if slug is None:
+        slug = await _free_slug(session, organization_id, title)
+    elif await repository.slug_taken(session, organization_id, slug):
+        raise SlugTaken(f"Another form of this organization has the slug '{slug}'.")
+    created_at = created_at or utcnow()
+    form = Form(
+        id=form_id or new_id("frm"),
+        organization_id=organization_id,
+        title=title,
+        slug=slug,
+        status=status,
+        version=1,
+        blocks=dump_blocks(blocks),
+        response_count=0,
+        created_at=created_at,
+        updated_at=created_at,
+    )
+    session.add(form)
+    session.add(_snapshot(form))
+    await session.flush()
+    return form
+
+
+def _snapshot(form: Form) -> FormVersion:
+    return FormVersion(
+        organization_id=form.organization_id,
+        form_id=form.id,
+        version=form.version,
+        title=form.title,
+        blocks=form.blocks,
+        created_at=form.updated_at,
+    )
+
+
+async def update(
+    session: AsyncSession, organization_id: str, form_id: str, changes: FormUpdate
+) -> Form:
+    form = await get(session, organization_id, form_id)
+    if form.status == FormStatus.archived:
+        raise FormArchived("Archived forms are read-only.")
+    sent = changes.model_fields_set
+    if "status" in sent and changes.status is not None and changes.status != form.status:
+        allowed = TRANSITIONS[form.status]
+        if changes.status not in allowed:
+            raise InvalidTransition(
+                f"A {form.status} form cannot become {changes.status}; it can become: "
+                + (", ".join(allowed) or "nothing"),
+                allowedTransitions=list(allowed),
+            )
+        form.status = changes.status
+    if "slug" in sent and changes.slug is not None and changes.slug != form.slug:
+        if await repository.slug_taken(session, organization_id, changes.slug, form.id):
+            raise SlugTaken(f"Another form of this organization has the slug '{changes.slug}'.")
+        form.slug = changes.slug
+    if "title" in sent and changes.title is not None:
+        form.title = changes.title
+    new_version = False
+    if "blocks" in sent and changes.blocks is not None:
+        _check_blocks(changes.blocks)
+        blocks = dump_blocks(changes.blocks)
+        if blocks != form.blocks:
+            form.blocks = blocks
+            form.version += 1
+            new_version = True
+    form.updated_at = utcnow()
+    if new_version:
+        session.add(_snapshot(form))
+    await session.flush()
+    return form
+
+
+class HasSubmissions(Conflict):
+    title = "Form has submissions"
+    slug = "form-has-submissions"
+
+
+async def delete(
+    session: AsyncSession, organization_id: str, form_id: str, *, delete_submissions: bool
+) -> None:
+    """Delete a form; one with submissions only when the caller says so."""
+    form = await get(session, organization_id, form_id)
+    if form.response_count and not delete_submissions:
+        raise HasSubmissions(
+            f"This form has {form.response_count} submissions. Archive it to keep them "
+            "(PATCH with status 'archived'), or repeat with ?deleteSubmissions=true to "
+            "delete the form and its submissions for good.",
+            responseCount=form.response_count,
+        )
+    await repository.delete(session, organization_id, form.id)
+
+
+async def version_detail(
+    session: AsyncSession, organization_id: str, form_id: str, version: int
+) -> dict[str, Any]:
+    """The form as it was at `version`: its blocks and schema then."""
+    form = await get(session, organization_id, form_id)
+    snapshot = await repository.get_version(session, organization_id, form.id, version)
+    if snapshot is None:
+        raise NotFound(f"Form '{form_id}' has no version {version}; it is at {form.version}.")
+    blocks = BlockList.validate_python(snapshot.blocks)
+    return {
+        **detail(form),
+        "version": snapshot.version,
+        "blocks": snapshot.blocks,
+        "schema": answers_schema(blocks, title=snapshot.title),
     }

@@ -1,6 +1,8 @@
 from formsapi.models.api_key import APIKey
 from formsapi.models.base import Base
 from formsapi.models.form import Form, FormStatus
+from formsapi.models.form_version import FormVersion
+from formsapi.models.idempotency_key import IdempotencyKey
 from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
 from formsapi.models.submission import Submission
@@ -12,6 +14,8 @@ __all__ = [
     "Base",
     "Form",
     "FormStatus",
+    "FormVersion",
+    "IdempotencyKey",
     "Membership",
     "Organization",
     "Plan",

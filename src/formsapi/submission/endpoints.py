@@ -1,16 +1,20 @@
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+import orjson
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
-from formsapi.dependencies import PrincipalDep, SessionDep
-from formsapi.form.endpoints import ERRORS_404, FormId, PageDep
+from formsapi.dependencies import IdempotencyKeyHeader, JSONBody, PrincipalDep, SessionDep
+from formsapi.errors import problem_responses
+from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, replay
+from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.pagination import Page
+from formsapi.kit.schemas import Schema
 from formsapi.kit.time import parse_timestamp
 from formsapi.submission import service
 from formsapi.submission.schemas import SubmissionOut
@@ -53,3 +57,72 @@ async def list_submissions(
     require_scope(principal, Scope.submissions_read)
     body = await service.page_document(session, principal.organization_id, form_id, page, since)
     return Response(body, media_type="application/json")
+
+
+SubmissionId = Annotated[
+    str, Path(alias="submissionId", max_length=64, description="A submission id.")
+]
+
+
+class SubmissionCreate(Schema):
+    answers: dict[str, Any] = Field(
+        description="Answers by question key: strings or numbers, as the form's schema says. "
+        "Leave a key out for no answer."
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=SubmissionOut,
+    responses=problem_responses(400, 401, 403, 404, 409, 413, 415, 422, 429),
+    dependencies=[JSONBody],
+)
+async def create_submission(
+    principal: PrincipalDep,
+    session: SessionDep,
+    request: Request,
+    form_id: FormId,
+    body: SubmissionCreate,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
+    """Submit answers to a published form (409 otherwise). They are checked
+    against the form's schema; 422 lists every error with its JSON pointer."""
+    require_scope(principal, Scope.submissions_write)
+
+    async def work() -> Outcome:
+        submission = await service.create(session, principal.organization_id, form_id, body.answers)
+        return Outcome(
+            201,
+            orjson.dumps(service.to_dict(submission)),
+            f"/v1/forms/{form_id}/submissions/{submission.id}",
+        )
+
+    outcome = await run_once(
+        session,
+        principal.organization_id,
+        idempotency_key,
+        fingerprint("POST", request.url.path, body.model_dump(mode="json")),
+        work,
+    )
+    return replay(outcome)
+
+
+@router.get("/{submissionId}", response_model=SubmissionOut, responses=ERRORS_404)
+async def get_submission(
+    principal: PrincipalDep, session: SessionDep, form_id: FormId, submission_id: SubmissionId
+) -> Response:
+    """One submission."""
+    require_scope(principal, Scope.submissions_read)
+    submission = await service.get(session, principal.organization_id, form_id, submission_id)
+    return Response(orjson.dumps(service.to_dict(submission)), media_type="application/json")
+
+
+@router.delete("/{submissionId}", status_code=204, responses=ERRORS_404)
+async def delete_submission(
+    principal: PrincipalDep, session: SessionDep, form_id: FormId, submission_id: SubmissionId
+) -> Response:
+    """Delete one submission; the form's totals follow at once."""
+    require_scope(principal, Scope.submissions_write)
+    await service.delete(session, principal.organization_id, form_id, submission_id)
+    return Response(status_code=204)

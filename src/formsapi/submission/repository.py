@@ -272,3 +272,23 @@ async def add_counts(
         set_={"count": SubmissionCount.count + statement.excluded.count},
     )
     await session.execute(statement)
+
+
+async def get(
+    session: AsyncSession, organization_id: str, form_id: str, submission_id: str
+) -> Submission | None:
+    return await session.scalar(
+        select(Submission).where(
+            Submission.organization_id == organization_id,
+            Submission.form_id == form_id,
+            Submission.id == submission_id,
+        )
+    )
+
+
+async def delete_row(session: AsyncSession, organization_id: str, submission_id: str) -> None:
+    await session.execute(
+        delete(Submission).where(
+            Submission.organization_id == organization_id, Submission.id == submission_id
+        )
+    )

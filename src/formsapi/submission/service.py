@@ -2,15 +2,22 @@
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.errors import Conflict, NotFound, ValidationFailed
+from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
+from formsapi.form.blocks import BlockList
+from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
-from formsapi.kit.time import isoformat_z
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.models import Submission
 from formsapi.submission import repository
-from formsapi.submission.repository import PageRow
+from formsapi.submission.repository import PageRow, hour_of
+from formsapi.submission.validation import validate_answers
 
 # From this offset on, the page is found through the hourly counts: skipping
 # rows one by one costs as much as the offset is deep.
@@ -64,3 +71,83 @@ async def page_document(
             "pagination": {"page": page.page, "limit": page.limit, "total": total},
         }
     )
+
+
+class FormNotAccepting(Conflict):
+    title = "Form not accepting submissions"
+    slug = "form-not-accepting"
+
+
+class SubmissionNotFound(NotFound):
+    def __init__(self, submission_id: str) -> None:
+        super().__init__(f"No submission with id '{submission_id}' in this form.")
+
+
+async def create(
+    session: AsyncSession, organization_id: str, form_id: str, answers: dict[str, object]
+) -> Submission:
+    """Store answers to a published form, checked against its current blocks.
+
+    The form's counter, its hourly count and the row move in one transaction;
+    invalid answers roll all three back."""
+    locked = (
+        await form_repository.lock_for_submission(session, organization_id, form_id)
+        if is_plausible(form_id)
+        else None
+    )
+    if locked is None:
+        form = await form_service.get(session, organization_id, form_id)  # 404 if missing
+        raise FormNotAccepting(
+            f"This form is {form.status}; only published forms take submissions.",
+            formStatus=form.status,
+        )
+    _, version, raw_blocks = locked
+    stored, errors = validate_answers(BlockList.validate_python(raw_blocks), answers)
+    if errors:
+        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in errors])
+    now = utcnow()
+    submission = Submission(
+        id=new_id("sub"),
+        organization_id=organization_id,
+        form_id=form_id,
+        form_version=version,
+        submitted_at=now,
+        answers=stored,
+    )
+    session.add(submission)
+    await session.flush()
+    await repository.add_counts(session, organization_id, form_id, {hour_of(now): 1})
+    return submission
+
+
+async def get(
+    session: AsyncSession, organization_id: str, form_id: str, submission_id: str
+) -> Submission:
+    found = None
+    if is_plausible(form_id) and is_plausible(submission_id):
+        found = await repository.get(session, organization_id, form_id, submission_id)
+    if found is None:
+        await form_service.get(session, organization_id, form_id)  # a missing form says so
+        raise SubmissionNotFound(submission_id)
+    return found
+
+
+async def delete(
+    session: AsyncSession, organization_id: str, form_id: str, submission_id: str
+) -> None:
+    submission = await get(session, organization_id, form_id, submission_id)
+    await repository.delete_row(session, organization_id, submission.id)
+    await form_repository.add_to_count(session, organization_id, form_id, -1)
+    await repository.add_counts(
+        session, organization_id, form_id, {hour_of(submission.submitted_at): -1}
+    )
+
+
+def to_dict(submission: Submission) -> dict[str, Any]:
+    return {
+        "id": submission.id,
+        "formId": submission.form_id,
+        "formVersion": submission.form_version,
+        "submittedAt": isoformat_z(submission.submitted_at),
+        "answers": submission.answers,
+    }

@@ -1,0 +1,215 @@
+"""Taking submissions over the API, and reading and deleting single ones."""
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.config import Settings
+from formsapi.models import Form, Submission, SubmissionCount
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org
+
+WRITE = ["forms:read", "submissions:read", "submissions:write"]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    # Hundreds of requests from one test client: the limit is not what is tested here.
+    return Settings(database_url=database_url, rate_limit_standard=100_000)
+
+
+GOOD = {"name": "Ada", "email": "ada@example.com", "age": 36, "colors": "blue,red"}
+
+
+async def _form(session: AsyncSession, status: str = "published") -> tuple[str, str, str]:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=WRITE)
+    form = await create_form(session, org, status=status)
+    await session.commit()
+    return org.id, form.id, secret
+
+
+async def test_a_submission_is_stored_and_read_back(api: Api, session: AsyncSession) -> None:
+    _, form_id, secret = await _form(session)
+
+    response = await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": GOOD})
+
+    assert response.status_code == 201
+    created = response.json()
+    assert created["id"].startswith("sub_")
+    assert created["formId"] == form_id
+    assert created["formVersion"] == 1
+    assert created["submittedAt"].endswith("Z")
+    assert created["answers"] == {**GOOD, "colors": "red,blue"}  # stored in option order
+    assert response.headers["location"] == f"/v1/forms/{form_id}/submissions/{created['id']}"
+    one = (await api.get(response.headers["location"], secret)).json()
+    page = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()
+    form = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert one == created
+    assert page["data"] == [created]
+    assert page["pagination"]["total"] == form["responseCount"] == 1
+
+
+@pytest.mark.parametrize("status", ["draft", "closed", "archived"])
+async def test_only_published_forms_take_submissions(
+    api: Api, session: AsyncSession, status: str
+) -> None:
+    _, form_id, secret = await _form(session, status)
+
+    response = await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": GOOD})
+
+    assert response.status_code == 409
+    assert response.json()["formStatus"] == status
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
+
+
+async def test_invalid_answers_list_every_error_and_store_nothing(
+    api: Api, session: AsyncSession
+) -> None:
+    _, form_id, secret = await _form(session)
+
+    response = await api.post(
+        f"/v1/forms/{form_id}/submissions",
+        secret,
+        json={"answers": {"email": "nope", "age": 200, "colors": "green", "shoe": 42}},
+    )
+
+    assert response.status_code == 422
+    errors = {e["pointer"]: e["detail"] for e in response.json()["errors"]}
+    assert set(errors) == {
+        "/answers/name",
+        "/answers/email",
+        "/answers/age",
+        "/answers/colors",
+        "/answers/shoe",
+    }
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
+
+
+async def test_answers_must_be_an_object(api: Api, session: AsyncSession) -> None:
+    _, form_id, secret = await _form(session)
+
+    for body in ({"answers": [1]}, {}, {"answers": GOOD, "extra": 1}):
+        response = await api.post(f"/v1/forms/{form_id}/submissions", secret, json=body)
+        assert response.status_code == 422, body
+
+
+async def test_deleting_a_submission_updates_every_total(api: Api, session: AsyncSession) -> None:
+    _, form_id, secret = await _form(session)
+    ids = [
+        (await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": GOOD})).json()[
+            "id"
+        ]
+        for _ in range(3)
+    ]
+
+    deleted = await api.delete(f"/v1/forms/{form_id}/submissions/{ids[1]}", secret)
+    again = await api.delete(f"/v1/forms/{form_id}/submissions/{ids[1]}", secret)
+    since = (await api.get(f"/v1/forms/{form_id}/submissions?since=2000-01-01", secret)).json()
+
+    assert deleted.status_code == 204
+    assert again.status_code == 404
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 2
+    assert since["pagination"]["total"] == 2
+    assert sorted(s["id"] for s in since["data"]) == sorted([ids[0], ids[2]])
+
+
+async def test_other_organizations_submissions_read_as_missing(
+    api: Api, session: AsyncSession
+) -> None:
+    _, form_id, secret = await _form(session)
+    _, _, other = await _form(session)
+    created = (
+        await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": GOOD})
+    ).json()
+    path = f"/v1/forms/{form_id}/submissions/{created['id']}"
+
+    for response in (
+        await api.get(path, other),
+        await api.delete(path, other),
+        await api.post(f"/v1/forms/{form_id}/submissions", other, json={"answers": GOOD}),
+    ):
+        assert response.status_code == 404
+    assert (await api.get(path, secret)).status_code == 200
+
+
+async def test_a_retry_with_the_same_idempotency_key_creates_nothing_new(
+    api: Api, session: AsyncSession
+) -> None:
+    _, form_id, secret = await _form(session)
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    url = f"/v1/forms/{form_id}/submissions"
+
+    first = await api.post(url, secret, json={"answers": GOOD}, headers=key)
+    retry = await api.post(
+        url, secret, json={"answers": dict(reversed(GOOD.items()))}, headers=key
+    )  # same body, other key order
+    other_body = await api.post(url, secret, json={"answers": {**GOOD, "age": 37}}, headers=key)
+
+    assert first.status_code == retry.status_code == 201
+    assert retry.json() == first.json()
+    assert retry.headers["location"] == first.headers["location"]
+    assert other_body.status_code == 422
+    assert other_body.json()["type"] == "/problems/idempotency-key-reused"
+    assert (await api.get(url, secret)).json()["pagination"]["total"] == 1
+
+
+async def test_a_failed_request_does_not_use_up_its_key(api: Api, session: AsyncSession) -> None:
+    _, form_id, secret = await _form(session)
+    key = {"Idempotency-Key": "retry-me"}
+    url = f"/v1/forms/{form_id}/submissions"
+
+    failed = await api.post(url, secret, json={"answers": {"name": "Ada"}}, headers=key)
+    fixed = await api.post(url, secret, json={"answers": {"name": "Ada"}}, headers=key)
+
+    assert failed.status_code == fixed.status_code == 422  # same body, same (unsaved) error
+    assert (
+        await api.post(url, secret, json={"answers": GOOD}, headers={"Idempotency-Key": "retry-me"})
+    ).status_code == 201
+
+
+async def test_writing_submissions_needs_the_scope(api: Api, session: AsyncSession) -> None:
+    org = await create_org(session)
+    _, reader = await create_key(session, org)
+    form = await create_form(session, org)
+    await session.commit()
+
+    response = await api.post(f"/v1/forms/{form.id}/submissions", reader, json={"answers": GOOD})
+
+    assert response.status_code == 403
+    assert response.json()["requiredScope"] == "submissions:write"
+
+
+async def test_counts_stay_exact_under_concurrent_posts_and_deletes(
+    api: Api, session: AsyncSession, database_url: str
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("concurrency is PostgreSQL's to prove; SQLite runs one writer at a time")
+    org_id, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+
+    async def post() -> str:
+        response = await api.post(url, secret, json={"answers": GOOD})
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+    first = await asyncio.gather(*(post() for _ in range(40)))
+    results = await asyncio.gather(
+        *(post() for _ in range(160)),
+        *(api.delete(f"{url}/{sid}", secret) for sid in first[:25]),
+    )
+    assert all(r.status_code == 204 for r in results[160:])
+
+    rows = await session.scalar(
+        select(func.count()).select_from(Submission).where(Submission.form_id == form_id)
+    )
+    counted = await session.scalar(select(Form.response_count).where(Form.id == form_id))
+    hourly = await session.scalar(
+        select(func.sum(SubmissionCount.count)).where(SubmissionCount.form_id == form_id)
+    )
+    listed = (await api.get(url, secret)).json()["pagination"]["total"]
+    assert rows == counted == hourly == listed == 200 - 25
+    assert org_id
