@@ -21,6 +21,7 @@ from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
+from formsapi.hosted.routes import router as hosted_router
 from formsapi.kit.body_limit import BodyLimit
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
     app.include_router(v1)
+    app.include_router(hosted_router)
     _mount_docs(app)
     _mount_probes(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

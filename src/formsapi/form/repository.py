@@ -107,3 +107,14 @@ async def delete(session: AsyncSession, organization_id: str, form_id: str) -> N
     await session.execute(
         sa_delete(Form).where(Form.organization_id == organization_id, Form.id == form_id)
     )
+
+
+async def get_public(session: AsyncSession, form_id: str) -> Form | None:
+    """A form by id alone, for its public page: the one lookup without an
+    organization, because the respondent has none. Drafts and archived forms
+    are not public. Everything after it uses the form's organization."""
+    return await session.scalar(
+        select(Form).where(
+            Form.id == form_id, Form.status.in_([FormStatus.published, FormStatus.closed])
+        )
+    )

@@ -1,0 +1,152 @@
+"""The public page of each form, at /f/{formId}: no key, rendered on the
+server, working without JavaScript, limited per IP like the API."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import FormData
+
+from formsapi.dependencies import SessionDep, client_ip
+from formsapi.errors import RateLimited, ValidationFailed
+from formsapi.form.blocks import Block, questions
+from formsapi.hosted import service
+from formsapi.models import FormStatus, Plan
+from formsapi.submission import service as submission_service
+from formsapi.submission.service import FormNotAccepting
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+
+INPUT_TYPES = {
+    "short_text": "text",
+    "email": "email",
+    "url": "url",
+    "phone": "tel",
+    "number": "number",
+    "date": "date",
+}
+FormId = Annotated[str, PathParam(max_length=64)]
+
+
+def _page(request: Request, heading: str, message: str, status: int) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request,
+        "message.html",
+        {"title": heading, "heading": heading, "message": message},
+        status_code=status,
+    )
+
+
+async def _limited(request: Request) -> HTMLResponse | None:
+    """The per-IP limit of anonymous callers, as a page rather than JSON."""
+    limiter = request.app.state.rate_limiter
+    if not limiter.enabled:
+        return None
+    try:
+        await limiter.check(client_ip(request), Plan.standard)
+    except RateLimited as limited:
+        page = _page(request, "Too many requests", "Please wait a minute and try again.", 429)
+        page.headers.update(limited.headers)
+        return page
+    return None
+
+
+def _unavailable(request: Request) -> HTMLResponse:
+    return _page(
+        request,
+        "Form not found",
+        "There is no form at this address. Check the link you followed.",
+        404,
+    )
+
+
+def _closed(request: Request, title: str) -> HTMLResponse:
+    return _page(
+        request,
+        title,
+        "This form is closed and no longer takes answers. Thank you for your interest.",
+        410,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """What the template shows of a form: plain values, which outlive a rollback
+    (ORM objects expire on one)."""
+
+    id: str
+    title: str
+    blocks: list[Block]
+
+
+def _render(
+    request: Request, page: Page, values: FormData, errors: dict[str, str], status: int = 200
+) -> HTMLResponse:
+    titles = {question.key: question.title for question in questions(page.blocks)}
+    context = {
+        "form": page,
+        "blocks": page.blocks,
+        "values": values,
+        "errors": errors,
+        "titles": titles,
+        "input_types": INPUT_TYPES,
+    }
+    return templates.TemplateResponse(request, "form.html", context, status_code=status)
+
+
+@router.get("/f/{form_id}")
+async def show_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+    if (limited := await _limited(request)) is not None:
+        return limited
+    form = await service.public_form(session, form_id)
+    if form is None:
+        return _unavailable(request)
+    if form.status == FormStatus.closed:
+        return _closed(request, form.title)
+    return _render(request, Page(form.id, form.title, service.blocks_of(form)), FormData(), {})
+
+
+@router.post("/f/{form_id}")
+async def submit_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+    if (limited := await _limited(request)) is not None:
+        return limited
+    form = await service.public_form(session, form_id)
+    if form is None:
+        return _unavailable(request)
+    if form.status == FormStatus.closed:
+        return _closed(request, form.title)
+    posted = await request.form()
+    thanks = RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
+    if service.is_spam(posted):
+        return thanks  # look like success; store nothing
+    page = Page(form.id, form.title, service.blocks_of(form))
+    try:
+        await submission_service.create(
+            session, form.organization_id, form.id, service.answers_from(page.blocks, posted)
+        )
+    except ValidationFailed as invalid:
+        # The counter was already taken for this submission: give it back
+        # before the request's session commits.
+        await session.rollback()
+        errors = {
+            e["pointer"].removeprefix("/answers/"): e["detail"]
+            for e in invalid.extensions["errors"]
+        }
+        return _render(request, page, posted, errors, status=422)
+    except FormNotAccepting:
+        await session.rollback()
+        return _closed(request, page.title)
+    return thanks
+
+
+@router.get("/f/{form_id}/thanks")
+async def thanks(request: Request, session: SessionDep, form_id: FormId) -> Response:
+    form = await service.public_form(session, form_id)
+    if form is None:
+        return _unavailable(request)
+    return _page(request, "Thank you", f"Your answers to “{form.title}” were received.", 200)
