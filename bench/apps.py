@@ -34,6 +34,7 @@ def http_floor() -> FastAPI:
     bodies: dict[int, bytes] = {}
 
     @app.get("/size/{size}")
+    @app.post("/size/{size}")
     async def constant(size: int) -> Response:
         body = bodies.get(size)
         if body is None:

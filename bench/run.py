@@ -43,11 +43,27 @@ SCENARIOS: dict[str, tuple[str, bool]] = {  # name: (path, authenticated)
     "page1_100": (f"/v1/forms/{BIG_FORM}/submissions?limit=100", True),
     "page1000": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&page=1000", True),
     "since_9pct": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&since={SINCE}", True),
+    "post_submission": (f"/v1/forms/{BIG_FORM}/submissions", True),
     "not_found": ("/v1/forms/frm_missing", True),
     "unauthorized": ("/v1/forms", False),
 }
 SQL_SCENARIOS = ["forms_list", "form_schema", "page1_50", "page1_100", "page1000", "since_9pct"]
 NO_AUTH_SCENARIOS = ["page1_50"]
+# Scenarios that POST this body (a valid answer to the bench form).
+POST_BODIES = {
+    "post_submission": {
+        "answers": {
+            "full_name": "Ada Lovelace",
+            "email": "ada@example.com",
+            "plan": "team",
+            "satisfaction": 4,
+            "seats": 12,
+            "features": "api,exports",
+            "renewal": "2027-01-31",
+            "comments": "Fast and predictable.",
+        }
+    },
+}
 
 
 @dataclass
@@ -173,8 +189,13 @@ def uvicorn_argv(factory: str, port: int, workers: int) -> list[str]:
     ]
 
 
-def _body_size(port: int, path: str, headers: dict[str, str]) -> int:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
+def _body_size(port: int, path: str, headers: dict[str, str], body: Any = None) -> int:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=data,
+        headers={**headers, "Content-Type": "application/json"} if data else headers,
+    )
     try:
         with urllib.request.urlopen(request) as response:
             return len(response.read())
@@ -204,7 +225,9 @@ def _ms(text: str) -> float:
     return float(number) * _UNITS[unit]
 
 
-def wrk(url: str, connections: int, seconds: float, headers: dict[str, str]) -> dict[str, Any]:
+def wrk(
+    url: str, connections: int, seconds: float, headers: dict[str, str], body: Any = None
+) -> dict[str, Any]:
     threads = min(2, connections)
     argv = [
         "wrk",
@@ -217,6 +240,13 @@ def wrk(url: str, connections: int, seconds: float, headers: dict[str, str]) -> 
     ]
     for name, value in headers.items():
         argv += ["-H", f"{name}: {value}"]
+    if body is not None:
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+            script.write(
+                f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n'
+                'wrk.headers["Content-Type"] = "application/json"\n'
+            )
+        argv += ["-s", script.name]
     out = subprocess.run([*argv, url], capture_output=True, text=True, check=True).stdout
     result: dict[str, Any] = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}  # type: ignore[union-attr]
     for label, key in (("50%", "p50_ms"), ("99%", "p99_ms")):
@@ -297,10 +327,10 @@ class Bench:
     ) -> Measure:
         url = f"http://127.0.0.1:{server.port}{path}"
         if self.args.warmup:
-            wrk(url, connections, self.args.warmup, headers)
+            wrk(url, connections, self.args.warmup, headers, POST_BODIES.get(scenario))
         server.peak_rss_kb = 0
         server.start_sampling()
-        result = wrk(url, connections, self.args.duration, headers)
+        result = wrk(url, connections, self.args.duration, headers, POST_BODIES.get(scenario))
         server.stop_sampling()
         return Measure(
             scenario,
@@ -401,7 +431,7 @@ class Bench:
             for name in scenarios:
                 path, authenticated = SCENARIOS[name]
                 headers = auth if authenticated else {}
-                size = _body_size(servers["service"].port, path, headers)
+                size = _body_size(servers["service"].port, path, headers, POST_BODIES.get(name))
                 targets: list[tuple[str, str, dict[str, str]]] = [("service", path, headers)]
                 if name in NO_AUTH_SCENARIOS and "service_no_auth" in servers:
                     targets.append(("service_no_auth", path, {}))

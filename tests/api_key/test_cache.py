@@ -51,6 +51,17 @@ async def _key(session: AsyncSession) -> tuple[str, dict[str, str]]:
     return key_id, {"Authorization": f"Bearer {secret}"}
 
 
+async def _cached_then_revoked_behind_the_back(
+    client: httpx.AsyncClient, session: AsyncSession
+) -> dict[str, str]:
+    """A key the worker has cached, then revoked in SQL without an epoch bump."""
+    key_id, auth = await _key(session)
+    assert (await client.get("/v1/forms", headers=auth)).status_code == 200
+    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
+    await session.commit()
+    return auth
+
+
 async def test_revocation_reaches_every_worker_at_once(
     two_workers: Clients,
     session: AsyncSession,
@@ -80,11 +91,7 @@ async def test_lookups_are_served_from_the_cache_between_epochs(
     # A revocation written behind the service's back (no epoch bump) is not
     # seen: the cache is really in use, and the epoch is what invalidates it.
     first, _ = two_workers
-    key_id, auth = await _key(session)
-    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
-
-    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
-    await session.commit()
+    auth = await _cached_then_revoked_behind_the_back(first, session)
 
     assert (await first.get("/v1/forms", headers=auth)).status_code == 200
 
@@ -95,10 +102,7 @@ async def test_a_lost_epoch_invalidates_every_cache(
     # Redis restarted without persistence, or evicted the token: a fresh one is
     # drawn, and no entry cached under the old one is trusted again.
     first, _ = two_workers
-    key_id, auth = await _key(session)
-    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
-    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
-    await session.commit()
+    auth = await _cached_then_revoked_behind_the_back(first, session)
 
     redis = Redis.from_url(shared_settings.redis_url or "")
     await redis.delete(f"{shared_settings.redis_prefix}:auth-epoch")
@@ -111,10 +115,7 @@ async def test_cached_lookups_expire_even_if_the_epoch_never_moves(
     two_workers: Clients, session: AsyncSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, _ = two_workers
-    key_id, auth = await _key(session)
-    assert (await first.get("/v1/forms", headers=auth)).status_code == 200
-    await session.execute(update(APIKey).where(APIKey.id == key_id).values(revoked_at=utcnow()))
-    await session.commit()
+    auth = await _cached_then_revoked_behind_the_back(first, session)
 
     monkeypatch.setattr(PrincipalCache, "TTL", 0.0)
 

@@ -9,13 +9,14 @@ from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData
 
 from formsapi.dependencies import SessionDep, client_ip
 from formsapi.errors import RateLimited, ValidationFailed
 from formsapi.form.blocks import Block, questions
 from formsapi.hosted import service
-from formsapi.models import FormStatus, Plan
+from formsapi.models import Form, FormStatus, Plan
 from formsapi.submission import service as submission_service
 from formsapi.submission.service import FormNotAccepting
 
@@ -99,8 +100,8 @@ def _render(
     return templates.TemplateResponse(request, "form.html", context, status_code=status)
 
 
-@router.get("/f/{form_id}")
-async def show_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+async def _open_form(request: Request, session: AsyncSession, form_id: str) -> Form | Response:
+    """The form taking answers at this address, or the page saying why not."""
     if (limited := await _limited(request)) is not None:
         return limited
     form = await service.public_form(session, form_id)
@@ -108,18 +109,22 @@ async def show_form(request: Request, session: SessionDep, form_id: FormId) -> R
         return _unavailable(request)
     if form.status == FormStatus.closed:
         return _closed(request, form.title)
+    return form
+
+
+@router.get("/f/{form_id}")
+async def show_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+    form = await _open_form(request, session, form_id)
+    if isinstance(form, Response):
+        return form
     return _render(request, Page(form.id, form.title, service.blocks_of(form)), FormData(), {})
 
 
 @router.post("/f/{form_id}")
 async def submit_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
-    if (limited := await _limited(request)) is not None:
-        return limited
-    form = await service.public_form(session, form_id)
-    if form is None:
-        return _unavailable(request)
-    if form.status == FormStatus.closed:
-        return _closed(request, form.title)
+    form = await _open_form(request, session, form_id)
+    if isinstance(form, Response):
+        return form
     posted = await request.form()
     thanks = RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     if service.is_spam(posted):
