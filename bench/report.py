@@ -61,8 +61,9 @@ ratios compare targets measured in the same run, interleaved, median of rounds.
 
 
 def record(section: str, path: Path) -> None:
-    """Put the run at the top of RESULTS.md, keeping the history below it."""
-    history = path.read_text() if path.exists() else HEADER
-    head, _, rest = history.partition("\n## ")
-    rest = f"## {rest}" if rest else ""
-    path.write_text(f"{head.rstrip()}\n\n{section}\n{rest}")
+    """Put the run above the earlier runs in RESULTS.md, below its hand-written
+    sections (targets, history), keeping every earlier run."""
+    text = path.read_text() if path.exists() else HEADER
+    head, marker, runs = text.partition("\n## Run of ")
+    earlier = f"## Run of {runs}" if marker else ""
+    path.write_text(f"{head.rstrip()}\n\n{section}\n{earlier}")

@@ -376,6 +376,8 @@ class Bench:
                 "bench@example.com",
                 "--name",
                 f"bench {datetime.now(UTC):%H%M%S}",
+                *("--scope", "forms:read", "--scope", "submissions:read"),
+                *("--scope", "submissions:write"),  # for post_submission
             ],
             env,
         )

@@ -7,6 +7,7 @@ tests locally and fails them when CI is set.
 import asyncio
 import os
 import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,3 +153,16 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
     os.chdir(tmp_path)
     yield tmp_path
     os.chdir(cwd)
+
+
+@pytest.fixture
+def whole_minute() -> None:
+    """Start a rate-limit test well inside a clock minute.
+
+    In-process counters (limits' memory storage) use clock-aligned windows; a
+    burst that straddles a minute carries the previous minute's count
+    pro-rated, so an exact countdown would be off by one there, by design.
+    """
+    seconds_into_minute = time.time() % 60
+    if seconds_into_minute > 52:
+        time.sleep(60.5 - seconds_into_minute)

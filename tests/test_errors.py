@@ -80,7 +80,7 @@ async def test_get_with_json_content_type_and_a_stray_body_is_fine(
     ("method", "path", "status"),
     [
         ("GET", "/v1/nothing-here", 404),
-        ("POST", "/v1/forms", 405),
+        ("PUT", "/v1/forms", 405),
         ("DELETE", "/v1/forms", 405),
     ],
 )

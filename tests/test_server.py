@@ -284,6 +284,7 @@ def test_redis_prefix_keeps_deployments_apart(serve: Serve, tenant: Tenant, redi
         assert response.headers["RateLimit-Remaining"] == "2"
 
 
+@pytest.mark.usefixtures("whole_minute")  # in-process counters, clock-aligned windows
 def test_forwarded_for_is_ignored_without_trusted_proxies(serve: Serve, tenant: Tenant) -> None:
     [server] = serve(clean_env(database_url=tenant.database_url, rate_limit_standard="5"))
 

@@ -122,6 +122,7 @@ async def test_cached_lookups_expire_even_if_the_epoch_never_moves(
     assert (await first.get("/v1/forms", headers=auth)).status_code == 401
 
 
+@pytest.mark.usefixtures("whole_minute")
 async def test_with_redis_down_the_api_answers_and_revocation_stays_exact(
     engine: AsyncEngine, database_url: str, session: AsyncSession
 ) -> None:

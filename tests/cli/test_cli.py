@@ -335,8 +335,8 @@ BAD_ARGUMENTS = {
     "unknown command": ("frobnicate", "frobnicate"),
     "unknown subcommand": ("org delete", "delete"),
     "unknown scope": (
-        "key create --org {org} --email {owner} --name k --scope forms:write",
-        "forms:write",
+        "key create --org {org} --email {owner} --name k --scope forms:delete",
+        "forms:delete",
     ),
     "key of a non-member": ("key create --org {org} --email {outsider} --name k", OUTSIDER),
     "unknown key": ("key revoke key_nope", "key_nope"),

@@ -146,6 +146,7 @@ def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url, rate_limit_standard=3)
 
 
+@pytest.mark.usefixtures("whole_minute")
 async def test_the_page_is_limited_per_ip(api: Api, session: AsyncSession) -> None:
     form_id, _ = await _published(session)
 

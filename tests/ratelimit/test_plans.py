@@ -1,10 +1,13 @@
 """The plan limits at their default values: 120 and 1,200 requests a minute."""
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Plan
 from tests.conftest import Api
 from tests.ratelimit.test_ratelimit import _secret, assert_limited
+
+pytestmark = pytest.mark.usefixtures("whole_minute")
 
 
 async def test_121st_request_within_a_minute_is_429(api: Api, session: AsyncSession) -> None:

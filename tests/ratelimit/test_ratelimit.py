@@ -11,6 +11,8 @@ from formsapi.models import Plan
 from tests.conftest import Api
 from tests.factories import create_key, create_org
 
+pytestmark = pytest.mark.usefixtures("whole_minute")
+
 
 async def _secret(session: AsyncSession, plan: str = Plan.standard) -> str:
     org = await create_org(session, plan)

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi import demo as demo_data
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.epoch import AuthEpoch
-from formsapi.api_key.scopes import READ_SCOPES
+from formsapi.api_key.scopes import Scope
 from formsapi.config import get_settings
 from formsapi.db import create_engine, create_sessionmaker, migrate, session_scope
 from formsapi.errors import FormsAPIError
@@ -47,6 +47,8 @@ app.add_typer(member_app, name="member")
 app.add_typer(key_app, name="key")
 
 DEMO_EMAIL = "demo@example.com"
+# The demo key is for trying everything, writes included; its owner may grant them all.
+DEMO_SCOPES = [str(scope) for scope in Scope]
 
 
 def run(work: Callable[[AsyncSession], Awaitable[T]], *, auto_migrate: bool = True) -> T:
@@ -288,7 +290,7 @@ async def _create_demo_org(session: AsyncSession) -> tuple[Organization, str, st
     else:
         password = "(unchanged)"  # noqa: S105 - a message, not a password
     await organization_service.add_member(session, organization, user, Role.owner)
-    created = await api_key_service.create(session, organization, user, "demo", list(READ_SCOPES))
+    created = await api_key_service.create(session, organization, user, "demo", DEMO_SCOPES)
     return organization, password, created.secret
 
 
@@ -307,7 +309,7 @@ async def _ensure_demo(session: AsyncSession) -> tuple[str, str, str | None, str
         await _fill_with_progress(session, organization.id, 8, 2000, seed=None)
         return organization.id, DEMO_EMAIL, password, secret
     organization = await organization_service.get(session, membership.organization_id)
-    created = await api_key_service.create(session, organization, owner, "demo", list(READ_SCOPES))
+    created = await api_key_service.create(session, organization, owner, "demo", DEMO_SCOPES)
     return organization.id, DEMO_EMAIL, None, created.secret
 
 
