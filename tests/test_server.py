@@ -317,3 +317,75 @@ def test_serve_demo_prints_a_curl_line_whose_key_works(serve: Serve, tmp_path: P
         assert len(body["data"]) == 8
 
         assert client.get(f"{base_url}/v1/forms").status_code == 401
+
+
+def test_the_hosted_page_takes_a_real_form_post(
+    serve: Serve, tenant: Tenant, tmp_path: Path
+) -> None:
+    [server] = serve(clean_env(database_url=tenant.database_url))
+    org = cli(tmp_path, tenant.database_url, "org", "create", "--name", "Hosts")
+    cli(
+        tmp_path,
+        tenant.database_url,
+        "member",
+        "add",
+        "--org",
+        org,
+        "--email",
+        "ops@example.com",
+        "--role",
+        "editor",
+    )
+    secret = cli(
+        tmp_path,
+        tenant.database_url,
+        "key",
+        "create",
+        "--org",
+        org,
+        "--email",
+        "ops@example.com",
+        "--name",
+        "writer",
+        "--scope",
+        "forms:read",
+        "--scope",
+        "forms:write",
+        "--scope",
+        "submissions:read",
+    )
+    auth = {"Authorization": f"Bearer {secret}"}
+    blocks = [
+        {"type": "short_text", "key": "name", "title": "Name", "required": True},
+        {
+            "type": "multiple_choice",
+            "key": "days",
+            "title": "Days",
+            "options": [{"value": "mon", "label": "Monday"}, {"value": "tue", "label": "Tuesday"}],
+        },
+    ]
+
+    with httpx.Client(base_url=server.base_url, timeout=10) as client:
+        form = client.post(
+            "/v1/forms", headers=auth, json={"title": "RSVP", "blocks": blocks}
+        ).json()
+        assert (
+            client.patch(
+                f"/v1/forms/{form['id']}", headers=auth, json={"status": "published"}
+            ).status_code
+            == 200
+        )
+        page = client.get(f"/f/{form['id']}")
+        posted = client.post(
+            f"/f/{form['id']}",
+            content="name=Ada+L.&days=tue&days=mon",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        thanks = client.get(posted.headers["location"])
+        stored = client.get(f"/v1/forms/{form['id']}/submissions", headers=auth).json()
+
+    assert page.status_code == 200
+    assert '<label for="field-name">Name' in page.text
+    assert posted.status_code == 303
+    assert thanks.status_code == 200
+    assert [s["answers"] for s in stored["data"]] == [{"name": "Ada L.", "days": "mon,tue"}]

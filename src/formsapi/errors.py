@@ -250,7 +250,7 @@ def _validation_problem(request: Request, exc: RequestValidationError) -> Respon
             errors=[
                 {
                     "pointer": _json_pointer(e["loc"][1:], exc.body, e["type"] == "missing"),
-                    "detail": e["msg"],
+                    "detail": e["msg"].removeprefix("Value error, "),
                 }
                 for e in body_errors
             ],

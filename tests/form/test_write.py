@@ -59,6 +59,7 @@ async def test_invalid_blocks_list_every_error_with_its_pointer(
         {"type": "single_choice", "key": "pick", "title": "Pick", "options": []},
         {"type": "dropdown", "key": "x", "title": "X"},
         {"type": "short_text", "key": "Bad Key", "title": "Name"},
+        {"type": "email", "key": "age", "title": "Age again"},
     ]
 
     response = await api.post("/v1/forms", secret, json={"title": "Bad", "blocks": blocks})
@@ -66,7 +67,16 @@ async def test_invalid_blocks_list_every_error_with_its_pointer(
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
     pointers = {error["pointer"] for error in response.json()["errors"]}
-    assert {"/blocks/0", "/blocks/1/options", "/blocks/2", "/blocks/3/key"} <= pointers
+    assert {
+        "/blocks/0",
+        "/blocks/1/options",
+        "/blocks/2",
+        "/blocks/3/key",
+        "/blocks/4/key",
+    } <= pointers  # a repeated key is reported with the rest
+    details = {e["pointer"]: e["detail"] for e in response.json()["errors"]}
+    assert details["/blocks/0"] == "min must not exceed max"
+    assert details["/blocks/4/key"] == "repeats the key of block 0: keys must be unique"
 
 
 async def test_repeated_question_keys_are_refused(api: Api, session: AsyncSession) -> None:

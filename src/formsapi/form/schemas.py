@@ -1,7 +1,8 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from formsapi.form.blocks import Block
 from formsapi.kit.schemas import Schema
@@ -27,6 +28,54 @@ class FormDetail(FormSummary):
     )
 
 
+def _repeated_keys(raw: object) -> list[InitErrorDetails]:
+    """Errors for question keys used twice, from the raw blocks, so they are
+    reported with any other error in the same response."""
+    if not isinstance(raw, list):
+        return []
+    seen: dict[str, int] = {}
+    errors: list[InitErrorDetails] = []
+    for index, block in enumerate(raw):
+        key = block.get("key") if isinstance(block, dict) else None
+        if not isinstance(key, str):
+            continue
+        if key in seen:
+            errors.append(
+                {
+                    "type": PydanticCustomError(
+                        "repeated_key",
+                        "repeats the key of block {first}: keys must be unique",
+                        {"first": seen[key]},
+                    ),
+                    "loc": (index, "key"),
+                    "input": key,
+                }
+            )
+        else:
+            seen[key] = index
+    return errors
+
+
+def _blocks_with_every_error(value: object, handler: ValidatorFunctionWrapHandler) -> object:
+    repeated = _repeated_keys(value)
+    try:
+        blocks = handler(value)
+    except ValidationError as invalid:
+        if not repeated:
+            raise
+        earlier: list[InitErrorDetails] = [
+            {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
+            for e in invalid.errors()
+        ]
+        raise ValidationError.from_exception_data(invalid.title, [*earlier, *repeated]) from None
+    if repeated:
+        raise ValidationError.from_exception_data("blocks", repeated)
+    return blocks
+
+
+Blocks = Annotated[list[Block], WrapValidator(_blocks_with_every_error)]
+
+
 SLUG = Annotated[
     str,
     Field(
@@ -42,7 +91,7 @@ TITLE = Annotated[str, Field(min_length=1, max_length=200)]
 class FormCreate(Schema):
     title: TITLE
     slug: SLUG | None = Field(default=None, description="Default: made from the title.")
-    blocks: list[Block] = Field(default_factory=list)
+    blocks: Blocks = Field(default_factory=list)
 
 
 class FormUpdate(Schema):
@@ -50,7 +99,7 @@ class FormUpdate(Schema):
 
     title: TITLE | None = None
     slug: SLUG | None = None
-    blocks: list[Block] | None = None
+    blocks: Blocks | None = None
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "
