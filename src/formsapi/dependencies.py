@@ -26,7 +26,10 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-SessionDep = Annotated[AsyncSession, Depends(get_session)]
+# scope="function": the session commits when the endpoint returns, before the
+# response is sent. The default ("request") closed it after the response, so a
+# client could be told 201 for a write whose commit then failed.
+SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 
 
 def client_ip(request: Request) -> str:

@@ -157,3 +157,16 @@ async def test_the_page_is_limited_per_ip(api: Api, session: AsyncSession) -> No
     assert limited.status_code == 429
     assert int(limited.headers["retry-after"]) >= 1
     assert "Too many requests" in limited.text
+
+
+@pytest.mark.parametrize("age", ["nan", "inf", "1e30"])
+async def test_numbers_json_cannot_carry_are_refused_on_the_page(
+    api: Api, session: AsyncSession, age: str
+) -> None:
+    form_id, secret = await _published(session)
+
+    page = await api.post(f"/f/{form_id}", data={"name": "Ada", "score": "3", "age": age})
+
+    assert page.status_code == 422
+    assert 'id="age-error"' in page.text
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0

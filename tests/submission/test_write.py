@@ -213,3 +213,38 @@ async def test_counts_stay_exact_under_concurrent_posts_and_deletes(
     listed = (await api.get(url, secret)).json()["pagination"]["total"]
     assert rows == counted == hourly == listed == 200 - 25
     assert org_id
+
+
+@pytest.mark.parametrize("age", [b"NaN", b"Infinity", b"1e400", b"100000000000000000000000000"])
+async def test_numbers_json_cannot_carry_are_refused_not_stored(
+    api: Api, session: AsyncSession, age: bytes
+) -> None:
+    _, form_id, secret = await _form(session)
+    raw = b'{"answers": {"name": "Ada", "colors": "red", "age": ' + age + b"}}"
+
+    response = await api.post(
+        f"/v1/forms/{form_id}/submissions",
+        secret,
+        content=raw,
+        headers={"Content-Type": "application/json"},
+    )
+
+    assert response.status_code == 422, response.text
+    assert [e["pointer"] for e in response.json()["errors"]] == ["/answers/age"]
+    assert (await api.get(f"/v1/forms/{form_id}/submissions", secret)).status_code == 200
+
+
+async def test_text_postgresql_cannot_store_is_refused(api: Api, session: AsyncSession) -> None:
+    _, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+
+    for raw in (b'{"answers": {"name": "A\\u0000a"}}', b'{"answers": {"name": "A\\ud800"}}'):
+        response = await api.post(
+            url, secret, content=raw, headers={"Content-Type": "application/json"}
+        )
+        assert response.status_code == 422, response.text
+    for raw in (b'{"title": "Nul\\u0000"}', b'{"title": "Half \\ud800"}'):
+        created = await api.post(
+            "/v1/forms", secret, content=raw, headers={"Content-Type": "application/json"}
+        )
+        assert created.status_code == 422, created.text  # never a 500

@@ -8,14 +8,15 @@ Every answer is a string or a number, whatever the question type:
   cannot contain commas.
 """
 
+import math
 import re
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from formsapi.kit.schemas import Schema
+from formsapi.kit.schemas import CleanStr, Schema
 
 KEY_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 # No commas (multiple choice joins values with them) and no edge whitespace.
@@ -28,17 +29,32 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 
 Answer = str | int | float
+# Numbers every JSON reader keeps exact (and PostgreSQL's JSONB accepts).
+LARGEST_NUMBER = 2**53
+
+
+def _finite_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number a client can read back: not a bool, NaN, infinite or huge."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and abs(value) <= LARGEST_NUMBER
+    )
+
+
+Bound = Annotated[int | float, Field(allow_inf_nan=False, ge=-LARGEST_NUMBER, le=LARGEST_NUMBER)]
 
 
 class Option(Schema):
-    value: Annotated[str, Field(min_length=1, max_length=100, pattern=OPTION_VALUE_PATTERN)]
-    label: Annotated[str, Field(min_length=1, max_length=200)]
+    value: Annotated[CleanStr, Field(min_length=1, max_length=100, pattern=OPTION_VALUE_PATTERN)]
+    label: Annotated[CleanStr, Field(min_length=1, max_length=200)]
 
 
 class _Question(Schema):
-    key: Annotated[str, Field(pattern=KEY_PATTERN, description="Stable answer key.")]
-    title: Annotated[str, Field(min_length=1, max_length=500)]
-    description: str | None = Field(default=None, max_length=2000)
+    key: Annotated[CleanStr, Field(pattern=KEY_PATTERN, description="Stable answer key.")]
+    title: Annotated[CleanStr, Field(min_length=1, max_length=500)]
+    description: CleanStr | None = Field(default=None, max_length=2000)
     required: bool = False
 
     def answer_schema(self) -> dict[str, Any]:
@@ -57,9 +73,9 @@ class _Question(Schema):
 
 
 class _Text(_Question):
-    min_length: int | None = Field(default=None, ge=0)
-    max_length: int | None = Field(default=None, ge=1)
-    placeholder: str | None = Field(default=None, max_length=200)
+    min_length: int | None = Field(default=None, ge=0, le=100_000)
+    max_length: int | None = Field(default=None, ge=1, le=100_000)
+    placeholder: CleanStr | None = Field(default=None, max_length=200)
 
     def _lengths(self, default_max: int) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "string", "maxLength": self.max_length or default_max}
@@ -114,7 +130,7 @@ class LongText(_Text):
 
 class Email(_Question):
     type: Literal["email"]
-    placeholder: str | None = Field(default=None, max_length=200)
+    placeholder: CleanStr | None = Field(default=None, max_length=200)
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "format": "email", "maxLength": 254}
@@ -127,7 +143,7 @@ class Email(_Question):
 
 class Url(_Question):
     type: Literal["url"]
-    placeholder: str | None = Field(default=None, max_length=200)
+    placeholder: CleanStr | None = Field(default=None, max_length=200)
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "format": "uri", "maxLength": 2048}
@@ -142,7 +158,7 @@ class Url(_Question):
 
 class Phone(_Question):
     type: Literal["phone"]
-    placeholder: str | None = Field(default=None, max_length=200)
+    placeholder: CleanStr | None = Field(default=None, max_length=200)
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "string", "pattern": PHONE_PATTERN}
@@ -156,10 +172,10 @@ class Phone(_Question):
 class Number(_Question):
     type: Literal["number"]
     # int first: whole bounds stay whole numbers in the JSON.
-    min: int | float | None = None
-    max: int | float | None = None
+    min: Bound | None = None
+    max: Bound | None = None
     integer: bool = Field(default=False, description="Only whole numbers are accepted.")
-    unit: str | None = Field(default=None, max_length=20)
+    unit: CleanStr | None = Field(default=None, max_length=20)
 
     @model_validator(mode="after")
     def _min_le_max(self) -> "Number":
@@ -168,7 +184,7 @@ class Number(_Question):
         return self
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        if not _finite_number(value):
             return 0, "must be a number"
         if self.integer and value != int(value):
             return value, "must be a whole number"
@@ -195,12 +211,7 @@ class Rating(_Question):
         return {"type": "integer", "minimum": 1, "maximum": self.scale}
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value != int(value)
-            or not 1 <= value <= self.scale
-        ):
+        if not _finite_number(value) or value != int(value) or not 1 <= value <= self.scale:
             return 0, f"must be a whole number from 1 to {self.scale}"
         return int(value), None
 
@@ -231,8 +242,8 @@ class SingleChoice(_Choice):
 
 class MultipleChoice(_Choice):
     type: Literal["multiple_choice"]
-    min_selections: int | None = Field(default=None, ge=1)
-    max_selections: int | None = Field(default=None, ge=1)
+    min_selections: int | None = Field(default=None, ge=1, le=200)
+    max_selections: int | None = Field(default=None, ge=1, le=200)
 
     @model_validator(mode="after")
     def _selection_bounds(self) -> "MultipleChoice":
@@ -294,12 +305,12 @@ class Date(_Question):
 
 class Heading(Schema):
     type: Literal["heading"]
-    text: Annotated[str, Field(min_length=1, max_length=500)]
+    text: Annotated[CleanStr, Field(min_length=1, max_length=500)]
 
 
 class Paragraph(Schema):
     type: Literal["paragraph"]
-    text: Annotated[str, Field(min_length=1, max_length=5000)]
+    text: Annotated[CleanStr, Field(min_length=1, max_length=5000)]
 
 
 class PageBreak(Schema):

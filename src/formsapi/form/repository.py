@@ -49,8 +49,13 @@ async def count(session: AsyncSession, organization_id: str) -> int:
     return int(await session.scalar(statement) or 0)
 
 
-async def get(session: AsyncSession, organization_id: str, form_id: str) -> Form | None:
+async def get(
+    session: AsyncSession, organization_id: str, form_id: str, *, for_update: bool = False
+) -> Form | None:
     statement = select(Form).where(Form.organization_id == organization_id, Form.id == form_id)
+    if for_update:
+        # Orders this change against concurrent submissions and edits of the form.
+        statement = statement.with_for_update()
     return await session.scalar(statement)
 
 
@@ -87,12 +92,15 @@ async def lock_for_submission(
 
 async def add_to_count(
     session: AsyncSession, organization_id: str, form_id: str, delta: int
-) -> None:
-    await session.execute(
+) -> bool:
+    """Move the form's counter (taking its row lock); False if there is no such form."""
+    moved = await session.execute(
         update(Form)
         .where(Form.organization_id == organization_id, Form.id == form_id)
         .values(response_count=Form.response_count + delta)
+        .returning(Form.id)
     )
+    return moved.first() is not None
 
 
 async def delete(session: AsyncSession, organization_id: str, form_id: str) -> None:

@@ -5,7 +5,7 @@ from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapV
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from formsapi.form.blocks import Block
-from formsapi.kit.schemas import Schema
+from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import FormStatus
 
 
@@ -85,7 +85,7 @@ SLUG = Annotated[
         description="Lower-case letters, digits and single dashes.",
     ),
 ]
-TITLE = Annotated[str, Field(min_length=1, max_length=200)]
+TITLE = Annotated[CleanStr, Field(min_length=1, max_length=200)]
 
 
 class FormCreate(Schema):

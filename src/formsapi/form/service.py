@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
@@ -30,9 +31,13 @@ async def page_document(session: AsyncSession, organization_id: str, page: PageP
     )
 
 
-async def get(session: AsyncSession, organization_id: str, form_id: str) -> Form:
+async def get(
+    session: AsyncSession, organization_id: str, form_id: str, *, for_update: bool = False
+) -> Form:
     form = (
-        await repository.get(session, organization_id, form_id) if is_plausible(form_id) else None
+        await repository.get(session, organization_id, form_id, for_update=for_update)
+        if is_plausible(form_id)
+        else None
     )
     if form is None:
         raise FormNotFound(form_id)
@@ -152,9 +157,13 @@ async def create(
         created_at=created_at,
         updated_at=created_at,
     )
-    session.add(form)
-    session.add(_snapshot(form))
-    await session.flush()
+    try:
+        async with session.begin_nested():
+            session.add(form)
+            session.add(_snapshot(form))
+    except IntegrityError:
+        # Another request took the slug between our check and this insert.
+        raise SlugTaken(f"Another form of this organization has the slug '{slug}'.") from None
     return form
 
 
@@ -172,7 +181,7 @@ def _snapshot(form: Form) -> FormVersion:
 async def update(
     session: AsyncSession, organization_id: str, form_id: str, changes: FormUpdate
 ) -> Form:
-    form = await get(session, organization_id, form_id)
+    form = await get(session, organization_id, form_id, for_update=True)
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
@@ -214,8 +223,10 @@ class HasSubmissions(Conflict):
 async def delete(
     session: AsyncSession, organization_id: str, form_id: str, *, delete_submissions: bool
 ) -> None:
-    """Delete a form; one with submissions only when the caller says so."""
-    form = await get(session, organization_id, form_id)
+    """Delete a form; one with submissions only when the caller says so. The row
+    lock makes the count checked the count deleted: a submission arriving
+    meanwhile waits, then finds no form."""
+    form = await get(session, organization_id, form_id, for_update=True)
     if form.response_count and not delete_submissions:
         raise HasSubmissions(
             f"This form has {form.response_count} submissions. Archive it to keep them "

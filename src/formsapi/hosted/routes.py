@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData
 
 from formsapi.dependencies import SessionDep, client_ip
-from formsapi.errors import RateLimited, ValidationFailed
+from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
 from formsapi.form.blocks import Block, questions
 from formsapi.hosted import service
 from formsapi.models import Form, FormStatus, Plan
@@ -146,11 +146,16 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
     except FormNotAccepting:
         await session.rollback()
         return _closed(request, page.title)
+    except FormNotFound:  # deleted between the page lookup and now
+        await session.rollback()
+        return _unavailable(request)
     return thanks
 
 
 @router.get("/f/{form_id}/thanks")
 async def thanks(request: Request, session: SessionDep, form_id: FormId) -> Response:
+    if (limited := await _limited(request)) is not None:
+        return limited
     form = await service.public_form(session, form_id)
     if form is None:
         return _unavailable(request)

@@ -8,13 +8,13 @@ request can be retried with its key.
 """
 
 import hashlib
+import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import orjson
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -41,8 +41,11 @@ class Outcome:
 
 def fingerprint(method: str, path: str, body: Any) -> str:
     """Same request, same fingerprint: key order and whitespace do not count."""
-    canonical = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + canonical).hexdigest()
+    # The standard library's encoder: it takes any int, any depth pydantic let
+    # through and unpaired surrogates, where orjson would raise.
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    text = f"{method} {path}\n{canonical}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 async def _stored(
@@ -50,7 +53,9 @@ async def _stored(
 ) -> Outcome | None:
     row = await session.scalar(
         select(IdempotencyKey).where(
-            IdempotencyKey.organization_id == organization_id, IdempotencyKey.key == key
+            IdempotencyKey.organization_id == organization_id,
+            IdempotencyKey.key == key,
+            IdempotencyKey.created_at >= utcnow() - RETENTION,
         )
     )
     if row is None:
@@ -101,6 +106,9 @@ async def run_once(
     )
     if random.random() < 0.01:  # noqa: S311 - housekeeping, now and then
         await session.execute(
-            delete(IdempotencyKey).where(IdempotencyKey.created_at < utcnow() - RETENTION)
+            delete(IdempotencyKey).where(
+                IdempotencyKey.organization_id == organization_id,
+                IdempotencyKey.created_at < utcnow() - RETENTION,
+            )
         )
     return outcome

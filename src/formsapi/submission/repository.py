@@ -286,9 +286,17 @@ async def get(
     )
 
 
-async def delete_row(session: AsyncSession, organization_id: str, submission_id: str) -> None:
-    await session.execute(
-        delete(Submission).where(
-            Submission.organization_id == organization_id, Submission.id == submission_id
+async def delete_row(
+    session: AsyncSession, organization_id: str, form_id: str, submission_id: str
+) -> datetime | None:
+    """Delete one submission; its time, or None if there was none to delete."""
+    deleted = await session.execute(
+        delete(Submission)
+        .where(
+            Submission.organization_id == organization_id,
+            Submission.form_id == form_id,
+            Submission.id == submission_id,
         )
+        .returning(Submission.submitted_at)
     )
+    return deleted.scalar_one_or_none()

@@ -135,12 +135,20 @@ async def get(
 async def delete(
     session: AsyncSession, organization_id: str, form_id: str, submission_id: str
 ) -> None:
-    submission = await get(session, organization_id, form_id, submission_id)
-    await repository.delete_row(session, organization_id, submission.id)
-    await form_repository.add_to_count(session, organization_id, form_id, -1)
-    await repository.add_counts(
-        session, organization_id, form_id, {hour_of(submission.submitted_at): -1}
-    )
+    """Delete one submission and take it off every total, exactly once.
+
+    The form's counter moves first: that takes the form's row lock, so
+    concurrent deletes of the same submission (and a delete of the form) are
+    ordered; whichever finds the row already gone answers 404, and its
+    rollback restores the counter."""
+    if not (is_plausible(form_id) and is_plausible(submission_id)):
+        raise SubmissionNotFound(submission_id)
+    if not await form_repository.add_to_count(session, organization_id, form_id, -1):
+        await form_service.get(session, organization_id, form_id)  # raises: no such form
+    submitted_at = await repository.delete_row(session, organization_id, form_id, submission_id)
+    if submitted_at is None:
+        raise SubmissionNotFound(submission_id)
+    await repository.add_counts(session, organization_id, form_id, {hour_of(submitted_at): -1})
 
 
 def to_dict(submission: Submission) -> dict[str, Any]:

@@ -23,6 +23,14 @@ def _pointer(key: str) -> str:
     return "/answers/" + key.replace("~", "~0").replace("/", "~1")
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def validate_answers(
     blocks: list[Block], answers: dict[str, Any]
 ) -> tuple[dict[str, Answer], list[FieldError]]:
@@ -48,8 +56,15 @@ def validate_answers(
                 )
             )
             continue
-        if isinstance(value, str) and "\x00" in value:
-            errors.append(FieldError(_pointer(key), "must not contain NUL characters"))
+        if isinstance(value, str) and ("\x00" in value or not _encodable(value)):
+            errors.append(
+                FieldError(
+                    _pointer(key),
+                    "must not contain NUL characters"
+                    if "\x00" in value
+                    else "must be valid Unicode text",
+                )
+            )
             continue
         normalized, problem = question.check_answer(value)
         if problem:
