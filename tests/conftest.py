@@ -9,6 +9,7 @@ import os
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,23 @@ def whole_minute() -> None:
     seconds_into_minute = time.time() % 60
     if seconds_into_minute > 52:
         time.sleep(60.5 - seconds_into_minute)
+
+
+@asynccontextmanager
+async def apps_sharing(
+    settings: Settings, count: int = 2
+) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """Clients on `count` app instances built from the same settings: workers
+    or machines sharing one database and one Redis."""
+    apps = [create_app(settings) for _ in range(count)]
+    clients = [
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+        for app in apps
+    ]
+    try:
+        yield clients
+    finally:
+        for client, app in zip(clients, apps, strict=True):
+            await client.aclose()
+            await app.state.engine.dispose()
+            await app.state.auth_epoch.close()

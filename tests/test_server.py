@@ -134,11 +134,20 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Tenant:
     """A SQLite file prepared with the CLI: an organization, its owner, and a key."""
     directory = tmp_path_factory.mktemp("server")
     url = f"sqlite:///{directory / 'shared.db'}"
-    org = cli(directory, url, "org", "create", "--name", "Acme")
     cli(directory, url, "user", "create", "--email", "ops@example.com", stdin=PASSWORD + "\n")
+    _, secret = member_key(directory, url, "Acme", "viewer")
+    return Tenant(url, secret)
+
+
+def member_key(
+    cwd: Path, database_url: str, org_name: str, role: str, *scopes: str
+) -> tuple[str, str]:
+    """A new organization with ops@example.com as `role`, and a key of theirs:
+    (organization id, secret)."""
+    org = cli(cwd, database_url, "org", "create", "--name", org_name)
     cli(
-        directory,
-        url,
+        cwd,
+        database_url,
         "member",
         "add",
         "--org",
@@ -146,11 +155,12 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Tenant:
         "--email",
         "ops@example.com",
         "--role",
-        "viewer",
+        role,
     )
+    scope_args = [arg for scope in scopes for arg in ("--scope", scope)]
     secret = cli(
-        directory,
-        url,
+        cwd,
+        database_url,
         "key",
         "create",
         "--org",
@@ -158,9 +168,10 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Tenant:
         "--email",
         "ops@example.com",
         "--name",
-        "load test",
+        f"{org_name} key",
+        *scope_args,
     )
-    return Tenant(url, secret)
+    return org, secret
 
 
 def get_forms(client: httpx.Client, server: Server, secret: str, ip: str) -> httpx.Response:
@@ -220,31 +231,7 @@ def test_a_key_revoked_through_the_cli_is_refused_by_every_server_at_once(
     shared = {"redis_url": redis_url, "redis_prefix": f"formsapi-test-{uuid.uuid4().hex}"}
     env = clean_env(database_url=tenant.database_url, **shared)
     a, b = serve(env, env)
-    org = cli(tmp_path, tenant.database_url, "org", "create", "--name", "Revokers")
-    cli(
-        tmp_path,
-        tenant.database_url,
-        "member",
-        "add",
-        "--org",
-        org,
-        "--email",
-        "ops@example.com",
-        "--role",
-        "owner",
-    )
-    secret = cli(
-        tmp_path,
-        tenant.database_url,
-        "key",
-        "create",
-        "--org",
-        org,
-        "--email",
-        "ops@example.com",
-        "--name",
-        "soon revoked",
-    )
+    org, secret = member_key(tmp_path, tenant.database_url, "Revokers", "owner")
     key_id = next(
         line.split("\t")[0]
         for line in cli(tmp_path, tenant.database_url, "key", "list", "--org", org).splitlines()
@@ -323,35 +310,13 @@ def test_the_hosted_page_takes_a_real_form_post(
     serve: Serve, tenant: Tenant, tmp_path: Path
 ) -> None:
     [server] = serve(clean_env(database_url=tenant.database_url))
-    org = cli(tmp_path, tenant.database_url, "org", "create", "--name", "Hosts")
-    cli(
+    _, secret = member_key(
         tmp_path,
         tenant.database_url,
-        "member",
-        "add",
-        "--org",
-        org,
-        "--email",
-        "ops@example.com",
-        "--role",
+        "Hosts",
         "editor",
-    )
-    secret = cli(
-        tmp_path,
-        tenant.database_url,
-        "key",
-        "create",
-        "--org",
-        org,
-        "--email",
-        "ops@example.com",
-        "--name",
-        "writer",
-        "--scope",
         "forms:read",
-        "--scope",
         "forms:write",
-        "--scope",
         "submissions:read",
     )
     auth = {"Authorization": f"Bearer {secret}"}

@@ -18,6 +18,7 @@ from formsapi.config import Settings
 from formsapi.db import create_sessionmaker, session_scope
 from formsapi.kit.time import utcnow
 from formsapi.models import APIKey
+from tests.conftest import apps_sharing
 from tests.factories import create_key, create_org
 
 Clients = tuple[httpx.AsyncClient, httpx.AsyncClient]
@@ -32,16 +33,8 @@ def shared_settings(database_url: str, redis_url: str) -> Settings:
 
 @pytest.fixture
 async def two_workers(engine: AsyncEngine, shared_settings: Settings) -> AsyncIterator[Clients]:
-    apps = [create_app(shared_settings), create_app(shared_settings)]
-    clients = [
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
-        for app in apps
-    ]
-    yield clients[0], clients[1]
-    for client, app in zip(clients, apps, strict=True):
-        await client.aclose()
-        await app.state.engine.dispose()
-        await app.state.auth_epoch.close()
+    async with apps_sharing(shared_settings) as (first, second):
+        yield first, second
 
 
 async def _key(session: AsyncSession) -> tuple[str, dict[str, str]]:

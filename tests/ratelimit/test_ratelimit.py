@@ -8,7 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.app import create_app
 from formsapi.config import Settings
 from formsapi.models import Plan
-from tests.conftest import Api
+from tests.conftest import Api, apps_sharing
 from tests.factories import create_key, create_org
 
 pytestmark = pytest.mark.usefixtures("whole_minute")
@@ -127,15 +127,8 @@ async def two_apps_on_one_redis(
         redis_prefix=f"test-{uuid.uuid4()}",
         rate_limit_standard=5,
     )
-    apps = [create_app(settings), create_app(settings)]
-    clients = [
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
-        for app in apps
-    ]
-    yield clients[0], clients[1]
-    for client, app in zip(clients, apps, strict=True):
-        await client.aclose()
-        await app.state.engine.dispose()
+    async with apps_sharing(settings) as (first, second):
+        yield first, second
 
 
 async def test_redis_shares_one_limit_between_app_instances(
