@@ -39,10 +39,6 @@ class AuthEpoch:
         self._redis: Redis | None = Redis.from_url(redis_url) if redis_url else None
         self._key = f"{prefix}:auth-epoch"
 
-    @property
-    def enabled(self) -> bool:
-        return self._redis is not None
-
     async def current(self) -> bytes | str | None:
         """The current token; None when there is no shared epoch to trust."""
         if self._redis is None:

@@ -94,12 +94,6 @@ class RateLimiter:
             )
         return decision
 
-    async def ping(self) -> bool:
-        try:
-            return bool(await self.storage.check())
-        except (StorageError, RedisError, OSError):
-            return False
-
 
 def _async_scheme(url: str) -> str:
     # limits picks its async Redis client from the scheme: redis:// -> async+redis://

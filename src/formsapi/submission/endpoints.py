@@ -11,7 +11,7 @@ from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
 from formsapi.dependencies import IdempotencyKeyHeader, JSONBody, PrincipalDep, SessionDep
 from formsapi.errors import problem_responses
-from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, replay
+from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json, replay
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.pagination import Page
 from formsapi.kit.schemas import Schema
@@ -115,7 +115,7 @@ async def get_submission(
     """One submission."""
     require_scope(principal, Scope.submissions_read)
     submission = await service.get(session, principal.organization_id, form_id, submission_id)
-    return Response(orjson.dumps(service.to_dict(submission)), media_type="application/json")
+    return json(service.to_dict(submission))
 
 
 @router.delete("/{submissionId}", status_code=204, responses=ERRORS_404)
