@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from formsapi import __version__
+from formsapi import __version__, web
 from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.config import Settings, get_settings
@@ -24,7 +24,7 @@ from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted.routes import router as hosted_router
 from formsapi.kit.body_limit import BodyLimit
 from formsapi.ratelimit.middleware import RateLimitHeaders
-from formsapi.ratelimit.service import RateLimiter
+from formsapi.ratelimit.service import RateLimiter, SignInThrottle
 from formsapi.submission.endpoints import router as submissions_router
 
 DESCRIPTION = """Read your organization's forms, their schemas and their submissions.
@@ -70,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine.execution_options(isolation_level="AUTOCOMMIT")
     )
     app.state.rate_limiter = rate_limiter
+    app.state.sign_in_throttle = SignInThrottle(rate_limiter.storage)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     install_handlers(app)
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v1.include_router(submissions_router)
     app.include_router(v1)
     app.include_router(hosted_router)
+    web.install(app)
     _mount_docs(app)
     _mount_probes(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

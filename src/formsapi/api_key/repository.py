@@ -1,9 +1,10 @@
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Row, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.models import APIKey, Membership, Organization
+from formsapi.models import APIKey, Membership, Organization, User
 
 
 async def find_for_request(session: AsyncSession, secret_hash: str) -> Row[APIKey, str, str] | None:
@@ -45,3 +46,28 @@ async def list_for_organization(session: AsyncSession, organization_id: str) -> 
 
 async def get(session: AsyncSession, key_id: str) -> APIKey | None:
     return await session.get(APIKey, key_id)
+
+
+async def list_with_creators(
+    session: AsyncSession, organization_id: str
+) -> Sequence[Row[APIKey, str, str | None]]:
+    """The organization's keys, newest first, with their creator's email and
+    current role (None once the creator has left: the key no longer works)."""
+    statement = (
+        select(APIKey, User.email, Membership.role)
+        .join(User, User.id == APIKey.user_id)
+        .outerjoin(
+            Membership,
+            (Membership.organization_id == APIKey.organization_id)
+            & (Membership.user_id == APIKey.user_id),
+        )
+        .where(APIKey.organization_id == organization_id)
+        .order_by(APIKey.created_at.desc(), APIKey.id.desc())
+    )
+    return (await session.execute(statement)).all()
+
+
+async def get_in(session: AsyncSession, organization_id: str, key_id: str) -> APIKey | None:
+    return await session.scalar(
+        select(APIKey).where(APIKey.organization_id == organization_id, APIKey.id == key_id)
+    )

@@ -15,7 +15,7 @@ from formsapi.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from formsapi.kit import crypto
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
-from formsapi.models import APIKey, Organization, Plan, User
+from formsapi.models import APIKey, Organization, Plan, Role, User
 from formsapi.organization import repository as organization_repository
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -67,10 +67,53 @@ async def list_for_organization(session: AsyncSession, organization_id: str) -> 
     return await repository.list_for_organization(session, organization_id)
 
 
+@dataclass(frozen=True, slots=True)
+class KeyListing:
+    key: APIKey
+    creator_email: str
+    effective_scopes: frozenset[str]  # what it may do now: its scopes within its creator's role
+    status: str  # active, revoked, or disabled (its creator left the organization)
+
+
+async def list_with_status(session: AsyncSession, organization_id: str) -> list[KeyListing]:
+    listings = []
+    for key, email, role in await repository.list_with_creators(session, organization_id):
+        if key.revoked_at is not None:
+            status = "revoked"
+        elif role is None:
+            status = "disabled"
+        else:
+            status = "active"
+        effective = effective_scopes(key.scopes, role) if role else frozenset[str]()
+        listings.append(KeyListing(key, email, effective, status))
+    return listings
+
+
+def may_revoke(key: APIKey, actor_user_id: str, actor_role: str) -> bool:
+    """Owners and admins revoke any key of the organization; others their own."""
+    return key.user_id == actor_user_id or actor_role in (Role.owner, Role.admin)
+
+
+async def revoke_in(
+    session: AsyncSession, organization_id: str, key_id: str, actor_user_id: str, actor_role: str
+) -> APIKey:
+    key = await repository.get_in(session, organization_id, key_id)
+    if key is None:
+        raise NotFound("No such API key in this organization.")
+    if not may_revoke(key, actor_user_id, actor_role):
+        raise Forbidden("Only owners, admins and the key's creator can revoke it.")
+    return await _revoke(session, key)
+
+
 async def revoke(session: AsyncSession, key_id: str) -> APIKey:
+    """Revoke by id alone: the CLI's, run by whoever runs the server."""
     key = await repository.get(session, key_id)
     if key is None:
         raise NotFound(f"No API key with id '{key_id}'.")
+    return await _revoke(session, key)
+
+
+async def _revoke(session: AsyncSession, key: APIKey) -> APIKey:
     if key.revoked_at is None:
         key.revoked_at = utcnow()
         await session.flush()

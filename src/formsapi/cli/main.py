@@ -6,6 +6,7 @@ that commits when the command succeeds. Errors print one line and exit non-zero.
 
 import asyncio
 import os
+import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
@@ -24,7 +25,7 @@ from formsapi.config import get_settings
 from formsapi.db import create_engine, create_sessionmaker, migrate, session_scope
 from formsapi.errors import FormsAPIError
 from formsapi.kit.time import isoformat_z
-from formsapi.models import Membership, Organization, Plan, Role
+from formsapi.models import Membership, Organization, Plan, Role, User
 from formsapi.organization import service as organization_service
 from formsapi.user import repository as user_repository
 from formsapi.user import service as user_service
@@ -238,20 +239,20 @@ def demo(
     With no --org, create one plus an owner and a key, and print how to call the API.
     """
 
-    async def work(session: AsyncSession) -> tuple[Organization, str | None, str | None]:
-        password: str | None = None
-        secret: str | None = None
+    async def work(session: AsyncSession) -> tuple[Organization, tuple[str, str] | None]:
+        access = None
         if org is None:
-            organization, password, secret = await _create_demo_org(session)
+            organization, owner = await _create_demo_org(session)
+            access = await _demo_access(session, organization, owner)
         else:
             organization = await organization_service.get(session, org)
         await _fill_with_progress(session, organization.id, forms, submissions, seed)
-        return organization, password, secret
+        return organization, access
 
-    organization, password, secret = run(work)
+    organization, access = run(work)
     typer.echo(f"filled {organization.id} with {forms} forms and {submissions} submissions")
-    if secret is not None:
-        _print_demo_hint((organization.id, DEMO_EMAIL, password, secret), get_settings().public_url)
+    if access is not None:
+        _print_demo_hint((organization.id, DEMO_EMAIL, *access), get_settings().public_url)
 
 
 async def _fill_with_progress(
@@ -279,23 +280,19 @@ async def _fill_with_progress(
         )
 
 
-async def _create_demo_org(session: AsyncSession) -> tuple[Organization, str, str]:
-    import secrets
-
+async def _create_demo_org(session: AsyncSession) -> tuple[Organization, User]:
     organization = await organization_service.create(session, "Acme (demo)", Plan.standard)
-    password = secrets.token_urlsafe(12)
     user = await user_repository.get_by_email(session, DEMO_EMAIL)
     if user is None:
-        user = await user_service.create(session, DEMO_EMAIL, password)
-    else:
-        password = "(unchanged)"  # noqa: S105 - a message, not a password
+        user = await user_service.create(session, DEMO_EMAIL, secrets.token_urlsafe(12))
     await organization_service.add_member(session, organization, user, Role.owner)
-    created = await api_key_service.create(session, organization, user, "demo", DEMO_SCOPES)
-    return organization, password, created.secret
+    return organization, user
 
 
-async def _ensure_demo(session: AsyncSession) -> tuple[str, str, str | None, str]:
-    """The demo organization, created and filled on first use, with a fresh key."""
+async def _ensure_demo(session: AsyncSession) -> tuple[str, str, str, str]:
+    """The demo organization, created and filled on first use, with a fresh key
+    and a fresh password for its owner: `--demo` is for trying things out, and
+    a password printed by an earlier run is easily lost."""
     owner = await user_repository.get_by_email(session, DEMO_EMAIL)
     membership = None
     if owner is not None:
@@ -305,20 +302,28 @@ async def _ensure_demo(session: AsyncSession) -> tuple[str, str, str | None, str
             .limit(1)
         )
     if owner is None or membership is None:
-        organization, password, secret = await _create_demo_org(session)
+        organization, owner = await _create_demo_org(session)
         await _fill_with_progress(session, organization.id, 8, 2000, seed=None)
-        return organization.id, DEMO_EMAIL, password, secret
-    organization = await organization_service.get(session, membership.organization_id)
+    else:
+        organization = await organization_service.get(session, membership.organization_id)
+    return (organization.id, DEMO_EMAIL, *await _demo_access(session, organization, owner))
+
+
+async def _demo_access(
+    session: AsyncSession, organization: Organization, owner: User
+) -> tuple[str, str]:
+    """A fresh password for the demo owner and a fresh key: (password, secret)."""
+    password = secrets.token_urlsafe(12)
+    user_service.set_password(owner, password)
     created = await api_key_service.create(session, organization, owner, "demo", DEMO_SCOPES)
-    return organization.id, DEMO_EMAIL, None, created.secret
+    return password, created.secret
 
 
-def _print_demo_hint(demo: tuple[str, str, str | None, str], base_url: str) -> None:
+def _print_demo_hint(demo: tuple[str, str, str, str], base_url: str) -> None:
     organization_id, email, password, secret = demo
-    err(
-        f"\nDemo organization {organization_id}, owner {email}"
-        + (f" (password: {password})" if password else "")
-    )
+    err(f"\nDemo organization {organization_id}, owner {email}")
+    err(f"Settings area (forms, API keys, members): {base_url}/sign-in")
+    err(f"  email: {email}   password: {password}   (a new one each `serve --demo`)\n")
     err("Try the API with this key (shown once):\n")
     err(f"  curl -H 'Authorization: Bearer {secret}' {base_url}/v1/forms\n")
     err(f"API reference: {base_url}/v1/docs\n")

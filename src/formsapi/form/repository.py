@@ -126,3 +126,14 @@ async def get_public(session: AsyncSession, form_id: str) -> Form | None:
             Form.id == form_id, Form.status.in_([FormStatus.published, FormStatus.closed])
         )
     )
+
+
+async def all_versions(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> Sequence[FormVersion]:
+    statement = (
+        select(FormVersion)
+        .where(FormVersion.organization_id == organization_id, FormVersion.form_id == form_id)
+        .order_by(FormVersion.version.desc())
+    )
+    return (await session.scalars(statement)).all()

@@ -3,11 +3,13 @@ from formsapi.models.base import Base
 from formsapi.models.form import Form, FormStatus
 from formsapi.models.form_version import FormVersion
 from formsapi.models.idempotency_key import IdempotencyKey
+from formsapi.models.invitation import Invitation
 from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.user import User
+from formsapi.models.web_session import WebSession
 
 __all__ = [
     "APIKey",
@@ -16,6 +18,7 @@ __all__ = [
     "FormStatus",
     "FormVersion",
     "IdempotencyKey",
+    "Invitation",
     "Membership",
     "Organization",
     "Plan",
@@ -23,4 +26,5 @@ __all__ = [
     "Submission",
     "SubmissionCount",
     "User",
+    "WebSession",
 ]

@@ -12,14 +12,23 @@ entry per request and scans them on every check, which cost more per request
 the higher the limit (see bench/RESULTS.md).
 """
 
+import hashlib
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from limits import RateLimitItem, RateLimitItemPerMinute
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
-from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.aio.strategies import (
+    MovingWindowRateLimiter,
+    SlidingWindowCounterRateLimiter,
+)
+from limits.aio.strategies import (
+    RateLimiter as Strategy,
+)
 from limits.errors import StorageError
 from redis.exceptions import RedisError
 
@@ -28,6 +37,8 @@ from formsapi.errors import RateLimited
 from formsapi.models import Plan
 
 log = logging.getLogger("formsapi")
+T = TypeVar("T")
+STORE_ERRORS = (StorageError, RedisError, OSError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +85,7 @@ class RateLimiter:
         try:
             allowed = await self._strategy.hit(item, client_ip)
             reset_at, remaining = await self._strategy.get_window_stats(item, client_ip)
-        except (StorageError, RedisError, OSError) as error:
+        except STORE_ERRORS as error:
             if time.monotonic() - self._warned_at > 30:
                 self._warned_at = time.monotonic()
                 log.warning("rate-limit store unavailable (%s): limiting per process", error)
@@ -98,3 +109,67 @@ class RateLimiter:
 def _async_scheme(url: str) -> str:
     # limits picks its async Redis client from the scheme: redis:// -> async+redis://
     return url if url.startswith("async+") else f"async+{url}"
+
+
+class SignInThrottle:
+    """Failed sign-ins, counted per account and per address.
+
+    Five failures for one email in 15 minutes, or 20 from one address, make the
+    next attempt wait; an account's count clears when it signs in. Any email is
+    counted, existing or not, so the throttle reveals nothing about who has an
+    account. Counts live where the request limits live (Redis when set), so
+    every worker shares them; a Redis outage falls back to this process.
+    """
+
+    PER_ACCOUNT = RateLimitItemPerMinute(5, 15, namespace="signin-account")
+    PER_ADDRESS = RateLimitItemPerMinute(20, 15, namespace="signin-ip")
+
+    def __init__(self, storage: Storage) -> None:
+        # Exact windows: these limits are small, and a moving window has no
+        # boundary at which twice the allowance fits.
+        self._strategy: Strategy = MovingWindowRateLimiter(storage)
+        self._fallback: Strategy = MovingWindowRateLimiter(MemoryStorage())
+
+    async def _run(self, call: Callable[[Strategy], Awaitable[T]]) -> T:
+        try:
+            return await call(self._strategy)
+        except STORE_ERRORS as error:
+            log.warning("sign-in throttle store unavailable (%s): counting per process", error)
+            return await call(self._fallback)
+
+    def _counters(self, email: str, address: str) -> list[tuple[RateLimitItem, str]]:
+        # The email hashed: the store is no place for a list of who tried to sign in.
+        account = hashlib.sha256(email.strip().lower().encode()).hexdigest()
+        return [(self.PER_ACCOUNT, account), (self.PER_ADDRESS, address)]
+
+    async def wait_seconds(self, email: str, address: str) -> int:
+        """0 when an attempt may be made now, else the seconds to wait."""
+        wait = 0
+        for item, key in self._counters(email, address):
+
+            async def blocked(
+                strategy: Strategy, item: RateLimitItem = item, key: str = key
+            ) -> int:
+                if await strategy.test(item, key):
+                    return 0
+                reset_at, _ = await strategy.get_window_stats(item, key)
+                return max(1, math.ceil(reset_at - time.time()))
+
+            wait = max(wait, await self._run(blocked))
+        return wait
+
+    async def failed(self, email: str, address: str) -> None:
+        for item, key in self._counters(email, address):
+
+            async def hit(strategy: Strategy, item: RateLimitItem = item, key: str = key) -> bool:
+                return await strategy.hit(item, key)
+
+            await self._run(hit)
+
+    async def succeeded(self, email: str) -> None:
+        item, key = self._counters(email, "")[0]
+
+        async def clear(strategy: Strategy) -> None:
+            await strategy.clear(item, key)
+
+        await self._run(clear)

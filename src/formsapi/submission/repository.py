@@ -13,6 +13,7 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -300,3 +301,52 @@ async def delete_row(
         .returning(Submission.submitted_at)
     )
     return deleted.scalar_one_or_none()
+
+
+async def recent(
+    session: AsyncSession, organization_id: str, form_id: str, limit: int
+) -> Sequence[Submission]:
+    statement = (
+        select(Submission)
+        .where(Submission.organization_id == organization_id, Submission.form_id == form_id)
+        .order_by(Submission.submitted_at.desc(), Submission.id.desc())
+        .limit(limit)
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def hourly_counts(
+    session: AsyncSession, organization_id: str, form_id: str, start: datetime
+) -> Sequence[Row[datetime, int]]:
+    """The form's hourly counts from `start` on: at most 24 rows a day, whatever its volume."""
+    statement = select(SubmissionCount.hour, SubmissionCount.count).where(
+        SubmissionCount.organization_id == organization_id,
+        SubmissionCount.form_id == form_id,
+        SubmissionCount.hour >= start,
+    )
+    return (await session.execute(statement)).all()
+
+
+ExportRow = Row[str, int, datetime, dict[str, object]]
+
+
+async def export_chunk(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    after: tuple[datetime, str] | None,
+    limit: int,
+) -> Sequence[ExportRow]:
+    """The next `limit` submissions, newest first, after the (time, id) of the
+    last one read: a seek on the page index, equally fast at any depth."""
+    statement = select(
+        Submission.id, Submission.form_version, Submission.submitted_at, Submission.answers
+    ).where(Submission.organization_id == organization_id, Submission.form_id == form_id)
+    if after is not None:
+        statement = statement.where(
+            tuple_(Submission.submitted_at, Submission.id) < tuple_(after[0], after[1])
+        )
+    statement = statement.order_by(Submission.submitted_at.desc(), Submission.id.desc()).limit(
+        limit
+    )
+    return (await session.execute(statement)).all()

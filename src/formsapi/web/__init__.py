@@ -1,0 +1,56 @@
+"""The settings area: a server-rendered web UI for people (the API is for programs)."""
+
+import logging
+import re
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import Response
+from fastapi.staticfiles import StaticFiles
+
+from formsapi.web import account, forms, keys, members
+from formsapi.web.context import BadCSRF, SignInRequired, render, see_other, sign_in_path
+
+router = APIRouter(include_in_schema=False)
+for module in (account, forms, keys, members):
+    router.include_router(module.router)
+
+_INVITATION_PATH = re.compile(r"/invitations/[^\s?\"]+")
+
+
+class RedactInvitations(logging.Filter):
+    """An invitation link is a secret: keep it out of the access log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _INVITATION_PATH.sub("/invitations/[redacted]", arg)
+                if isinstance(arg, str)
+                else arg
+                for arg in record.args
+            )
+        return True
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="web-static")
+    access_log = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactInvitations) for f in access_log.filters):
+        access_log.addFilter(RedactInvitations())
+
+    @app.exception_handler(SignInRequired)
+    async def _sign_in(_: Request, error: SignInRequired) -> Response:
+        return see_other(sign_in_path(error.next_path))
+
+    @app.exception_handler(BadCSRF)
+    async def _bad_csrf(request: Request, _: BadCSRF) -> Response:
+        return render(
+            request,
+            "message.html",
+            None,
+            403,
+            heading="This page had expired",
+            message="For your safety the form was not sent. "
+            "Go back, reload the page and try again.",
+        )

@@ -1,0 +1,200 @@
+"""What every page of the settings area shares: the database session, the
+signed-in person and their active organization, CSRF checks, and rendering.
+
+Pages are server-rendered and work without JavaScript. Every state-changing
+form posts a per-session CSRF token (the sign-in and invitation forms, which
+come before a session, a double-submit cookie), and a cross-site Origin is
+refused outright. Responses are never cached: a page may carry a secret.
+"""
+
+import hmac
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.db import session_scope
+from formsapi.member import service as member_service
+from formsapi.models import Organization, User
+from formsapi.web_session import service as web_session_service
+from formsapi.web_session.service import SignedIn
+
+SESSION_COOKIE = "formsapi_session"
+CSRF_COOKIE = "formsapi_csrf"  # forms shown before there is a session
+CSRF_FIELD = "csrf_token"
+
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.filters["when"] = lambda value: (
+    value.strftime("%Y-%m-%d %H:%M UTC") if isinstance(value, datetime) else "never"
+)
+
+SECURITY_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "Referrer-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+class SignInRequired(Exception):
+    """Raised by pages that need a session; answered with a redirect to sign in."""
+
+    def __init__(self, next_path: str) -> None:
+        self.next_path = next_path
+
+
+class BadCSRF(Exception):
+    """A state-changing post without this session's token, or from another site."""
+
+
+async def _db(request: Request) -> AsyncIterator[AsyncSession]:
+    # Every page runs in one transaction, committed before the response is sent:
+    # even a GET writes (it consumes the one-time message).
+    state = request.app.state
+    async with session_scope(state.sessionmaker, state.auth_epoch.after_commit) as session:
+        yield session
+
+
+DbDep = Annotated[AsyncSession, Depends(_db, scope="function")]
+
+
+@dataclass
+class Viewer:
+    """The signed-in person, where they are, and the page's one-time message."""
+
+    signed_in: SignedIn
+    organizations: list[tuple[Organization, str]]
+    organization: Organization | None
+    role: str | None
+    flash: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def user(self) -> User:
+        return self.signed_in.user
+
+    @property
+    def csrf_token(self) -> str:
+        return self.signed_in.web_session.csrf_token
+
+    @property
+    def can_manage_members(self) -> bool:
+        return self.role is not None and member_service.can_manage(self.role)
+
+
+def same_origin(request: Request) -> bool:
+    """A browser posting from another site names it in Origin; refuse that."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+async def get_viewer(request: Request, session: DbDep) -> Viewer:
+    signed_in = await web_session_service.resume(session, request.cookies.get(SESSION_COOKIE))
+    if signed_in is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise SignInRequired(target if request.method == "GET" else "/")
+    if request.method == "POST":
+        submitted = (await request.form()).get(CSRF_FIELD)
+        valid = isinstance(submitted, str) and web_session_service.csrf_matches(
+            signed_in, submitted
+        )
+        if not same_origin(request) or not valid:
+            raise BadCSRF()
+    organizations = [
+        (organization, role)
+        for organization, role in await member_service.organizations_of(session, signed_in.user.id)
+    ]
+    active = next(
+        ((o, r) for o, r in organizations if o.id == signed_in.web_session.organization_id),
+        organizations[0] if organizations else None,
+    )
+    if active is not None and signed_in.web_session.organization_id != active[0].id:
+        signed_in.web_session.organization_id = active[0].id
+    flash = web_session_service.pop_flash(signed_in) if request.method == "GET" else None
+    return Viewer(
+        signed_in,
+        organizations,
+        active[0] if active else None,
+        active[1] if active else None,
+        flash or {},
+    )
+
+
+ViewerDep = Annotated[Viewer, Depends(get_viewer)]
+
+
+def render(
+    request: Request, template: str, viewer: Viewer | None, status: int = 200, **context: Any
+) -> HTMLResponse:
+    response = templates.TemplateResponse(
+        request, template, {"viewer": viewer, **context}, status_code=status
+    )
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def see_other(path: str) -> RedirectResponse:
+    return RedirectResponse(path, status_code=303, headers={"Cache-Control": "no-store"})
+
+
+def back_with(viewer: Viewer, path: str, **message: Any) -> RedirectResponse:
+    """Post/redirect/get: the next page shows `message` once."""
+    web_session_service.put_flash(viewer.signed_in, message)
+    return see_other(path)
+
+
+def set_session_cookie(request: Request, response: Response, token: str | None) -> None:
+    secure = request.url.scheme == "https"
+    if token is None:
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=secure, httponly=True)
+        return
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(web_session_service.LIFETIME.total_seconds()),
+        path="/",
+        secure=secure,
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def anonymous_csrf(request: Request) -> str:
+    """The double-submit token of forms shown before sign-in (reused while the cookie lasts)."""
+    return request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+
+
+def set_anonymous_csrf(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(
+        CSRF_COOKIE,
+        token,
+        path="/",
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
+    )
+
+
+async def anonymous_csrf_valid(request: Request) -> bool:
+    cookie = request.cookies.get(CSRF_COOKIE)
+    submitted = (await request.form()).get(CSRF_FIELD)
+    return (
+        same_origin(request)
+        and bool(cookie)
+        and isinstance(submitted, str)
+        and hmac.compare_digest(str(cookie).encode(), submitted.encode())
+    )
+
+
+def sign_in_path(next_path: str) -> str:
+    return "/sign-in" + (f"?next={quote(next_path, safe='/')}" if next_path != "/" else "")

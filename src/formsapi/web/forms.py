@@ -1,0 +1,110 @@
+"""The forms of the active organization, one form's page, and its CSV download."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from formsapi.errors import FormNotFound
+from formsapi.form import repository as form_repository
+from formsapi.form import service as form_service
+from formsapi.form.blocks import BlockList, questions
+from formsapi.kit.pagination import PageParams
+from formsapi.submission import export
+from formsapi.submission import repository as submission_repository
+from formsapi.web.chart import daily_bars
+from formsapi.web.context import SECURITY_HEADERS, DbDep, Viewer, ViewerDep, render
+
+router = APIRouter(prefix="/forms")
+
+PER_PAGE = 50
+RECENT = 20
+TABLE_COLUMNS = 5  # answers shown in the recent submissions table; the CSV has them all
+
+
+def _not_found(request: Request, viewer: Viewer) -> Response:
+    return render(
+        request,
+        "message.html",
+        viewer,
+        404,
+        heading="Form not found",
+        message="There is no such form in this organization.",
+        section="forms",
+    )
+
+
+@router.get("")
+async def forms(
+    request: Request,
+    session: DbDep,
+    viewer: ViewerDep,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+) -> Response:
+    if viewer.organization is None:
+        return render(request, "no_organization.html", viewer, section="forms")
+    params = PageParams(page=page, limit=PER_PAGE)
+    rows = await form_repository.list_page(
+        session, viewer.organization.id, params.offset, params.limit
+    )
+    total = rows[0].total if rows else await form_repository.count(session, viewer.organization.id)
+    return render(
+        request,
+        "forms.html",
+        viewer,
+        section="forms",
+        forms=rows,
+        page=page,
+        pages=max(1, -(-total // PER_PAGE)),
+        total=total,
+    )
+
+
+@router.get("/{form_id}")
+async def form_page(request: Request, session: DbDep, viewer: ViewerDep, form_id: str) -> Response:
+    if viewer.organization is None:
+        return render(request, "no_organization.html", viewer, section="forms")
+    organization_id = viewer.organization.id
+    try:
+        form = await form_service.get(session, organization_id, form_id)
+    except FormNotFound:
+        return _not_found(request, viewer)
+    blocks = BlockList.validate_python(form.blocks)
+    asked = questions(blocks)
+    recent = await submission_repository.recent(session, organization_id, form.id, RECENT)
+    days = await export.daily_counts(session, organization_id, form.id)
+    return render(
+        request,
+        "form.html",
+        viewer,
+        section="forms",
+        form=form,
+        blocks=blocks,
+        table_questions=asked[:TABLE_COLUMNS],
+        more_columns=max(0, len(asked) - TABLE_COLUMNS),
+        recent=recent,
+        chart=daily_bars(days),
+        public_url=f"/f/{form.id}" if form.status in ("published", "closed") else None,
+    )
+
+
+@router.get("/{form_id}/submissions.csv")
+async def download_csv(
+    request: Request, session: DbDep, viewer: ViewerDep, form_id: str
+) -> Response:
+    if viewer.organization is None:
+        return render(request, "no_organization.html", viewer, section="forms")
+    organization_id = viewer.organization.id
+    try:
+        form = await form_service.get(session, organization_id, form_id)
+    except FormNotFound:
+        return _not_found(request, viewer)
+    keys = await export.columns(session, organization_id, form.id)
+    return StreamingResponse(
+        export.csv_chunks(request.app.state.read_sessionmaker, organization_id, form.id, keys),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            **SECURITY_HEADERS,
+            "Content-Disposition": f'attachment; filename="{export.filename(form.slug)}"',
+        },
+    )

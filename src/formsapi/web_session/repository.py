@@ -1,0 +1,33 @@
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.models import User, WebSession
+
+
+async def get_with_user(
+    session: AsyncSession, session_id: str, now: datetime
+) -> tuple[WebSession, User] | None:
+    statement = (
+        select(WebSession, User)
+        .join(User, User.id == WebSession.user_id)
+        .where(WebSession.id == session_id, WebSession.expires_at > now)
+    )
+    row = (await session.execute(statement)).first()
+    return None if row is None else (row[0], row[1])
+
+
+async def delete_one(session: AsyncSession, session_id: str) -> None:
+    await session.execute(delete(WebSession).where(WebSession.id == session_id))
+
+
+async def delete_of_user(session: AsyncSession, user_id: str, keep: str | None = None) -> None:
+    statement = delete(WebSession).where(WebSession.user_id == user_id)
+    if keep is not None:
+        statement = statement.where(WebSession.id != keep)
+    await session.execute(statement)
+
+
+async def delete_expired(session: AsyncSession, now: datetime) -> None:
+    await session.execute(delete(WebSession).where(WebSession.expires_at <= now))
