@@ -5,12 +5,7 @@ its output in a log file; every process is terminated at teardown, killed if it
 does not stop in time.
 """
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,64 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-FORMSAPI = Path(sys.executable).parent / "formsapi"
-PASSWORD = "correct horse battery"
+from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+
 CURL_LINE = re.compile(r"curl -H 'Authorization: Bearer (fapi_[0-9A-Za-z]+)' (\S+)/v1/forms")
-STARTUP_SECONDS = 30
 CLIENT_IP = "203.0.113.7"
-
-
-def clean_env(**settings: str) -> dict[str, str]:
-    """This process's environment without any FORMSAPI_* setting, plus `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FORMSAPI_")}
-    env.update({f"FORMSAPI_{name.upper()}": value for name, value in settings.items()})
-    return env
-
-
-def cli(cwd: Path, database_url: str, *args: str, stdin: str = "", **settings: str) -> str:
-    result = subprocess.run(
-        [str(FORMSAPI), *args],
-        cwd=cwd,
-        env=clean_env(database_url=database_url, **settings),
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, (args, result.stderr)
-    return result.stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    process: subprocess.Popen[bytes]
-    base_url: str
-    stderr_path: Path
-
-    @property
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    def wait_until_healthy(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                pytest.fail(f"server exited with {self.process.returncode}:\n{self.stderr}")
-            try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        pytest.fail(f"server not healthy after {STARTUP_SECONDS} s:\n{self.stderr}")
-
 
 Serve = Callable[..., list[Server]]
 
@@ -88,39 +29,17 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
     started: list[Server] = []
 
     def start(*envs: dict[str, str], args: tuple[str, ...] = ()) -> list[Server]:
-        servers = []
-        for env in envs:
-            port = free_port()
-            name = f"server-{len(started)}"
-            with (
-                (tmp_path / f"{name}.out").open("wb") as stdout,
-                (tmp_path / f"{name}.err").open("wb") as stderr,
-            ):
-                process = subprocess.Popen(
-                    [str(FORMSAPI), "serve", "--port", str(port), *args],
-                    cwd=tmp_path,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stdout,
-                    stderr=stderr,
-                )
-            server = Server(process, f"http://127.0.0.1:{port}", tmp_path / f"{name}.err")
-            started.append(server)
-            servers.append(server)
+        servers = [
+            start_server(tmp_path, env, f"server-{len(started) + n}", args)
+            for n, env in enumerate(envs)
+        ]
+        started.extend(servers)
         for server in servers:
             server.wait_until_healthy()
         return servers
 
     yield start
-
-    for server in started:
-        server.process.terminate()
-    for server in started:
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(timeout=5)
+    stop_servers(started)
 
 
 @dataclass(frozen=True)

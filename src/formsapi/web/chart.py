@@ -61,7 +61,7 @@ def daily_bars(days: list[tuple[date, int]]) -> Chart:
         for index, bar in enumerate(bars)
         if bar.day.day == 1 or index == 0
     ]
-    if len(labels) > 1 and labels[1][0] - labels[0][0] < 60:
+    if len(labels) > 1 and labels[1][0] - labels[0][0] < 100:
         labels.pop(0)  # the first day sits too close to the next month's label
     busiest = max(bars, key=lambda bar: bar.count, default=None)
     return Chart(

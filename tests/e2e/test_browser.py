@@ -1,0 +1,292 @@
+"""The settings area as a person uses it: Debian's Chromium driven by Playwright
+against a real `formsapi serve --demo` process, the API called over real HTTP.
+
+Every page visited is saved as a screenshot under test-artifacts/screenshots/
+(laptop and phone widths), to be looked at: a page that works but looks broken
+is not done.
+"""
+
+import csv
+import io
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.conftest import service_unavailable
+from tests.servers import Server, clean_env, cli, start_server, stop_servers
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
+DEMO_LOGIN = re.compile(r"email: (\S+)\s+password: (\S+)")
+PHONE = {"width": 390, "height": 844}
+LAPTOP = {"width": 1280, "height": 860}
+
+
+@dataclass(frozen=True)
+class Site:
+    server: Server
+    directory: Path
+    email: str
+    password: str
+    other_org: str  # Globex, where the demo owner is an admin
+
+    @property
+    def url(self) -> str:
+        return self.server.base_url
+
+    def cli(self, *args: str, stdin: str = "") -> str:
+        return cli(
+            self.directory, f"sqlite:///{self.directory / 'formsapi.db'}", *args, stdin=stdin
+        )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """What the README's serve command gives a new user, plus a second organization."""
+    directory = tmp_path_factory.mktemp("e2e")
+    server = start_server(directory, clean_env(), "server", ("--demo",))
+    try:
+        server.wait_until_healthy()
+        match = DEMO_LOGIN.search(server.stderr)
+        assert match, server.stderr
+        email, password = match.groups()
+        database = f"sqlite:///{directory / 'formsapi.db'}"
+        other = cli(directory, database, "org", "create", "--name", "Globex")
+        cli(
+            directory,
+            database,
+            "member",
+            "add",
+            "--org",
+            other,
+            "--email",
+            email,
+            "--role",
+            "admin",
+        )
+        cli(directory, database, "demo", "--org", other, "--forms", "2", "--submissions", "30")
+        yield Site(server, directory, email, password, other)
+    finally:
+        stop_servers([server])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        service_unavailable(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    shutil.rmtree(SCREENSHOTS, ignore_errors=True)
+    SCREENSHOTS.mkdir(parents=True)
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def shoot(page: Page, name: str) -> None:
+    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def shoot_phone(browser: Browser, page: Page, name: str) -> None:
+    """The same page at a phone's width, in the same session."""
+    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
+    phone.add_cookies(page.context.cookies())
+    other = phone.new_page()
+    other.goto(page.url)
+    shoot(other, f"{name}-phone")
+    phone.close()
+
+
+def sign_in(page: Page, site: Site, email: str, password: str) -> None:
+    page.goto(f"{site.url}/forms")
+    expect(page).to_have_url(re.compile(r"/sign-in"))
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{site.url}/forms")
+
+
+def generate_key(page: Page, site: Site, name: str, *scopes: str) -> str:
+    page.goto(f"{site.url}/settings/keys")
+    page.get_by_label("Name").fill(name)
+    for scope in scopes:
+        page.get_by_role("checkbox", name=re.compile(re.escape(scope))).check()
+    page.get_by_role("button", name="Generate key").click()
+    secret = page.get_by_label("Secret key").input_value()
+    assert secret.startswith("fapi_")
+    return secret
+
+
+def api(site: Site, method: str, path: str, secret: str, **kwargs: object) -> httpx.Response:
+    return httpx.request(
+        method,
+        f"{site.url}{path}",
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=10,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+NEW_FORM = {
+    "title": "Made by a browser key",
+    "blocks": [{"type": "short_text", "key": "q", "title": "Q"}],
+}
+
+
+def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
+    browser: Browser, site: Site
+) -> None:
+    context = browser.new_context(viewport=LAPTOP)
+    page = context.new_page()
+    page.goto(f"{site.url}/sign-in")
+    shoot(page, "01-sign-in")
+    shoot_phone(browser, page, "01-sign-in")
+
+    page.get_by_label("Email").fill(site.email)
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("Email or password is incorrect.")
+
+    sign_in(page, site, site.email, site.password)
+    expect(page.get_by_role("heading", name="Forms")).to_be_visible()
+    expect(page.get_by_text("Customer satisfaction survey")).to_be_visible()
+    shoot(page, "02-forms")
+    shoot_phone(browser, page, "02-forms")
+
+    # Switch to Globex: its forms, not Acme's.
+    page.get_by_label("Organization").select_option(label="Globex (admin)")
+    page.get_by_role("button", name="Switch").click()
+    expect(page.get_by_text("2 forms in Globex")).to_be_visible()
+    shoot(page, "03-forms-other-organization")
+    globex_secret = generate_key(page, site, "globex sync")
+    globex_forms = api(site, "GET", "/v1/forms", globex_secret).json()
+    assert globex_forms["pagination"]["total"] == 2
+
+    page.get_by_label("Organization").select_option(label="Acme (demo) (owner)")
+    page.get_by_role("button", name="Switch").click()
+
+    # A key with write access, shown once with its warning.
+    secret = generate_key(page, site, "browser key", "forms:write")
+    box = page.locator(".secret-box")
+    expect(box).to_contain_text("it will not be shown again")
+    expect(box).to_contain_text("Never put it in client-side code")
+    expect(box.get_by_role("button", name="Copy")).to_be_visible()
+    shoot(page, "04-key-shown-once")
+    shoot_phone(browser, page, "04-keys")
+
+    page.reload()
+    expect(page.locator(".secret-box")).to_have_count(0)
+    assert secret not in page.content()
+    page.go_back()
+    assert secret not in page.content()
+    page.goto(f"{site.url}/settings/keys")
+    row = page.get_by_role("row", name=re.compile("browser key"))
+    expect(row).to_contain_text(secret[:11])
+    expect(row).to_contain_text(site.email)
+    expect(row).to_contain_text("active")
+    shoot(page, "05-keys-after-reload")
+
+    # The key works over real HTTP, in its own organization only.
+    listed = api(site, "GET", "/v1/forms", secret)
+    assert listed.status_code == 200, listed.text
+    assert listed.json()["pagination"]["total"] == 8
+    created = api(site, "POST", "/v1/forms", secret, json=NEW_FORM)
+    assert created.status_code == 201, created.text
+
+    # Revoke, confirmed on its own page: refused at once.
+    row.get_by_role("link", name="Revoke browser key").click()
+    expect(page.get_by_role("heading", name="Revoke “browser key”?")).to_be_visible()
+    shoot(page, "06-revoke-confirm")
+    page.get_by_role("button", name="Revoke key").click()
+    expect(page.locator(".notice")).to_contain_text("is revoked")
+    expect(page.get_by_role("row", name=re.compile("browser key"))).to_contain_text("revoked")
+    shoot(page, "07-key-revoked")
+    assert api(site, "GET", "/v1/forms", secret).status_code == 401
+
+    page.goto(f"{site.url}/settings/account")
+    shoot(page, "08-account")
+    context.close()
+
+
+def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
+    browser: Browser, site: Site
+) -> None:
+    owner = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(owner, site, site.email, site.password)
+
+    owner.goto(f"{site.url}/settings/members")
+    owner.get_by_label("Email").fill("editor@example.com")
+    owner.get_by_label("Role", exact=True).select_option("editor")
+    owner.get_by_role("button", name="Add member").click()
+    link = owner.get_by_label("Invitation link").input_value()
+    assert "/invitations/" in link
+    shoot(owner, "09-members-invitation")
+    shoot_phone(browser, owner, "09-members")
+
+    # The new member follows the link in their own browser.
+    member = browser.new_context(viewport=LAPTOP).new_page()
+    member.goto(link)
+    expect(member.get_by_role("heading", name="Join Acme (demo)")).to_be_visible()
+    shoot(member, "10-invitation")
+    member.get_by_label(re.compile(r"^Password \(at least")).fill("a new long password")
+    member.get_by_label("Password again").fill("a new long password")
+    member.get_by_role("button", name="Set password and sign in").click()
+    expect(member).to_have_url(f"{site.url}/forms")
+    expect(member.get_by_role("status")).to_contain_text("Welcome to Acme (demo)")
+
+    secret = generate_key(member, site, "editor key", "forms:write")
+    assert api(site, "POST", "/v1/forms", secret, json=NEW_FORM).status_code == 201
+
+    # The owner demotes them: the same key can read, not write.
+    owner.reload()
+    row = owner.get_by_role("row", name=re.compile("editor@example.com"))
+    row.get_by_label("Role of editor@example.com").select_option("viewer")
+    row.get_by_role("button", name="Save").click()
+    expect(owner.locator(".notice")).to_contain_text("Role changed to viewer")
+    refused = api(site, "POST", "/v1/forms", secret, json=NEW_FORM)
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["requiredScope"] == "forms:write"
+    assert api(site, "GET", "/v1/forms", secret).status_code == 200
+
+    member.goto(f"{site.url}/settings/keys")
+    expect(member.get_by_role("checkbox", name=re.compile("forms:write"))).to_be_disabled()
+    shoot(member, "11-keys-as-viewer")
+
+    # Removed: every key of theirs stops.
+    owner.get_by_role("link", name="Remove editor@example.com").click()
+    owner.get_by_role("button", name="Remove member").click()
+    expect(owner.locator(".notice")).to_contain_text("was removed")
+    assert api(site, "GET", "/v1/forms", secret).status_code == 401
+    member.goto(f"{site.url}/forms")
+    expect(member.get_by_role("heading", name="You are not in an organization")).to_be_visible()
+
+
+def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP, accept_downloads=True).new_page()
+    sign_in(page, site, site.email, site.password)
+    page.get_by_role("link", name="Customer satisfaction survey").click()
+    expect(page.get_by_role("heading", name="Submissions per day, last 90 days")).to_be_visible()
+    expect(page.locator("svg[role=img] rect.bar").first).to_be_visible()
+    expect(page.get_by_role("heading", name="Most recent submissions")).to_be_visible()
+    responses = int(page.locator(".stats strong").first.inner_text().replace(",", ""))
+    shoot(page, "12-form")
+    shoot_phone(browser, page, "12-form")
+
+    with page.expect_download() as download_info:
+        page.get_by_role("link", name="Download CSV").click()
+    download = download_info.value
+    assert download.suggested_filename.endswith(".csv")
+    text = Path(download.path()).read_text(encoding="utf-8-sig")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][:3] == ["submission_id", "submitted_at", "form_version"]
+    assert "overall" in rows[0]
+    assert len(rows) - 1 == responses
+    assert len({row[0] for row in rows[1:]}) == responses

@@ -1,0 +1,99 @@
+"""Real `formsapi serve` processes for tests: the installed console script on a
+free local port, its output in log files, stopped (killed if need be) at teardown."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+FORMSAPI = Path(sys.executable).parent / "formsapi"
+PASSWORD = "correct horse battery"
+STARTUP_SECONDS = 30
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    """This process's environment without any FORMSAPI_* setting, plus `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORMSAPI_")}
+    env.update({f"FORMSAPI_{name.upper()}": value for name, value in settings.items()})
+    return env
+
+
+def cli(cwd: Path, database_url: str, *args: str, stdin: str = "", **settings: str) -> str:
+    result = subprocess.run(
+        [str(FORMSAPI), *args],
+        cwd=cwd,
+        env=clean_env(database_url=database_url, **settings),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, (args, result.stderr)
+    return result.stdout.strip()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[bytes]
+    base_url: str
+    stderr_path: Path
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def wait_until_healthy(self) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"server exited with {self.process.returncode}:\n{self.stderr}")
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        pytest.fail(f"server not healthy after {STARTUP_SECONDS} s:\n{self.stderr}")
+
+
+def start_server(
+    directory: Path, env: dict[str, str], name: str, args: tuple[str, ...] = ()
+) -> Server:
+    port = free_port()
+    with (
+        (directory / f"{name}.out").open("wb") as stdout,
+        (directory / f"{name}.err").open("wb") as stderr,
+    ):
+        process = subprocess.Popen(
+            [str(FORMSAPI), "serve", "--port", str(port), *args],
+            cwd=directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+        )
+    return Server(process, f"http://127.0.0.1:{port}", directory / f"{name}.err")
+
+
+def stop_servers(servers: list[Server]) -> None:
+    for server in servers:
+        server.process.terminate()
+    for server in servers:
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+            server.process.wait(timeout=5)
