@@ -196,6 +196,18 @@ def test_member_add_gives_a_role_and_changes_it(cli: Cli) -> None:
     ]
 
 
+def test_member_add_refuses_to_demote_the_last_owner(cli: Cli) -> None:
+    org = cli.create_org()
+    cli.create_user("ada@example.com")
+    cli.add_member(org, "ada@example.com", "owner")
+
+    result = cli.run("member", "add", "--org", org, "--email", "ada@example.com", "--role", "admin")
+
+    assert result.returncode != 0
+    assert result.stderr.startswith("error: An organization must keep at least one owner")
+    assert cli.rows("SELECT role FROM memberships") == [("owner",)]
+
+
 async def test_key_create_prints_the_secret_alone_and_stores_only_its_hash(
     tenant: Tenant,
 ) -> None:

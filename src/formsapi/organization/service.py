@@ -5,6 +5,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.api_key.epoch import mark_keys_changed
 from formsapi.errors import BadRequest, NotFound
 from formsapi.kit.ids import new_id
+from formsapi.member import repository as member_repository
+from formsapi.member.service import LastOwner
 from formsapi.models import Membership, Organization, Plan, Role, User
 from formsapi.organization import repository
 
@@ -36,7 +38,11 @@ async def add_member(
     """Add the user with `role`, or change their role if they are a member already."""
     if role not in Role.__members__:
         raise BadRequest(f"Unknown role '{role}'; choose one of: {', '.join(Role)}.")
+    owners = await member_repository.lock_owners(session, organization.id)
     membership = await repository.get_membership(session, organization.id, user.id)
+    demoting_owner = membership is not None and membership.role == Role.owner
+    if demoting_owner and role != Role.owner and owners <= 1:
+        raise LastOwner()
     if membership is None:
         membership = Membership(organization_id=organization.id, user_id=user.id, role=role)
         session.add(membership)
