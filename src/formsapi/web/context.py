@@ -33,7 +33,7 @@ CSRF_FIELD = "csrf_token"
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.filters["when"] = lambda value: (
-    value.strftime("%Y-%m-%d %H:%M UTC") if isinstance(value, datetime) else "never"
+    value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else "never"
 )
 
 SECURITY_HEADERS = {
