@@ -112,10 +112,10 @@ def _async_scheme(url: str) -> str:
 
 
 class SignInThrottle:
-    """Failed sign-ins, counted per account and per address.
+    """Sign-in attempts, counted per account and per address.
 
-    Five failures for one email in 15 minutes, or 20 from one address, make the
-    next attempt wait; an account's count clears when it signs in. Any email is
+    Five attempts for one email in 15 minutes, or 20 from one address, make the
+    next one wait; an account's count clears when it signs in. Any email is
     counted, existing or not, so the throttle reveals nothing about who has an
     account. Counts live where the request limits live (Redis when set), so
     every worker shares them; a Redis outage falls back to this process.
@@ -142,29 +142,21 @@ class SignInThrottle:
         account = hashlib.sha256(email.strip().lower().encode()).hexdigest()
         return [(self.PER_ACCOUNT, account), (self.PER_ADDRESS, address)]
 
-    async def wait_seconds(self, email: str, address: str) -> int:
-        """0 when an attempt may be made now, else the seconds to wait."""
+    async def attempt(self, email: str, address: str) -> int:
+        """Take a slot for one attempt, before the password is checked: 0 when it
+        may go ahead, else the seconds to wait. Taken atomically, so a burst of
+        concurrent guesses gets no more checks than the limit allows."""
         wait = 0
         for item, key in self._counters(email, address):
 
-            async def blocked(
-                strategy: Strategy, item: RateLimitItem = item, key: str = key
-            ) -> int:
-                if await strategy.test(item, key):
+            async def take(strategy: Strategy, item: RateLimitItem = item, key: str = key) -> int:
+                if await strategy.hit(item, key):
                     return 0
                 reset_at, _ = await strategy.get_window_stats(item, key)
                 return max(1, math.ceil(reset_at - time.time()))
 
-            wait = max(wait, await self._run(blocked))
+            wait = max(wait, await self._run(take))
         return wait
-
-    async def failed(self, email: str, address: str) -> None:
-        for item, key in self._counters(email, address):
-
-            async def hit(strategy: Strategy, item: RateLimitItem = item, key: str = key) -> bool:
-                return await strategy.hit(item, key)
-
-            await self._run(hit)
 
     async def succeeded(self, email: str) -> None:
         item, key = self._counters(email, "")[0]

@@ -85,14 +85,13 @@ async def sign_in(
         return _sign_in_page(request, 403, "This page had expired. Please sign in again.")
     throttle: SignInThrottle = request.app.state.sign_in_throttle
     address = client_ip(request)
-    wait = await throttle.wait_seconds(email, address)
+    wait = await throttle.attempt(email, address)
     if wait:
         response = _sign_in_page(request, 429, _wait_message(wait))
         response.headers["Retry-After"] = str(wait)
         return response
     user = await user_service.authenticate(session, email, password)
     if user is None:
-        await throttle.failed(email, address)
         return _sign_in_page(request, 400, INCORRECT)
     await throttle.succeeded(email)
     organizations = await member_service.organizations_of(session, user.id)
@@ -130,11 +129,11 @@ async def change_password(
     throttle: SignInThrottle = request.app.state.sign_in_throttle
     email, address = viewer.user.email, client_ip(request)
     back = "/settings/account"
-    if wait := await throttle.wait_seconds(email, address):
+    if wait := await throttle.attempt(email, address):
         return back_with(viewer, back, error=_wait_message(wait))
     if await user_service.authenticate(session, email, current_password) is None:
-        await throttle.failed(email, address)
         return back_with(viewer, back, error="The current password is incorrect.")
+    await throttle.succeeded(email)
     if new_password != confirm_password:
         return back_with(viewer, back, error="The new passwords do not match.")
     try:
