@@ -1,8 +1,6 @@
 """Signing in and out, the password, switching organization, accepting an invitation."""
 
-from typing import Annotated
-
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from formsapi.dependencies import client_ip
@@ -13,6 +11,7 @@ from formsapi.user import service as user_service
 from formsapi.web.context import (
     CSRF_COOKIE,
     DbDep,
+    FormText,
     ViewerDep,
     anonymous_csrf,
     anonymous_csrf_valid,
@@ -26,7 +25,6 @@ from formsapi.web_session import service as web_session_service
 
 router = APIRouter()
 
-Text = Annotated[str, Form(max_length=2000)]
 INCORRECT = "Email or password is incorrect."
 
 
@@ -77,9 +75,9 @@ async def sign_in_form(request: Request) -> Response:
 async def sign_in(
     request: Request,
     session: DbDep,
-    email: Text = "",
-    password: Text = "",
-    next: Text = "/forms",
+    email: FormText = "",
+    password: FormText = "",
+    next: FormText = "/forms",
 ) -> Response:
     if not await anonymous_csrf_valid(request):
         return _sign_in_page(request, 403, "This page had expired. Please sign in again.")
@@ -122,9 +120,9 @@ async def change_password(
     request: Request,
     session: DbDep,
     viewer: ViewerDep,
-    current_password: Text = "",
-    new_password: Text = "",
-    confirm_password: Text = "",
+    current_password: FormText = "",
+    new_password: FormText = "",
+    confirm_password: FormText = "",
 ) -> Response:
     throttle: SignInThrottle = request.app.state.sign_in_throttle
     email, address = viewer.user.email, client_ip(request)
@@ -148,7 +146,7 @@ async def change_password(
 
 @router.post("/settings/organization")
 async def switch_organization(
-    viewer: ViewerDep, organization_id: Text = "", next: Text = "/forms"
+    viewer: ViewerDep, organization_id: FormText = "", next: FormText = "/forms"
 ) -> Response:
     if not any(organization.id == organization_id for organization, _ in viewer.organizations):
         return back_with(viewer, "/forms", error="You are not a member of that organization.")
@@ -192,8 +190,8 @@ async def accept_invitation(
     request: Request,
     session: DbDep,
     token: str,
-    new_password: Text = "",
-    confirm_password: Text = "",
+    new_password: FormText = "",
+    confirm_password: FormText = "",
 ) -> Response:
     try:
         user, organization = await member_service.invitation(session, token)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
-from fastapi import Depends, Request
+from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,6 +30,8 @@ from formsapi.web_session.service import SignedIn
 SESSION_COOKIE = "formsapi_session"
 CSRF_COOKIE = "formsapi_csrf"  # forms shown before there is a session
 CSRF_FIELD = "csrf_token"
+# A text field of a posted form; longer input is refused before any handler runs.
+FormText = Annotated[str, Form(max_length=2000)]
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.filters["when"] = lambda value: (

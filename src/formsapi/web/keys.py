@@ -8,7 +8,7 @@ from fastapi.responses import Response
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import READ_SCOPES, ROLE_SCOPES, Scope
 from formsapi.errors import FormsAPIError
-from formsapi.web.context import DbDep, Viewer, ViewerDep, back_with, render, see_other
+from formsapi.web.context import DbDep, FormText, Viewer, ViewerDep, back_with, render, see_other
 
 router = APIRouter(prefix="/settings/keys")
 
@@ -48,7 +48,7 @@ async def keys(request: Request, session: DbDep, viewer: ViewerDep) -> Response:
 async def generate(
     session: DbDep,
     viewer: ViewerDep,
-    name: Annotated[str, Form(max_length=2000)] = "",
+    name: FormText = "",
     scopes: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
     if viewer.organization is None:

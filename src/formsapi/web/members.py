@@ -1,20 +1,17 @@
 """The Members page: owners and admins add people by email, change roles, remove them."""
 
-from typing import Annotated
-
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.scopes import ROLE_SCOPES, Scope
 from formsapi.errors import FormsAPIError
 from formsapi.member import service as member_service
 from formsapi.models import Role
-from formsapi.web.context import DbDep, Viewer, ViewerDep, back_with, render, see_other
+from formsapi.web.context import DbDep, FormText, Viewer, ViewerDep, back_with, render, see_other
 
 router = APIRouter(prefix="/settings/members")
 
 PAGE = "/settings/members"
-Text = Annotated[str, Form(max_length=2000)]
 
 
 def _invitation_url(request: Request, token: str) -> str:
@@ -49,7 +46,7 @@ async def members(request: Request, session: DbDep, viewer: ViewerDep) -> Respon
 
 @router.post("")
 async def add(
-    request: Request, session: DbDep, viewer: ViewerDep, email: Text = "", role: Text = ""
+    request: Request, session: DbDep, viewer: ViewerDep, email: FormText = "", role: FormText = ""
 ) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
@@ -91,7 +88,9 @@ async def new_invitation(
 
 
 @router.post("/{user_id}/role")
-async def change_role(session: DbDep, viewer: ViewerDep, user_id: str, role: Text = "") -> Response:
+async def change_role(
+    session: DbDep, viewer: ViewerDep, user_id: str, role: FormText = ""
+) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
     try:
