@@ -4,12 +4,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import FormNotFound
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, questions
 from formsapi.kit.pagination import PageParams
+from formsapi.models import Form
 from formsapi.submission import export
 from formsapi.submission import repository as submission_repository
 from formsapi.web.chart import daily_bars
@@ -32,6 +34,18 @@ def _not_found(request: Request, viewer: Viewer) -> Response:
         message="There is no such form in this organization.",
         section="forms",
     )
+
+
+async def _find(
+    request: Request, session: AsyncSession, viewer: Viewer, form_id: str
+) -> Form | Response:
+    """The active organization's form, or the page saying there is none."""
+    if viewer.organization is None:
+        return render(request, "no_organization.html", viewer, section="forms")
+    try:
+        return await form_service.get(session, viewer.organization.id, form_id)
+    except FormNotFound:
+        return _not_found(request, viewer)
 
 
 @router.get("")
@@ -62,13 +76,10 @@ async def forms(
 
 @router.get("/{form_id}")
 async def form_page(request: Request, session: DbDep, viewer: ViewerDep, form_id: str) -> Response:
-    if viewer.organization is None:
-        return render(request, "no_organization.html", viewer, section="forms")
-    organization_id = viewer.organization.id
-    try:
-        form = await form_service.get(session, organization_id, form_id)
-    except FormNotFound:
-        return _not_found(request, viewer)
+    form = await _find(request, session, viewer, form_id)
+    if isinstance(form, Response):
+        return form
+    organization_id = form.organization_id
     blocks = BlockList.validate_python(form.blocks)
     asked = questions(blocks)
     recent = await submission_repository.recent(session, organization_id, form.id, RECENT)
@@ -92,13 +103,10 @@ async def form_page(request: Request, session: DbDep, viewer: ViewerDep, form_id
 async def download_csv(
     request: Request, session: DbDep, viewer: ViewerDep, form_id: str
 ) -> Response:
-    if viewer.organization is None:
-        return render(request, "no_organization.html", viewer, section="forms")
-    organization_id = viewer.organization.id
-    try:
-        form = await form_service.get(session, organization_id, form_id)
-    except FormNotFound:
-        return _not_found(request, viewer)
+    form = await _find(request, session, viewer, form_id)
+    if isinstance(form, Response):
+        return form
+    organization_id = form.organization_id
     keys = await export.columns(session, organization_id, form.id)
     return StreamingResponse(
         export.csv_chunks(request.app.state.read_sessionmaker, organization_id, form.id, keys),
