@@ -3,6 +3,7 @@ the floors can run exactly that: the bare handler through the same driver, and
 pgbench as a script with the parameters inlined."""
 
 import asyncio
+import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from sqlalchemy import event
 
 from formsapi.app import create_app
 from formsapi.config import Settings
+from formsapi.db import HotStatement
 
 
 async def capture(
@@ -39,6 +41,16 @@ async def capture(
         )
 
     event.listen(engine, "before_cursor_execute", on_execute)
+    # The hot reads skip SQLAlchemy's execution (and its events) on PostgreSQL.
+    run_hot = HotStatement.all
+
+    async def recorded(hot: HotStatement, connection: Any, parameters: Any) -> Any:
+        if connection.dialect.name == "postgresql":
+            sql, values = hot.driver_sql(connection.dialect, parameters)
+            seen.append({"sql": sql, "parameters": values})
+        return await run_hot(hot, connection, parameters)
+
+    HotStatement.all = recorded  # type: ignore[method-assign]
     plans: dict[str, list[dict[str, Any]]] = {}
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
@@ -48,6 +60,7 @@ async def capture(
             response = await client.get(path, headers={"Authorization": f"Bearer {secret}"})
             plans[name] = [dict(s) for s in seen]
             plans[name][0]["status"] = response.status_code
+    HotStatement.all = run_hot  # type: ignore[method-assign]
     await app.state.engine.dispose()
     await app.state.auth_epoch.close()
     return plans
@@ -65,6 +78,24 @@ def _literal(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+_STRING = re.compile(r"'(?:[^']|'')*'")
+_VARIABLE = re.compile(r":(?=[A-Za-z_])")
+
+
+def _no_variables(sql: str) -> str:
+    """pgbench reads ':name' as one of its variables even inside a string (the
+    timestamp format 'HH24:MI:SS'): split such strings around chr(58), which
+    the planner folds back into the same constant."""
+
+    def split(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if not _VARIABLE.search(text):
+            return text
+        return "(" + _VARIABLE.sub("' || chr(58) || '", text) + ")"
+
+    return _STRING.sub(split, sql)
+
+
 def pgbench_script(statements: list[dict[str, Any]]) -> str:
     """The statements as pgbench runs them, parameters inlined. No BEGIN/COMMIT:
     the service runs its reads in autocommit."""
@@ -74,7 +105,7 @@ def pgbench_script(statements: list[dict[str, Any]]) -> str:
         params = statement["parameters"] or []
         for index in range(len(params), 0, -1):  # $10 before $1
             sql = sql.replace(f"${index}", _literal(params[index - 1]))
-        lines.append(" ".join(sql.split()) + ";")
+        lines.append(_no_variables(" ".join(sql.split())) + ";")
     return "\n".join(lines) + "\n"
 
 

@@ -9,6 +9,8 @@ its machine). Run by hand:
 """
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
@@ -23,15 +25,22 @@ ORDER BY submitted_at DESC, id DESC LIMIT $3 OFFSET $4"""
 
 
 def create() -> FastAPI:
-    app = FastAPI()
     pool: Any = None
     url = os.environ.get("BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1/bench")
 
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # At startup: a pool made lazily by the first requests was made by
+        # each of the concurrent first requests.
+        nonlocal pool
+        pool = await asyncpg.create_pool(url, min_size=4, max_size=10)
+        yield
+        await pool.close()
+
+    app = FastAPI(lifespan=lifespan)
+
     @app.get("/p")
     async def page() -> Response:
-        nonlocal pool
-        if pool is None:
-            pool = await asyncpg.create_pool(url, min_size=4, max_size=10)
         async with pool.acquire() as connection:
             rows = await connection.fetch(SQL, "org_bench", "frm_bench00", 50, 0)
         body = {

@@ -7,11 +7,12 @@ from fastapi import Depends, Header, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import service as api_key_service
+from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.principal import Principal
 from formsapi.db import session_scope
 from formsapi.errors import Unauthorized, UnsupportedMediaType
 from formsapi.models import Plan
-from formsapi.ratelimit.service import RateLimiter
+from formsapi.ratelimit.service import Decision, RateLimiter, enforce
 
 _READS = frozenset({"GET", "HEAD"})
 
@@ -42,23 +43,34 @@ async def get_principal(request: Request, session: SessionDep) -> Principal:
     """Authenticate the bearer key, then count the request against the IP's limit.
 
     Requests without a valid key still count, at the standard rate, so guessing
-    keys is throttled like anything else.
+    keys is throttled like anything else. For a key this worker has seen, the
+    count and the auth epoch that says whether its cached lookup still holds
+    take one Redis round trip.
     """
+    state = request.app.state
+    limiter: RateLimiter = state.rate_limiter
+    cache: PrincipalCache = state.principal_cache
+    ip = client_ip(request)
+    decision: Decision | None = None
     principal: Principal | None = None
     failure: Unauthorized | None = None
     try:
-        secret = api_key_service.parse_authorization(request.headers.get("authorization"))
-        principal = await api_key_service.authenticate(
-            session, secret, request.app.state.principal_cache
-        )
+        secret_hash = api_key_service.secret_hash_of(request.headers.get("authorization"))
+        epoch = None
+        known_plan = cache.plan_of(secret_hash)
+        if limiter.enabled and known_plan is not None:
+            decision, epoch = await limiter.hit(ip, known_plan, read=cache.epoch.key)
+        principal = await api_key_service.authenticate(session, secret_hash, cache, epoch)
     except Unauthorized as error:
         failure = error
-    limiter: RateLimiter = request.app.state.rate_limiter
     if limiter.enabled:
         plan = principal.plan if principal else Plan.standard
+        # Counted again only when the key turned out not to be what the cache
+        # said (revoked, or its plan changed): the request counts where it belongs.
+        if decision is None or decision.limit != limiter.limit_of(plan):
+            decision, _ = await limiter.hit(ip, plan)
         # A 429 carries its own headers; others get them from RateLimitHeaders.
-        decision = await limiter.check(client_ip(request), plan)
-        request.state.rate_limit_headers = decision.headers()
+        request.state.rate_limit_headers = enforce(decision).headers()
     if failure is not None:
         raise failure
     assert principal is not None

@@ -36,6 +36,13 @@ class PrincipalCache:
             self._entries.clear()  # what was cached may have been revoked meanwhile
         return epoch
 
+    def plan_of(self, secret_hash: str) -> str | None:
+        """The plan of a key this worker has seen, whether or not its entry is
+        still current: the limit to count a request against before the epoch
+        is read, in the same round trip."""
+        entry = self._entries.get(secret_hash)
+        return entry.principal.plan if entry is not None else None
+
     def get(self, secret_hash: str, epoch: bytes | str | None) -> Principal | None:
         if epoch is None:
             return None

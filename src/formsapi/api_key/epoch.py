@@ -37,17 +37,17 @@ def _new_token() -> str:
 class AuthEpoch:
     def __init__(self, redis_url: str | None, prefix: str) -> None:
         self._redis: Redis | None = Redis.from_url(redis_url) if redis_url else None
-        self._key = f"{prefix}:auth-epoch"
+        self.key = f"{prefix}:auth-epoch"  # read by the rate limiter in its round trip
 
     async def current(self) -> bytes | str | None:
         """The current token; None when there is no shared epoch to trust."""
         if self._redis is None:
             return None
         try:
-            token: bytes | str | None = await self._redis.get(self._key)
+            token: bytes | str | None = await self._redis.get(self.key)
             if token is None:
-                await self._redis.set(self._key, _new_token(), nx=True)
-                token = await self._redis.get(self._key)
+                await self._redis.set(self.key, _new_token(), nx=True)
+                token = await self._redis.get(self.key)
         except (RedisError, OSError) as error:
             log.warning("auth epoch unavailable (%s): looking keys up in the database", error)
             return None
@@ -57,7 +57,7 @@ class AuthEpoch:
         if self._redis is None:
             return
         try:
-            await self._redis.set(self._key, _new_token())
+            await self._redis.set(self.key, _new_token())
         except (RedisError, OSError) as error:
             # The change is committed; cached lookups elsewhere expire within
             # PrincipalCache.TTL, and workers that notice the outage drop theirs.

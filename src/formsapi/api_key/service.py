@@ -121,22 +121,31 @@ async def _revoke(session: AsyncSession, key: APIKey) -> APIKey:
     return key
 
 
-def parse_authorization(header: str | None) -> str:
-    """The secret from `Authorization: Bearer <secret>`, or 401 saying what is wrong."""
+def secret_hash_of(header: str | None) -> str:
+    """The hash of the key in `Authorization: Bearer <secret>`, or 401 saying
+    what is wrong with the header."""
     if not header:
         raise Unauthorized("Send your API key as 'Authorization: Bearer <API_KEY>'.")
     scheme, _, secret = header.strip().partition(" ")
-    if scheme.lower() != "bearer" or not secret.strip():
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
         raise Unauthorized("The Authorization header must be 'Bearer <API_KEY>'.")
-    return secret.strip()
-
-
-async def authenticate(session: AsyncSession, secret: str, cache: PrincipalCache) -> Principal:
-    """The caller behind `secret`, from the cache when the auth epoch allows."""
     if not crypto.is_well_formed(secret):
         raise Unauthorized("The API key is malformed.")
-    secret_hash = crypto.hash_secret(secret)
-    epoch = await cache.current_epoch()
+    return crypto.hash_secret(secret)
+
+
+async def authenticate(
+    session: AsyncSession,
+    secret_hash: str,
+    cache: PrincipalCache,
+    epoch: bytes | str | None = None,
+) -> Principal:
+    """The caller behind a key, from the cache when the auth epoch allows.
+
+    `epoch`, when the caller has just read it from Redis, saves reading it here."""
+    if epoch is None:
+        epoch = await cache.current_epoch()
     principal = cache.get(secret_hash, epoch)
     if principal is None:
         principal = await _load(session, secret_hash)

@@ -14,10 +14,14 @@ def utcnow() -> datetime:
 
 def isoformat_z(value: datetime) -> str:
     """`2026-11-21T14:17:19.123Z`: what every timestamp in the API looks like."""
-    if value.tzinfo is not None and value.utcoffset():
-        value = value.astimezone(UTC)
-    # isoformat is C code; strftime cost a third of the page-1 loop.
-    return value.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    # One C call and a slice for the usual UTC value: this runs for every row
+    # of a page (strftime cost a third of the page-1 loop; replace() a fifth).
+    text = value.isoformat(timespec="milliseconds")
+    if text.endswith("+00:00"):
+        return text[:-6] + "Z"
+    if value.tzinfo is None:
+        return text + "Z"
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def parse_timestamp(text: str) -> datetime:

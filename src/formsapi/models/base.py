@@ -3,10 +3,13 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, MetaData
+from sqlalchemy import JSON, DateTime, MetaData, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 
 NAMING_CONVENTION = {
@@ -44,3 +47,24 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class iso_utc(FunctionElement[str]):
+    """A UTC timestamp column as the API prints it, `2026-11-21T14:17:19.123Z`,
+    formatted by the database: in the page loop, formatting 50 datetimes in
+    Python cost more than the rest of building the body."""
+
+    type = Text()
+    inherit_cache = True
+
+
+@compiles(iso_utc, "postgresql")
+def _iso_utc_postgresql(element: iso_utc, compiler: SQLCompiler, **kw: Any) -> str:
+    column = compiler.process(element.clauses, **kw)
+    return f"to_char(({column}) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+
+@compiles(iso_utc, "sqlite")
+def _iso_utc_sqlite(element: iso_utc, compiler: SQLCompiler, **kw: Any) -> str:
+    # SQLite holds the naive UTC text UTCDateTime writes; %f is SS.SSS.
+    return f"strftime('%Y-%m-%dT%H:%M:%fZ', {compiler.process(element.clauses, **kw)})"

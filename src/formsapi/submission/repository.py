@@ -1,11 +1,11 @@
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import cache
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     Row,
-    Select,
     Text,
     bindparam,
     cast,
@@ -19,12 +19,15 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.db import HotStatement
 from formsapi.models import Form, Submission, SubmissionCount
+from formsapi.models.base import iso_utc
 
 HOUR = timedelta(hours=1)
 SEEK_CHUNK = 2000  # hours read per step of a seek
 
-PageRow = Row[str, str, int, datetime, str, int]
+# id, form_id, form_version, submitted_at as API text, answers as JSON text, total.
+PageRow = Sequence[Any]
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -77,18 +80,18 @@ def _total(since: bool) -> ColumnElement[int]:
 
 
 @cache
-def _page_statement(since: bool, bounded: bool) -> Select[str, str, int, datetime, str, int]:
+def _page_statement(since: bool, bounded: bool) -> HotStatement:
     """One of four statement shapes, built once: constructing SQLAlchemy
     statements per request cost as much as running them."""
     conditions = _of_form(since)
     if bounded:
         conditions.append(Submission.submitted_at < bindparam("before"))
-    return (
+    return HotStatement(
         select(
             Submission.id,
             Submission.form_id,
             Submission.form_version,
-            Submission.submitted_at,
+            iso_utc(Submission.submitted_at),
             # The answers as the JSON text the database holds: the API embeds it
             # as is, so they are never decoded and re-encoded.
             cast(Submission.answers, Text).label("answers_json"),
@@ -127,9 +130,7 @@ async def list_page(
     }
     if before is not None:
         parameters["before"] = before
-    # Core execution on the session's connection: no ORM machinery for plain rows.
-    connection = await session.connection()
-    return (await connection.execute(statement, parameters)).all()
+    return await statement.all(await session.connection(), parameters)
 
 
 async def total(
@@ -143,7 +144,7 @@ async def total(
 
 
 @cache
-def _seek_statement(since: bool, below: bool) -> Select[datetime, int, int, int, bool]:
+def _seek_statement(since: bool, below: bool) -> HotStatement:
     """Among the newest `chunk` hours, the first whose running count passes
     `offset`; if none does, the chunk's oldest hour, to go on from.
 
@@ -172,7 +173,7 @@ def _seek_statement(since: bool, below: bool) -> Select[datetime, int, int, int,
     ).subquery("running")
     passes = running.c.through > bindparam("offset")
     # One pass: the passing hour, or else the chunk's last (oldest) hour.
-    return (
+    return HotStatement(
         select(
             running.c.hour,
             (running.c.through - running.c.count).label("newer"),
@@ -209,10 +210,10 @@ async def seek(
         if below is not None:
             step["below"] = below
         statement = _seek_statement(since is not None, below is not None)
-        found = (await connection.execute(statement, step)).first()
-        if found is None:
+        found = await statement.all(connection, step)
+        if not found:
             return None
-        hour, newer, through, hours, passes = found
+        hour, newer, through, hours, passes = found[0]
         if passes:
             return hour + HOUR, skipped + int(newer)
         if hours < chunk:

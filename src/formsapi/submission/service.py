@@ -51,7 +51,7 @@ async def page_document(
             session, organization_id, form_id, since, offset, page.limit, before
         )
     if rows:
-        total = rows[0].total
+        total = rows[0][5]
     else:
         # An empty page: tell a missing form (404) from one with fewer rows.
         await form_service.get(session, organization_id, form_id)
@@ -60,13 +60,13 @@ async def page_document(
         {
             "data": [
                 {
-                    "id": row.id,
-                    "formId": row.form_id,
-                    "formVersion": row.form_version,
-                    "submittedAt": isoformat_z(row.submitted_at),
-                    "answers": orjson.Fragment(row.answers_json),
+                    "id": id_,
+                    "formId": form_id_,
+                    "formVersion": version,
+                    "submittedAt": submitted_at,
+                    "answers": orjson.Fragment(answers),
                 }
-                for row in rows
+                for id_, form_id_, version, submitted_at, answers, _ in rows
             ],
             "pagination": {"page": page.page, "limit": page.limit, "total": total},
         }

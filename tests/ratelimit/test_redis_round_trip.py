@@ -1,0 +1,115 @@
+"""With Redis, a request's count, its window and the auth epoch travel in one
+pipelined round trip built from the `limits` library's own scripts and keys.
+These tests hold that path to what the library itself answers."""
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.api_key import service as api_key_service
+from formsapi.api_key.epoch import AuthEpoch
+from formsapi.config import Settings
+from formsapi.db import create_sessionmaker, session_scope
+from formsapi.models import Plan
+from formsapi.ratelimit.service import RateLimiter
+from tests.conftest import apps_sharing
+from tests.factories import create_key, create_org
+
+pytestmark = pytest.mark.usefixtures("whole_minute")
+
+
+def _settings(redis_url: str, database_url: str = "sqlite://") -> Settings:
+    return Settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        redis_prefix=f"test-{uuid.uuid4()}",
+        rate_limit_standard=3,
+        rate_limit_pro=6,
+    )
+
+
+@pytest.fixture
+def limiter(redis_url: str) -> RateLimiter:
+    return RateLimiter(_settings(redis_url))
+
+
+async def test_counts_and_headers_are_the_librarys(limiter: RateLimiter) -> None:
+    library = SlidingWindowCounterRateLimiter(limiter.storage)
+    item = limiter._item(Plan.standard)
+    answers = []
+    for _ in range(5):
+        decision, _ = await limiter.hit("203.0.113.7", Plan.standard)
+        reset_at, remaining = await library.get_window_stats(item, "203.0.113.7")
+        assert decision.remaining == remaining
+        assert abs(decision.reset_after - max(1, reset_at - time.time())) <= 1
+        answers.append((decision.allowed, decision.remaining))
+
+    assert answers == [(True, 2), (True, 1), (True, 0), (False, 0), (False, 0)]
+    assert not await library.test(item, "203.0.113.7")  # the library sees the same count
+
+
+async def test_the_key_read_alongside_comes_back(limiter: RateLimiter, redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    key = f"test-{uuid.uuid4()}:auth-epoch"
+    await redis.set(key, "e1")
+
+    _, value = await limiter.hit("203.0.113.8", Plan.standard, read=key)
+    _, missing = await limiter.hit("203.0.113.8", Plan.standard, read=key + "-absent")
+    _, unread = await limiter.hit("203.0.113.8", Plan.standard)
+
+    assert (value, missing, unread) == (b"e1", None, None)
+    await redis.delete(key)
+    await redis.aclose()
+
+
+async def test_scripts_forgotten_by_redis_are_loaded_again(
+    limiter: RateLimiter, redis_url: str
+) -> None:
+    await limiter.hit("203.0.113.9", Plan.standard)
+    redis = Redis.from_url(redis_url)
+    await redis.script_flush()  # as after a Redis restart
+    await redis.aclose()
+
+    decision, _ = await limiter.hit("203.0.113.9", Plan.standard)
+
+    assert decision.allowed
+    assert decision.remaining == 1
+
+
+@pytest.fixture
+async def one_worker_on_redis(
+    engine: AsyncEngine, database_url: str, redis_url: str
+) -> AsyncIterator[tuple[httpx.AsyncClient, Settings]]:
+    settings = _settings(redis_url, database_url)
+    async with apps_sharing(settings, count=1) as (client,):
+        yield client, settings
+
+
+async def test_a_cached_key_revoked_counts_at_the_standard_rate(
+    one_worker_on_redis: tuple[httpx.AsyncClient, Settings],
+    session: AsyncSession,
+    engine: AsyncEngine,
+) -> None:
+    client, settings = one_worker_on_redis
+    org = await create_org(session, Plan.pro)
+    key_id, secret = await create_key(session, org)
+    await session.commit()
+    auth = {"Authorization": f"Bearer {secret}"}
+    first = await client.get("/v1/forms", headers=auth)  # now cached as a pro key
+    assert first.headers["ratelimit-limit"] == "6"
+
+    epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
+    async with session_scope(create_sessionmaker(engine), epoch.after_commit) as other:
+        await api_key_service.revoke(other, key_id)
+    await epoch.close()
+    revoked = await client.get("/v1/forms", headers=auth)
+
+    assert revoked.status_code == 401
+    assert revoked.headers["ratelimit-limit"] == "3"
+    assert revoked.headers["ratelimit-remaining"] == "2"
