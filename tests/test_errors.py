@@ -1,8 +1,11 @@
 """Bad input answers a clear problem document, never a 500."""
 
+import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from formsapi.app import create_app
+from formsapi.config import Settings
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
@@ -109,3 +112,34 @@ async def test_overlong_or_odd_form_ids_are_404_or_400_not_500(
         response = await api.get(f"/v1/forms/{form_id}", secret)
         assert response.status_code == 404, form_id
     assert (await api.get(f"/v1/forms/{'x' * 65}", secret)).status_code == 400
+
+
+# PostgreSQL's pool: SQLite's connections are per thread, not bounded this way.
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
+    database_url: str, engine: AsyncEngine, secret_and_form: tuple[str, str]
+) -> None:
+    secret, form_id = secret_and_form
+    app = create_app(
+        Settings(database_url=database_url, database_pool_size=1, database_pool_timeout=0.2)
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://testserver") as client,
+        app.state.engine.connect() as held,  # the pool's only connection
+    ):
+        await held.exec_driver_sql("SELECT 1")
+        busy = await client.get(
+            f"/v1/forms/{form_id}/submissions", headers={"Authorization": f"Bearer {secret}"}
+        )
+        await held.close()
+        freed = await client.get(
+            f"/v1/forms/{form_id}/submissions", headers={"Authorization": f"Bearer {secret}"}
+        )
+    await app.state.engine.dispose()
+
+    assert busy.status_code == 503
+    assert busy.headers["content-type"] == "application/problem+json"
+    assert busy.headers["retry-after"] == "1"
+    assert busy.json()["title"] == "Service Busy"
+    assert freed.status_code == 200

@@ -41,7 +41,9 @@ _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
-    engine = create_engine(settings.database_url)
+    engine = create_engine(
+        settings.database_url, settings.database_pool_size, settings.database_pool_timeout
+    )
     rate_limiter = RateLimiter(settings)
     auth_epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
 

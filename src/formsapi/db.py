@@ -59,14 +59,20 @@ def _sqlite_begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def create_engine(url: str) -> AsyncEngine:
+def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> AsyncEngine:
+    """`pool_size` (PostgreSQL) is how many connections the process keeps; past
+    that a request waits up to `pool_timeout` seconds for one to come back
+    rather than opening another: overflow connections, opened and closed under
+    load, cost a tenth of page-1 throughput (bench/RESULTS.md)."""
     url = async_url(url)
     if url.startswith("sqlite"):
         engine = create_async_engine(url)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=False)
+    return create_async_engine(
+        url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout, pool_pre_ping=False
+    )
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

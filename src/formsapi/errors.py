@@ -13,6 +13,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -153,6 +154,12 @@ class UnsupportedMediaType(FormsAPIError):
     status = 415
     title = "Unsupported Media Type"
     slug = "unsupported-media-type"
+
+
+class Busy(FormsAPIError):
+    status = 503
+    title = "Service Busy"
+    slug = "busy"
 
 
 class RateLimited(FormsAPIError):
@@ -303,6 +310,14 @@ def install_handlers(app: FastAPI) -> None:
             headers=exc.headers,
         )
 
+    async def on_pool_timeout(request: Request, exc: Exception) -> Response:
+        # Every database connection stayed busy for the whole pool timeout.
+        log.warning("no database connection free for %s %s", request.method, request.url.path)
+        busy = Busy(
+            "Every database connection is busy. Retry in a second.", headers={"Retry-After": "1"}
+        )
+        return await on_formsapi_error(request, busy)
+
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         request_id = request.headers.get("x-request-id", "")
         log.exception(
@@ -319,4 +334,5 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(FormsAPIError, on_formsapi_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(PoolTimeout, on_pool_timeout)
     app.add_exception_handler(Exception, on_unexpected)
