@@ -1,5 +1,6 @@
 """create_app(): the ASGI application."""
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -49,6 +50,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Leave what startup built (models, routes, schemas: most of the heap) out
+        # of garbage collection: full collections walked it all, mid-request. The
+        # page-1 p99 at 32 connections fell from 130-166 ms to 54-96 ms.
+        gc.collect()
+        gc.freeze()
         yield
         await engine.dispose()
         await auth_epoch.close()
