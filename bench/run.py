@@ -136,7 +136,10 @@ class Server:
             pid = queue.pop()
             pids.append(pid)
             for task in Path(f"/proc/{pid}/task").glob("*/children"):
-                queue += [int(child) for child in task.read_text().split()]
+                try:
+                    queue += [int(child) for child in task.read_text().split()]
+                except OSError:
+                    continue  # a thread that ended meanwhile (aiosqlite's come and go)
         return pids
 
     def _sample(self) -> None:
