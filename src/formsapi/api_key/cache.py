@@ -47,9 +47,11 @@ class PrincipalCache:
         if epoch is None:
             return None
         entry = self._entries.get(secret_hash)
-        if entry is None or entry.epoch != epoch:
+        if entry is None:
             return None
-        if time.monotonic() - entry.loaded_at > self.TTL:
+        if entry.epoch != epoch or time.monotonic() - entry.loaded_at > self.TTL:
+            # Dropped, not kept: plan_of must not go on answering for a key
+            # that may since have been revoked.
             del self._entries[secret_hash]
             return None
         self._entries.move_to_end(secret_hash)
