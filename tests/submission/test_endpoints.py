@@ -213,9 +213,13 @@ async def test_deep_pages_match_the_order_of_shallow_ones(
     past_the_end = (
         await api.get(f"/v1/forms/{form.id}/submissions?limit=100&page=40", secret)
     ).json()
+    # The deepest page allowed: its offset passes what a 32-bit integer holds.
+    deepest = await api.get(f"/v1/forms/{form.id}/submissions?limit=100&page=2147483647", secret)
 
     assert pages == expected
     assert past_the_end == {"data": [], "pagination": {"page": 40, "limit": 100, "total": 1030}}
+    assert deepest.status_code == 200
+    assert deepest.json()["data"] == []
     assert since["pagination"]["total"] == 1027  # all but the three at T0
     assert [s["id"] for s in since["data"]] == expected[590:600]
     assert since["data"][0]["answers"] == {"n": int(expected[590][4:])}

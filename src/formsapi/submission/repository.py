@@ -4,6 +4,7 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Row,
     Text,
@@ -99,7 +100,8 @@ def _page_statement(since: bool, bounded: bool) -> HotStatement:
         )
         .where(*conditions)
         .order_by(Submission.submitted_at.desc(), Submission.id.desc())
-        .offset(bindparam("offset"))
+        # BIGINT: a deep page times the limit passes what INTEGER holds.
+        .offset(bindparam("offset", type_=BigInteger))
         .limit(bindparam("limit"))
     )
 
@@ -171,7 +173,7 @@ def _seek_statement(since: bool, below: bool) -> HotStatement:
         func.row_number().over(order_by=newest_first).label("position"),
         func.count().over().label("hours"),
     ).subquery("running")
-    passes = running.c.through > bindparam("offset")
+    passes = running.c.through > bindparam("offset", type_=BigInteger)
     # One pass: the passing hour, or else the chunk's last (oldest) hour.
     return HotStatement(
         select(
