@@ -1,5 +1,7 @@
 """Bad input answers a clear problem document, never a 500."""
 
+import uuid
+
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -143,3 +145,35 @@ async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
     assert busy.headers["retry-after"] == "1"
     assert busy.json()["title"] == "Service Busy"
     assert freed.status_code == 200
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_page_read_survives_the_database_closing_its_connections(
+    database_url: str, redis_url: str, engine: AsyncEngine, secret_and_form: tuple[str, str]
+) -> None:
+    """As after a PostgreSQL restart: the pooled connections are dead, and the
+    next page reads (the key cached, so the page query is the first statement)
+    reconnect instead of failing."""
+    secret, form_id = secret_and_form
+    app = create_app(
+        Settings(
+            database_url=database_url,
+            database_pool_size=2,
+            redis_url=redis_url,
+            redis_prefix=f"test-{uuid.uuid4()}",
+        )
+    )
+    transport = httpx.ASGITransport(app=app)
+    path = f"/v1/forms/{form_id}/submissions"
+    auth = {"Authorization": f"Bearer {secret}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        assert (await client.get(path, headers=auth)).status_code == 200  # key now cached
+        async with engine.connect() as admin:
+            await admin.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        after = [(await client.get(path, headers=auth)).status_code for _ in range(3)]
+    await app.state.engine.dispose()
+
+    assert after == [200, 200, 200]

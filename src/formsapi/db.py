@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Connection, Select, event
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.ext.asyncio import (
@@ -121,6 +122,24 @@ def migrate(url: str, revision: str = "head") -> None:
     command.upgrade(_alembic_config(url), revision)
 
 
+# The driver's signs of a connection the server has closed (a restart, a
+# terminated backend), as SQLAlchemy's asyncpg dialect recognises them.
+_DISCONNECTS = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CannotConnectNowError,
+    ConnectionError,
+)
+
+
+def _autocommit(connection: AsyncConnection) -> bool:
+    options = (
+        connection.sync_connection.get_execution_options() if connection.sync_connection else {}
+    )
+    return options.get("isolation_level") == "AUTOCOMMIT"
+
+
 class HotStatement:
     """A Core statement for the busiest reads, compiled once and, on PostgreSQL,
     run on the asyncpg connection itself.
@@ -142,8 +161,10 @@ class HotStatement:
         """The SQL text and positional values the driver runs (PostgreSQL)."""
         if self._postgresql is None:
             compiled = self.statement.compile(dialect=dialect)
-            # Literals the statement carries (coalesce's 0) are parameters too.
-            self._postgresql = (compiled.string, tuple(compiled.positiontup or ()), compiled.params)
+            # Literals the statement carries (coalesce's 0) are parameters too;
+            # a bind left without a value must be passed, not sent as NULL.
+            literals = {k: v for k, v in compiled.params.items() if v is not None}
+            self._postgresql = (compiled.string, tuple(compiled.positiontup or ()), literals)
         sql, names, literals = self._postgresql
         values = literals | dict(parameters)
         return sql, [values[name] for name in names]
@@ -154,7 +175,22 @@ class HotStatement:
         if connection.dialect.name != "postgresql":
             return (await connection.execute(self.statement, parameters)).all()
         sql, values = self.driver_sql(connection.dialect, parameters)
-        driver = (await connection.get_raw_connection()).driver_connection
-        assert driver is not None
-        rows: Sequence[Sequence[Any]] = await driver.fetch(sql, *values)
-        return rows
+        for attempt in range(2):
+            driver = (await connection.get_raw_connection()).driver_connection
+            assert driver is not None
+            try:
+                rows: Sequence[Sequence[Any]] = await driver.fetch(sql, *values)
+                return rows
+            except Exception as error:
+                if not (isinstance(error, _DISCONNECTS) or driver.is_closed()):
+                    raise
+                # What SQLAlchemy's execution layer would have done: drop this
+                # connection and the pool's others of the same age (a restarted
+                # server closed them all). An autocommit read has nothing to
+                # lose, so it is tried once more on a fresh connection.
+                await connection.invalidate()
+                await connection.engine.dispose(close=False)
+                if attempt or not _autocommit(connection):
+                    raise
+                await connection.rollback()  # lets `connection` reconnect
+        raise AssertionError("unreachable")
