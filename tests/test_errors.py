@@ -134,6 +134,7 @@ async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
         busy = await client.get(
             f"/v1/forms/{form_id}/submissions", headers={"Authorization": f"Bearer {secret}"}
         )
+        ready = await client.get("/readyz")  # busy is not down: stay in rotation
         await held.close()
         freed = await client.get(
             f"/v1/forms/{form_id}/submissions", headers={"Authorization": f"Bearer {secret}"}
@@ -144,6 +145,8 @@ async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
     assert busy.headers["content-type"] == "application/problem+json"
     assert busy.headers["retry-after"] == "1"
     assert busy.json()["title"] == "Service Busy"
+    assert ready.status_code == 200
+    assert ready.json()["components"]["database"] == "busy"
     assert freed.status_code == 200
 
 

@@ -13,6 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
+from sqlalchemy.pool import QueuePool
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from formsapi import __version__, web
@@ -164,6 +165,14 @@ def _mount_probes(app: FastAPI) -> None:
         failing them all would turn a degradation into an outage."""
         redis = await app.state.auth_epoch.ping()
         components = {"redis": {None: "not configured", True: "ok", False: "unreachable"}[redis]}
+        pool = app.state.engine.pool
+        if isinstance(pool, QueuePool) and pool.checkedout() >= pool.size():
+            # Every connection is in use by requests: the database answers and
+            # the process serves. Waiting for one would fail the probe under load
+            # and take every busy instance out of rotation at once.
+            return JSONResponse(
+                {"status": "ready", "components": {"database": "busy", **components}}
+            )
         try:
             async with app.state.engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
