@@ -2,6 +2,7 @@
 of another organization is indistinguishable from one that does not exist."""
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,10 +20,18 @@ from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import Form, FormStatus, FormVersion
 
 
-async def page_document(session: AsyncSession, organization_id: str, page: PageParams) -> bytes:
-    """The JSON body of one page of forms, newest first, with the exact total."""
+async def list_page(
+    session: AsyncSession, organization_id: str, page: PageParams
+) -> tuple[Sequence[repository.SummaryRow], int]:
+    """One page of forms, newest first, and the exact total."""
     rows = await repository.list_page(session, organization_id, page.offset, page.limit)
     total = rows[0].total if rows else await repository.count(session, organization_id)
+    return rows, total
+
+
+async def page_document(session: AsyncSession, organization_id: str, page: PageParams) -> bytes:
+    """The JSON body of one page of forms, newest first, with the exact total."""
+    rows, total = await list_page(session, organization_id, page)
     return orjson.dumps(
         {
             "data": [summary(row) for row in rows],

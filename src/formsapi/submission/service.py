@@ -120,6 +120,13 @@ async def create(
     return submission
 
 
+async def recent(
+    session: AsyncSession, organization_id: str, form_id: str, limit: int
+) -> Sequence[Submission]:
+    """The newest submissions of one form, newest first."""
+    return await repository.recent(session, organization_id, form_id, limit)
+
+
 async def get(
     session: AsyncSession, organization_id: str, form_id: str, submission_id: str
 ) -> Submission:

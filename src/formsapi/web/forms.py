@@ -7,13 +7,12 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import FormNotFound
-from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, questions
 from formsapi.kit.pagination import PageParams
 from formsapi.models import Form
 from formsapi.submission import export
-from formsapi.submission import repository as submission_repository
+from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
 from formsapi.web.context import SECURITY_HEADERS, DbDep, Viewer, ViewerDep, render
 
@@ -57,11 +56,9 @@ async def forms(
 ) -> Response:
     if viewer.organization is None:
         return render(request, "no_organization.html", viewer, section="forms")
-    params = PageParams(page=page, limit=PER_PAGE)
-    rows = await form_repository.list_page(
-        session, viewer.organization.id, params.offset, params.limit
+    rows, total = await form_service.list_page(
+        session, viewer.organization.id, PageParams(page=page, limit=PER_PAGE)
     )
-    total = rows[0].total if rows else await form_repository.count(session, viewer.organization.id)
     return render(
         request,
         "forms.html",
@@ -82,7 +79,7 @@ async def form_page(request: Request, session: DbDep, viewer: ViewerDep, form_id
     organization_id = form.organization_id
     blocks = BlockList.validate_python(form.blocks)
     asked = questions(blocks)
-    recent = await submission_repository.recent(session, organization_id, form.id, RECENT)
+    recent = await submission_service.recent(session, organization_id, form.id, RECENT)
     days = await export.daily_counts(session, organization_id, form.id)
     return render(
         request,
