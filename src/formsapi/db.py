@@ -175,22 +175,32 @@ class HotStatement:
         if connection.dialect.name != "postgresql":
             return (await connection.execute(self.statement, parameters)).all()
         sql, values = self.driver_sql(connection.dialect, parameters)
-        for attempt in range(2):
-            driver = (await connection.get_raw_connection()).driver_connection
-            assert driver is not None
-            try:
-                rows: Sequence[Sequence[Any]] = await driver.fetch(sql, *values)
-                return rows
-            except Exception as error:
-                if not (isinstance(error, _DISCONNECTS) or driver.is_closed()):
-                    raise
-                # What SQLAlchemy's execution layer would have done: drop this
-                # connection and the pool's others of the same age (a restarted
-                # server closed them all). An autocommit read has nothing to
-                # lose, so it is tried once more on a fresh connection.
-                await connection.invalidate()
-                await connection.engine.dispose(close=False)
-                if attempt or not _autocommit(connection):
-                    raise
-                await connection.rollback()  # lets `connection` reconnect
-        raise AssertionError("unreachable")
+        try:
+            return await _fetch(connection, sql, values)
+        except Exception as error:
+            if not await _dropped(connection, error) or not _autocommit(connection):
+                raise
+            # An autocommit read has nothing to lose: once more, on a fresh connection.
+            await connection.rollback()  # lets `connection` reconnect
+        return await _fetch(connection, sql, values)
+
+
+async def _fetch(
+    connection: AsyncConnection, sql: str, values: list[object]
+) -> Sequence[Sequence[Any]]:
+    driver = (await connection.get_raw_connection()).driver_connection
+    assert driver is not None
+    rows: Sequence[Sequence[Any]] = await driver.fetch(sql, *values)
+    return rows
+
+
+async def _dropped(connection: AsyncConnection, error: Exception) -> bool:
+    """Whether `error` says the server closed the connection; if so, do what
+    SQLAlchemy's execution layer would have: invalidate it, and drop the pool's
+    others of the same age (a restarted server closed them all)."""
+    driver = (await connection.get_raw_connection()).driver_connection
+    if not (isinstance(error, _DISCONNECTS) or (driver is not None and driver.is_closed())):
+        return False
+    await connection.invalidate()
+    await connection.engine.dispose(close=False)
+    return True
