@@ -44,11 +44,11 @@ async def capture(
     # The hot reads skip SQLAlchemy's execution (and its events) on PostgreSQL.
     run_hot = HotStatement.all
 
-    async def recorded(hot: HotStatement, connection: Any, parameters: Any) -> Any:
-        if connection.dialect.name == "postgresql":
-            sql, values = hot.driver_sql(connection.dialect, parameters)
+    async def recorded(hot: HotStatement, session: Any, parameters: Any) -> Any:
+        if session.bind.dialect.name == "postgresql":
+            sql, values = hot.driver_sql(session.bind.dialect, parameters)
             seen.append({"sql": sql, "parameters": values})
-        return await run_hot(hot, connection, parameters)
+        return await run_hot(hot, session, parameters)
 
     HotStatement.all = recorded  # type: ignore[method-assign]
     plans: dict[str, list[dict[str, Any]]] = {}

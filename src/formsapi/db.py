@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.util import greenlet_spawn
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -133,13 +134,6 @@ _DISCONNECTS = (
 )
 
 
-def _autocommit(connection: AsyncConnection) -> bool:
-    options = (
-        connection.sync_connection.get_execution_options() if connection.sync_connection else {}
-    )
-    return options.get("isolation_level") == "AUTOCOMMIT"
-
-
 class HotStatement:
     """A Core statement for the busiest reads, compiled once and, on PostgreSQL,
     run on the asyncpg connection itself.
@@ -170,37 +164,80 @@ class HotStatement:
         return sql, [values[name] for name in names]
 
     async def all(
-        self, connection: AsyncConnection, parameters: Mapping[str, object]
+        self, session: AsyncSession, parameters: Mapping[str, object]
     ) -> Sequence[Sequence[Any]]:
-        if connection.dialect.name != "postgresql":
+        """The rows, read through `session`.
+
+        A read session (autocommit) with no connection of its own yet borrows
+        one from the pool for this statement alone: the session's transaction
+        and connection bookkeeping cost ~90 us a page-1 read, more than the
+        fetch itself (bench/RESULTS.md)."""
+        engine = session.bind
+        assert isinstance(engine, AsyncEngine), "sessions are bound to an engine"
+        if engine.dialect.name != "postgresql":
+            connection = await session.connection()
             return (await connection.execute(self.statement, parameters)).all()
-        sql, values = self.driver_sql(connection.dialect, parameters)
+        sql, values = self.driver_sql(engine.dialect, parameters)
+        if session.in_transaction() or not _autocommit(engine):
+            return await _fetch_in(await session.connection(), sql, values)
         try:
-            return await _fetch(connection, sql, values)
-        except Exception as error:
-            if not await _dropped(connection, error) or not _autocommit(connection):
-                raise
-            # An autocommit read has nothing to lose: once more, on a fresh connection.
-            await connection.rollback()  # lets `connection` reconnect
-        return await _fetch(connection, sql, values)
+            return await _fetch_pooled(engine, sql, values)
+        except _Dropped:
+            # The server closed the connection (a restart, a terminated backend),
+            # and with it, likely, every other the pool holds: drop them, and as
+            # an autocommit read has nothing to lose, run once more on a fresh one.
+            await engine.dispose(close=False)
+        try:
+            return await _fetch_pooled(engine, sql, values)
+        except _Dropped as dropped:
+            raise dropped.error from None  # still down: the driver's own error
 
 
-async def _fetch(
-    connection: AsyncConnection, sql: str, values: list[object]
-) -> Sequence[Sequence[Any]]:
-    driver = (await connection.get_raw_connection()).driver_connection
+def _autocommit(engine: AsyncEngine) -> bool:
+    return engine.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+
+
+async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> list[Any]:
+    pooled = await engine.raw_connection()
+    driver = pooled.driver_connection
     assert driver is not None
-    rows: Sequence[Sequence[Any]] = await driver.fetch(sql, *values)
+    try:
+        rows: list[Any] = await driver.fetch(sql, *values)
+    except Exception as error:
+        if _closed(driver, error):
+            await greenlet_spawn(pooled.invalidate)
+            raise _Dropped(error) from error
+        raise
+    finally:
+        await greenlet_spawn(pooled.close)
     return rows
 
 
-async def _dropped(connection: AsyncConnection, error: Exception) -> bool:
-    """Whether `error` says the server closed the connection; if so, do what
-    SQLAlchemy's execution layer would have: invalidate it, and drop the pool's
-    others of the same age (a restarted server closed them all)."""
+async def _fetch_in(connection: AsyncConnection, sql: str, values: list[object]) -> list[Any]:
+    """Run on the session's own connection (its transaction). A dropped
+    connection is invalidated, as SQLAlchemy's execution layer would have, so
+    the session's rollback and the pool's next checkout do not trip on it."""
     driver = (await connection.get_raw_connection()).driver_connection
-    if not (isinstance(error, _DISCONNECTS) or (driver is not None and driver.is_closed())):
-        return False
-    await connection.invalidate()
-    await connection.engine.dispose(close=False)
-    return True
+    assert driver is not None
+    try:
+        rows: list[Any] = await driver.fetch(sql, *values)
+    except Exception as error:
+        if _closed(driver, error):
+            await connection.invalidate()
+            await connection.engine.dispose(close=False)
+        raise
+    return rows
+
+
+class _Dropped(Exception):
+    """The server closed the connection a statement ran on."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _closed(driver: Any, error: Exception) -> bool:
+    # The driver reports a connection closed under it in several ways, some as
+    # a protocol state error (InternalClientError) rather than a disconnect.
+    return isinstance(error, _DISCONNECTS) or driver.is_closed()

@@ -132,7 +132,7 @@ async def list_page(
     }
     if before is not None:
         parameters["before"] = before
-    return await statement.all(await session.connection(), parameters)
+    return await statement.all(session, parameters)
 
 
 async def total(
@@ -205,14 +205,13 @@ async def seek(
     parameters = _parameters(organization_id, form_id, since)
     if since is not None:
         parameters["since_hour"] = hour_of(since)
-    connection = await session.connection()
     skipped, below, chunk = 0, None, SEEK_CHUNK
     while True:
         step = parameters | {"offset": offset - skipped, "chunk": chunk}
         if below is not None:
             step["below"] = below
         statement = _seek_statement(since is not None, below is not None)
-        found = await statement.all(connection, step)
+        found = await statement.all(session, step)
         if not found:
             return None
         hour, newer, through, hours, passes = found[0]
