@@ -21,6 +21,7 @@ from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
+from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted.routes import router as hosted_router
@@ -72,9 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessionmaker = create_sessionmaker(engine)
-    # Reads run each statement in autocommit: one round trip instead of BEGIN,
-    # SELECT, COMMIT. Read endpoints answer from one statement (deep pages from
-    # two, whose second only narrows what the first found).
+    # Read endpoints answer from one statement (deep pages from two, whose
+    # second only narrows what the first found): each runs in autocommit.
     app.state.read_sessionmaker = create_sessionmaker(
         engine.execution_options(isolation_level="AUTOCOMMIT")
     )
@@ -94,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _mount_probes(app)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
+    app.add_middleware(CloseReadSession)
     app.add_middleware(RateLimitHeaders)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.trusted_proxies:

@@ -4,7 +4,7 @@ import hmac
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.api_key import repository
 from formsapi.api_key.cache import PrincipalCache
@@ -136,21 +136,28 @@ def secret_hash_of(header: str | None) -> str:
 
 
 async def authenticate(
-    session: AsyncSession,
+    sessionmaker: async_sessionmaker[AsyncSession],
     secret_hash: str,
     cache: PrincipalCache,
     epoch: bytes | str | None = None,
 ) -> Principal:
     """The caller behind a key, from the cache when the auth epoch allows.
 
+    A session is opened only when the database is needed: on a miss, and once
+    an interval to record the key's last use. `sessionmaker` must make
+    autocommit sessions, so that record lands whatever the request does next.
     `epoch`, when the caller has just read it from Redis, saves reading it here."""
     if epoch is None:
         epoch = await cache.current_epoch()
     principal = cache.get(secret_hash, epoch)
-    if principal is None:
-        principal = await _load(session, secret_hash)
-        cache.put(secret_hash, principal, epoch)
-    if cache.due_for_touch(principal.key_id):
+    if principal is not None and not cache.due_for_touch(principal.key_id):
+        return principal
+    async with sessionmaker() as session:
+        if principal is None:
+            principal = await _load(session, secret_hash)
+            cache.put(secret_hash, principal, epoch)
+            if not cache.due_for_touch(principal.key_id):
+                return principal
         now = utcnow()
         await repository.touch(session, principal.key_id, now, now - LAST_USED_RESOLUTION)
     return principal

@@ -6,7 +6,13 @@ from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
-from formsapi.dependencies import IdempotencyKeyHeader, JSONBody, PrincipalDep, SessionDep
+from formsapi.dependencies import (
+    IdempotencyKeyHeader,
+    JSONBody,
+    PrincipalDep,
+    ReadSessionDep,
+    SessionDep,
+)
 from formsapi.errors import problem_responses
 from formsapi.form import service
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
@@ -28,7 +34,7 @@ def json(body: object) -> Response:
 
 
 @router.get("", response_model=Page[FormSummary], responses=ERRORS)
-async def list_forms(principal: PrincipalDep, session: SessionDep, page: PageDep) -> Response:
+async def list_forms(principal: PrincipalDep, session: ReadSessionDep, page: PageDep) -> Response:
     """The forms of the key's organization, newest first."""
     require_scope(principal, Scope.forms_read)
     body = await service.page_document(session, principal.organization_id, page)
@@ -42,7 +48,7 @@ async def list_forms(principal: PrincipalDep, session: SessionDep, page: PageDep
 )
 async def get_form(
     principal: PrincipalDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     form_id: FormId,
     version: Annotated[
         int | None,

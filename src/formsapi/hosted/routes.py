@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData
 
-from formsapi.dependencies import SessionDep, client_ip
+from formsapi.dependencies import ReadSessionDep, SessionDep, client_ip
 from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
 from formsapi.form.blocks import Block, questions
 from formsapi.hosted import service
@@ -113,7 +113,7 @@ async def _open_form(request: Request, session: AsyncSession, form_id: str) -> F
 
 
 @router.get("/f/{form_id}")
-async def show_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
@@ -153,7 +153,7 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
 
 
 @router.get("/f/{form_id}/thanks")
-async def thanks(request: Request, session: SessionDep, form_id: FormId) -> Response:
+async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
     if (limited := await _limited(request)) is not None:
         return limited
     form = await service.public_form(session, form_id)

@@ -9,7 +9,13 @@ from pydantic_core import PydanticCustomError
 
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
-from formsapi.dependencies import IdempotencyKeyHeader, JSONBody, PrincipalDep, SessionDep
+from formsapi.dependencies import (
+    IdempotencyKeyHeader,
+    JSONBody,
+    PrincipalDep,
+    ReadSessionDep,
+    SessionDep,
+)
 from formsapi.errors import problem_responses
 from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json, replay
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
@@ -48,7 +54,7 @@ Since = Annotated[
 )
 async def list_submissions(
     principal: PrincipalDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     form_id: FormId,
     page: PageDep,
     since: Since = None,
@@ -110,7 +116,7 @@ async def create_submission(
 
 @router.get("/{submissionId}", response_model=SubmissionOut, responses=ERRORS_404)
 async def get_submission(
-    principal: PrincipalDep, session: SessionDep, form_id: FormId, submission_id: SubmissionId
+    principal: PrincipalDep, session: ReadSessionDep, form_id: FormId, submission_id: SubmissionId
 ) -> Response:
     """One submission."""
     require_scope(principal, Scope.submissions_read)
