@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.app import create_app
 from formsapi.config import Settings
+from formsapi.kit.crypto import generate_secret
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
@@ -180,3 +181,55 @@ async def test_a_page_read_survives_the_database_closing_its_connections(
     await app.state.engine.dispose()
 
     assert after == [200, 200, 200]
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_reads_after_the_database_closed_its_connections_answer_503_then_200_never_500(
+    database_url: str, redis_url: str, engine: AsyncEngine, secret_and_form: tuple[str, str]
+) -> None:
+    """Reads outside the hot path run through SQLAlchemy: the first to meet a
+    dead connection cannot be replayed for it, but tells the client to retry,
+    and the pool refreshes its other connections."""
+    secret, form_id = secret_and_form
+    app = create_app(
+        Settings(
+            database_url=database_url,
+            database_pool_size=2,
+            redis_url=redis_url,
+            redis_prefix=f"test-{uuid.uuid4()}",
+        )
+    )
+    transport = httpx.ASGITransport(app=app)
+    path = f"/v1/forms/{form_id}"
+    auth = {"Authorization": f"Bearer {secret}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        assert (await client.get(path, headers=auth)).status_code == 200
+        async with engine.connect() as admin:
+            await admin.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        after = [await client.get(path, headers=auth) for _ in range(3)]
+    await app.state.engine.dispose()
+
+    assert [r.status_code for r in after][-1] == 200
+    for response in after:
+        assert response.status_code in (200, 503)
+        if response.status_code == 503:
+            assert response.headers["retry-after"] == "1"
+            assert response.json()["type"].endswith("/database-unavailable")
+
+
+async def test_a_database_that_cannot_be_reached_answers_503_with_retry_after() -> None:
+    # Nothing listens on port 1: every connection attempt is refused.
+    app = create_app(Settings(database_url="postgresql://postgres@127.0.0.1:1/none"))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        key = {"Authorization": f"Bearer {generate_secret()}"}  # well formed: looked up
+        response = await client.get("/v1/forms", headers=key)
+    await app.state.engine.dispose()
+
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["retry-after"] == "1"
+    assert response.json()["type"].endswith("/database-unavailable")

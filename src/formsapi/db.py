@@ -134,6 +134,21 @@ _DISCONNECTS = (
 )
 
 
+class ConnectionDropped(ConnectionError):
+    """The server closed the connection a statement ran on."""
+
+
+# What a request meets when the database cannot be reached: no connection to be
+# had (refused, reset, the server starting or shutting down, out of slots), or a
+# hot read's connection dropped twice. SQLAlchemy's own execution reports a
+# dropped connection as a DBAPIError with `connection_invalidated` set.
+UNREACHABLE = (
+    ConnectionError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
+
+
 class HotStatement:
     """A Core statement for the busiest reads, compiled once and, on PostgreSQL,
     run on the asyncpg connection itself.
@@ -182,15 +197,12 @@ class HotStatement:
             return await _fetch_in(await session.connection(), sql, values)
         try:
             return await _fetch_pooled(engine, sql, values)
-        except _Dropped:
+        except ConnectionDropped:
             # The server closed the connection (a restart, a terminated backend),
             # and with it, likely, every other the pool holds: drop them, and as
             # an autocommit read has nothing to lose, run once more on a fresh one.
             await engine.dispose(close=False)
-        try:
-            return await _fetch_pooled(engine, sql, values)
-        except _Dropped as dropped:
-            raise dropped.error from None  # still down: the driver's own error
+        return await _fetch_pooled(engine, sql, values)
 
 
 def _autocommit(engine: AsyncEngine) -> bool:
@@ -206,7 +218,7 @@ async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> 
     except Exception as error:
         if _closed(driver, error):
             await greenlet_spawn(pooled.invalidate)
-            raise _Dropped(error) from error
+            raise ConnectionDropped(str(error)) from error
         raise
     finally:
         await greenlet_spawn(pooled.close)
@@ -225,16 +237,9 @@ async def _fetch_in(connection: AsyncConnection, sql: str, values: list[object])
         if _closed(driver, error):
             await connection.invalidate()
             await connection.engine.dispose(close=False)
+            raise ConnectionDropped(str(error)) from error
         raise
     return rows
-
-
-class _Dropped(Exception):
-    """The server closed the connection a statement ran on."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _closed(driver: Any, error: Exception) -> bool:

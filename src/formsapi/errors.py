@@ -13,9 +13,12 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+
+from formsapi.db import UNREACHABLE
 
 log = logging.getLogger("formsapi")
 
@@ -160,6 +163,12 @@ class Busy(FormsAPIError):
     status = 503
     title = "Service Busy"
     slug = "busy"
+
+
+class DatabaseUnavailable(FormsAPIError):
+    status = 503
+    title = "Database Unavailable"
+    slug = "database-unavailable"
 
 
 class RateLimited(FormsAPIError):
@@ -318,6 +327,25 @@ def install_handlers(app: FastAPI) -> None:
         )
         return await on_formsapi_error(request, busy)
 
+    async def on_database_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, DBAPIError) and not exc.connection_invalidated:
+            return await on_unexpected(request, exc)
+        # A restart or an outage, not a bug: the pool reconnects on its next
+        # checkout, so the client may simply retry.
+        cause = exc.orig if isinstance(exc, DBAPIError) else exc
+        # The type only: a statement's text and parameters stay out of the log.
+        log.warning(
+            "database unavailable for %s %s: %s",
+            request.method,
+            request.url.path,
+            type(cause).__name__,
+        )
+        unavailable = DatabaseUnavailable(
+            "The database cannot be reached right now. Retry in a second.",
+            headers={"Retry-After": "1"},
+        )
+        return await on_formsapi_error(request, unavailable)
+
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         request_id = request.headers.get("x-request-id", "")
         log.exception(
@@ -335,4 +363,6 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(PoolTimeout, on_pool_timeout)
+    for error in (DBAPIError, *UNREACHABLE):
+        app.add_exception_handler(error, on_database_error)
     app.add_exception_handler(Exception, on_unexpected)
