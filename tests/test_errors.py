@@ -2,6 +2,7 @@
 
 import uuid
 
+import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -204,12 +205,65 @@ async def test_reads_after_the_database_closed_its_connections_answer_503_then_2
         database_url, redis_url, engine, secret, f"/v1/forms/{form_id}"
     )
 
-    assert after[-1].status_code == 200
-    for response in after:
-        assert response.status_code in (200, 503)
-        if response.status_code == 503:
-            assert response.headers["retry-after"] == "1"
-            assert response.json()["type"].endswith("/database-unavailable")
+    assert [r.status_code for r in after] == [503, 200, 200]
+    assert after[0].headers["retry-after"] == "1"
+    assert after[0].json()["type"].endswith("/database-unavailable")
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize(
+    "failure",
+    [
+        asyncpg.exceptions.CannotConnectNowError("the database system is starting up"),
+        asyncpg.exceptions.TooManyConnectionsError("sorry, too many clients already"),
+        # What asyncio raises when every address of `localhost` refuses.
+        OSError("Multiple exceptions: [Errno 111] ('::1', 5432), [Errno 111] ('127.0.0.1', 5432)"),
+    ],
+    ids=["starting-up", "out-of-slots", "every-address-refused"],
+)
+async def test_a_database_refusing_new_connections_answers_503(
+    database_url: str,
+    redis_url: str,
+    session: AsyncSession,
+    monkeypatch: pytest.MonkeyPatch,
+    failure: Exception,
+) -> None:
+    """Page reads (on the driver), other reads (through SQLAlchemy) and writes
+    all answer 503; only the reads invite a retry, since a write that lost its
+    connection may have been saved."""
+    org = await create_org(session)
+    _, secret = await create_key(
+        session, org, scopes=["forms:read", "submissions:read", "submissions:write"]
+    )
+    form_id = (await create_form(session, org)).id
+    await session.commit()
+    app = create_app(
+        Settings(
+            database_url=database_url, redis_url=redis_url, redis_prefix=f"test-{uuid.uuid4()}"
+        )
+    )
+    transport = httpx.ASGITransport(app=app)
+    auth = {"Authorization": f"Bearer {secret}"}
+    page = f"/v1/forms/{form_id}/submissions"
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        assert (await client.get(page, headers=auth)).status_code == 200  # key now cached
+        await app.state.engine.dispose()  # the next statement must connect
+
+        async def refuse(*_: object, **__: object) -> None:
+            raise failure
+
+        monkeypatch.setattr(asyncpg, "connect", refuse)
+        responses = [
+            await client.get(page, headers=auth),
+            await client.get(f"/v1/forms/{form_id}", headers=auth),
+            await client.post(page, headers=auth, json={"answers": {}}),
+        ]
+        monkeypatch.undo()
+    await app.state.engine.dispose()
+
+    assert [r.status_code for r in responses] == [503, 503, 503]
+    assert all(r.json()["type"].endswith("/database-unavailable") for r in responses)
+    assert [r.headers.get("retry-after") for r in responses] == ["1", "1", None]
 
 
 async def test_a_database_that_cannot_be_reached_answers_503_with_retry_after() -> None:

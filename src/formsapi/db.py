@@ -4,6 +4,7 @@ The session a request (or command) gets is committed once, at its boundary;
 services and repositories never commit.
 """
 
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Connection, Select, event
 from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
     AsyncEngine,
@@ -19,7 +21,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 from sqlalchemy.util import greenlet_spawn
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -68,12 +70,18 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
     load, cost a tenth of page-1 throughput (bench/RESULTS.md)."""
     url = async_url(url)
     if url.startswith("sqlite"):
-        engine = create_async_engine(url)
+        # Statements' parameters (answers, key hashes) stay out of error messages and logs.
+        engine = create_async_engine(url, hide_parameters=True)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout, pool_pre_ping=False
+        url,
+        pool_size=pool_size,
+        max_overflow=0,
+        pool_timeout=pool_timeout,
+        pool_pre_ping=False,
+        hide_parameters=True,
     )
 
 
@@ -124,29 +132,49 @@ def migrate(url: str, revision: str = "head") -> None:
 
 
 # The driver's signs of a connection the server has closed (a restart, a
-# terminated backend), as SQLAlchemy's asyncpg dialect recognises them.
+# terminated backend); any other error on a connection the driver reports
+# closed counts too (see _closed).
 _DISCONNECTS = (
     asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.InterfaceError,
     asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.CannotConnectNowError,
     ConnectionError,
 )
 
-
-class ConnectionDropped(ConnectionError):
-    """The server closed the connection a statement ran on."""
-
-
-# What a request meets when the database cannot be reached: no connection to be
-# had (refused, reset, the server starting or shutting down, out of slots), or a
-# hot read's connection dropped twice. SQLAlchemy's own execution reports a
-# dropped connection as a DBAPIError with `connection_invalidated` set.
-UNREACHABLE = (
-    ConnectionError,
+# No connection to be had: refused, reset, timed out, a name that does not
+# resolve, the server starting up, shutting down or out of connection slots.
+_UNREACHABLE = (
+    *_DISCONNECTS,
+    TimeoutError,
+    socket.gaierror,
     asyncpg.exceptions.CannotConnectNowError,
     asyncpg.exceptions.TooManyConnectionsError,
 )
+
+
+class DatabaseUnreachable(ConnectionError):
+    """No connection to the database could be had for a statement."""
+
+
+class ConnectionDropped(DatabaseUnreachable):
+    """The server closed the connection a statement ran on."""
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether `error`, or an error it wraps, says the database cannot be
+    reached right now (as opposed to a bug or bad data): worth a retry."""
+    current: BaseException | None = error
+    # SQLAlchemy's wrapper, then the adapted DBAPI error, then the driver's own.
+    for _ in range(4):
+        if current is None:
+            return False
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, _UNREACHABLE):
+            return True
+        if type(current) is OSError and str(current).startswith("Multiple exceptions"):
+            return True  # asyncio: every address of the name failed (localhost: ::1 and 127.0.0.1)
+        current = current.orig if isinstance(current, DBAPIError) else current.__cause__
+    return False
 
 
 class HotStatement:
@@ -188,7 +216,8 @@ class HotStatement:
         and connection bookkeeping cost ~90 us a page-1 read, more than the
         fetch itself (bench/RESULTS.md)."""
         engine = session.bind
-        assert isinstance(engine, AsyncEngine), "sessions are bound to an engine"
+        if not isinstance(engine, AsyncEngine):
+            raise TypeError("HotStatement needs a session bound to an engine")
         if engine.dialect.name != "postgresql":
             connection = await session.connection()
             return (await connection.execute(self.statement, parameters)).all()
@@ -198,11 +227,8 @@ class HotStatement:
         try:
             return await _fetch_pooled(engine, sql, values)
         except ConnectionDropped:
-            # The server closed the connection (a restart, a terminated backend),
-            # and with it, likely, every other the pool holds: drop them, and as
-            # an autocommit read has nothing to lose, run once more on a fresh one.
-            await engine.dispose(close=False)
-        return await _fetch_pooled(engine, sql, values)
+            # An autocommit read has nothing to lose: once more, on a fresh connection.
+            return await _fetch_pooled(engine, sql, values)
 
 
 def _autocommit(engine: AsyncEngine) -> bool:
@@ -210,14 +236,19 @@ def _autocommit(engine: AsyncEngine) -> bool:
 
 
 async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> list[Any]:
-    pooled = await engine.raw_connection()
+    try:
+        pooled = await engine.raw_connection()
+    except Exception as error:
+        if unreachable(error):
+            raise DatabaseUnreachable(str(error)) from error
+        raise
     driver = pooled.driver_connection
     assert driver is not None
     try:
         rows: list[Any] = await driver.fetch(sql, *values)
     except Exception as error:
         if _closed(driver, error):
-            await greenlet_spawn(pooled.invalidate)
+            await greenlet_spawn(_invalidate_generation, engine, pooled, error)
             raise ConnectionDropped(str(error)) from error
         raise
     finally:
@@ -229,20 +260,32 @@ async def _fetch_in(connection: AsyncConnection, sql: str, values: list[object])
     """Run on the session's own connection (its transaction). A dropped
     connection is invalidated, as SQLAlchemy's execution layer would have, so
     the session's rollback and the pool's next checkout do not trip on it."""
-    driver = (await connection.get_raw_connection()).driver_connection
+    raw = await connection.get_raw_connection()
+    driver = raw.driver_connection
     assert driver is not None
     try:
         rows: list[Any] = await driver.fetch(sql, *values)
     except Exception as error:
         if _closed(driver, error):
-            await connection.invalidate()
-            await connection.engine.dispose(close=False)
+            await greenlet_spawn(_invalidate_generation, connection.engine, raw, error)
+            await connection.invalidate(error)
             raise ConnectionDropped(str(error)) from error
         raise
     return rows
 
 
+def _invalidate_generation(
+    engine: AsyncEngine, pooled: PoolProxiedConnection, error: BaseException
+) -> None:
+    # What SQLAlchemy's execution does on a disconnect: invalidate this
+    # connection, and have the pool replace every connection opened before it
+    # (a restart closed them all) at their next checkout, once, however many
+    # requests meet the restart at the same time.
+    engine.sync_engine.pool._invalidate(pooled, error)
+
+
 def _closed(driver: Any, error: Exception) -> bool:
     # The driver reports a connection closed under it in several ways, some as
-    # a protocol state error (InternalClientError) rather than a disconnect.
+    # a protocol state error (InternalClientError) rather than a disconnect;
+    # other errors (bad data) leave the connection open and usable.
     return isinstance(error, _DISCONNECTS) or driver.is_closed()

@@ -18,7 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from formsapi.db import UNREACHABLE
+from formsapi.db import unreachable
 
 log = logging.getLogger("formsapi")
 
@@ -328,23 +328,29 @@ def install_handlers(app: FastAPI) -> None:
         return await on_formsapi_error(request, busy)
 
     async def on_database_error(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, DBAPIError) and not exc.connection_invalidated:
+        if not unreachable(exc):
             return await on_unexpected(request, exc)
-        # A restart or an outage, not a bug: the pool reconnects on its next
-        # checkout, so the client may simply retry.
+        # A restart or an outage, not a bug: the pool reconnects on its next checkout.
         cause = exc.orig if isinstance(exc, DBAPIError) else exc
-        # The type only: a statement's text and parameters stay out of the log.
+        # The type only: a statement's text stays out of the log.
         log.warning(
             "database unavailable for %s %s: %s",
             request.method,
             request.url.path,
             type(cause).__name__,
         )
-        unavailable = DatabaseUnavailable(
-            "The database cannot be reached right now. Retry in a second.",
-            headers={"Retry-After": "1"},
-        )
-        return await on_formsapi_error(request, unavailable)
+        if request.method in ("GET", "HEAD") or request.headers.get("idempotency-key"):
+            detail = "The database cannot be reached right now. Retry in a second."
+            headers = {"Retry-After": "1"}
+        else:
+            # A write whose commit lost its connection may have been saved:
+            # no Retry-After to invite a blind retry that could save it twice.
+            detail = (
+                "The database cannot be reached right now; the write may or may not "
+                "have been saved. Retry with an Idempotency-Key, or read before retrying."
+            )
+            headers = {}
+        return await on_formsapi_error(request, DatabaseUnavailable(detail, headers=headers))
 
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         request_id = request.headers.get("x-request-id", "")
@@ -363,6 +369,8 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(PoolTimeout, on_pool_timeout)
-    for error in (DBAPIError, *UNREACHABLE):
+    # OSError: refused, reset, timed out or unresolved connections, and the
+    # hot reads' DatabaseUnreachable; on_database_error sends the rest on to 500.
+    for error in (DBAPIError, OSError):
         app.add_exception_handler(error, on_database_error)
     app.add_exception_handler(Exception, on_unexpected)
