@@ -15,7 +15,6 @@ from sqlalchemy import Connection, Select, event
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import (
-    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -218,12 +217,16 @@ class HotStatement:
         engine = session.bind
         if not isinstance(engine, AsyncEngine):
             raise TypeError("HotStatement needs a session bound to an engine")
-        if engine.dialect.name != "postgresql":
+        if (
+            engine.dialect.name != "postgresql"
+            or session.in_transaction()
+            or not _autocommit(engine)
+        ):
+            # SQLite, or a session with a transaction of its own: SQLAlchemy's
+            # ordinary execution, inside that transaction.
             connection = await session.connection()
             return (await connection.execute(self.statement, parameters)).all()
         sql, values = self.driver_sql(engine.dialect, parameters)
-        if session.in_transaction() or not _autocommit(engine):
-            return await _fetch_in(await session.connection(), sql, values)
         try:
             return await _fetch_pooled(engine, sql, values)
         except ConnectionDropped:
@@ -242,6 +245,15 @@ async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> 
         if unreachable(error):
             raise DatabaseUnreachable(str(error)) from error
         raise
+    try:
+        return await _fetch(engine, pooled, sql, values)
+    finally:
+        await greenlet_spawn(pooled.close)
+
+
+async def _fetch(
+    engine: AsyncEngine, pooled: PoolProxiedConnection, sql: str, values: list[object]
+) -> list[Any]:
     driver = pooled.driver_connection
     assert driver is not None
     try:
@@ -249,26 +261,6 @@ async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> 
     except Exception as error:
         if _closed(driver, error):
             await greenlet_spawn(_invalidate_generation, engine, pooled, error)
-            raise ConnectionDropped(str(error)) from error
-        raise
-    finally:
-        await greenlet_spawn(pooled.close)
-    return rows
-
-
-async def _fetch_in(connection: AsyncConnection, sql: str, values: list[object]) -> list[Any]:
-    """Run on the session's own connection (its transaction). A dropped
-    connection is invalidated, as SQLAlchemy's execution layer would have, so
-    the session's rollback and the pool's next checkout do not trip on it."""
-    raw = await connection.get_raw_connection()
-    driver = raw.driver_connection
-    assert driver is not None
-    try:
-        rows: list[Any] = await driver.fetch(sql, *values)
-    except Exception as error:
-        if _closed(driver, error):
-            await greenlet_spawn(_invalidate_generation, connection.engine, raw, error)
-            await connection.invalidate(error)
             raise ConnectionDropped(str(error)) from error
         raise
     return rows
