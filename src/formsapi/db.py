@@ -1,7 +1,9 @@
 """Engines for SQLite and PostgreSQL, the request session, and migrations.
 
-The session a request (or command) gets is committed once, at its boundary;
-services and repositories never commit.
+The session a writing request (or command) gets is committed once, at its
+boundary; services and repositories never commit. Reading requests get an
+autocommit session, and their busiest statements borrow a pooled connection
+for themselves (HotStatement).
 """
 
 import socket
@@ -245,15 +247,6 @@ async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> 
         if unreachable(error):
             raise DatabaseUnreachable(str(error)) from error
         raise
-    try:
-        return await _fetch(engine, pooled, sql, values)
-    finally:
-        await greenlet_spawn(pooled.close)
-
-
-async def _fetch(
-    engine: AsyncEngine, pooled: PoolProxiedConnection, sql: str, values: list[object]
-) -> list[Any]:
     driver = pooled.driver_connection
     assert driver is not None
     try:
@@ -263,6 +256,8 @@ async def _fetch(
             await greenlet_spawn(_invalidate_generation, engine, pooled, error)
             raise ConnectionDropped(str(error)) from error
         raise
+    finally:
+        await greenlet_spawn(pooled.close)
     return rows
 
 
