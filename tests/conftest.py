@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.models import Base
@@ -145,7 +145,7 @@ async def api(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Api]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
         yield Api(client, settings)
-    await app.state.engine.dispose()
+    await release(app)
 
 
 @pytest.fixture
@@ -185,5 +185,4 @@ async def apps_sharing(
     finally:
         for client, app in zip(clients, apps, strict=True):
             await client.aclose()
-            await app.state.engine.dispose()
-            await app.state.auth_epoch.close()
+            await release(app)

@@ -7,7 +7,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.kit.crypto import generate_secret
 from tests.conftest import Api
@@ -141,7 +141,7 @@ async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
         freed = await client.get(
             f"/v1/forms/{form_id}/submissions", headers={"Authorization": f"Bearer {secret}"}
         )
-    await app.state.engine.dispose()
+    await release(app)
 
     assert busy.status_code == 503
     assert busy.headers["content-type"] == "application/problem+json"
@@ -176,7 +176,7 @@ async def _reads_after_a_restart(
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
         after = [await client.get(path, headers=auth) for _ in range(3)]
-    await app.state.engine.dispose()
+    await release(app)
     return after
 
 
@@ -259,7 +259,7 @@ async def test_a_database_refusing_new_connections_answers_503(
             await client.post(page, headers=auth, json={"answers": {}}),
         ]
         monkeypatch.undo()
-    await app.state.engine.dispose()
+    await release(app)
 
     assert [r.status_code for r in responses] == [503, 503, 503]
     assert all(r.json()["type"].endswith("/database-unavailable") for r in responses)
@@ -273,7 +273,7 @@ async def test_a_database_that_cannot_be_reached_answers_503_with_retry_after() 
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
         key = {"Authorization": f"Bearer {generate_secret()}"}  # well formed: looked up
         response = await client.get("/v1/forms", headers=key)
-    await app.state.engine.dispose()
+    await release(app)
 
     assert response.status_code == 503
     assert response.headers["content-type"] == "application/problem+json"

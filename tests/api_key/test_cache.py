@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker, session_scope
 from formsapi.kit.time import utcnow
@@ -134,8 +134,7 @@ async def test_with_redis_down_the_api_answers_and_revocation_stays_exact(
         await session.commit()
         revoked = await client.get("/v1/forms", headers=auth)
         statuses = [(await client.get("/v1/forms")).status_code for _ in range(2)]
-    await app.state.engine.dispose()
-    await app.state.auth_epoch.close()
+    await release(app)
 
     assert served.status_code == 200
     assert served.headers["ratelimit-limit"] == "3"  # limited per process meanwhile

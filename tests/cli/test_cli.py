@@ -21,7 +21,7 @@ import httpx
 import pytest
 from pwdlib import PasswordHash
 
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 
 FORMSAPI = Path(sys.executable).parent / "formsapi"
@@ -128,7 +128,7 @@ async def list_forms(database_url: str, secret: str) -> httpx.Response:
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
             return await client.get("/v1/forms", headers={"Authorization": f"Bearer {secret}"})
     finally:
-        await app.state.engine.dispose()
+        await release(app)
 
 
 def test_migrate_creates_the_schema_in_a_fresh_file_and_is_idempotent(workdir: Path) -> None:

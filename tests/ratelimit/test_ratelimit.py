@@ -5,7 +5,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.models import Plan
 from tests.conftest import Api, apps_sharing
@@ -112,7 +112,7 @@ async def test_forwarded_header_is_ignored_from_untrusted_peers(
             ).status_code
             for i in range(4)
         ]
-    await app.state.engine.dispose()
+    await release(app)
 
     assert statuses == [200, 200, 200, 429]
 

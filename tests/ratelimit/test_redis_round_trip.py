@@ -36,8 +36,10 @@ def _settings(redis_url: str, database_url: str = "sqlite://") -> Settings:
 
 
 @pytest.fixture
-def limiter(redis_url: str) -> RateLimiter:
-    return RateLimiter(_settings(redis_url))
+async def limiter(redis_url: str) -> AsyncIterator[RateLimiter]:
+    limiter = RateLimiter(_settings(redis_url))
+    yield limiter
+    await limiter.close()
 
 
 async def test_counts_are_the_librarys(limiter: RateLimiter) -> None:

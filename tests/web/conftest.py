@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
 from formsapi.models import Membership, Organization, User
@@ -127,8 +127,7 @@ BrowserFactory = Callable[..., Browser]
 async def app(engine: AsyncEngine, settings: Settings) -> AsyncIterator[FastAPI]:
     app = create_app(settings)
     yield app
-    await app.state.engine.dispose()
-    await app.state.auth_epoch.close()
+    await release(app)
 
 
 @pytest.fixture

@@ -31,11 +31,11 @@ from limits.aio.strategies import (
 )
 from limits.errors import StorageError
 from limits.util import WindowStats
-from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
 from formsapi.config import Settings
 from formsapi.errors import RateLimited
+from formsapi.kit.redis_pipe import Command, RedisPipe
 from formsapi.models import Plan
 
 log = logging.getLogger("formsapi")
@@ -65,12 +65,14 @@ class RateLimiter:
     def __init__(self, settings: Settings) -> None:
         self.enabled = settings.rate_limit_enabled
         self.storage: Storage
+        self._pipe: RedisPipe | None = None  # the hot path's connection (kit/redis_pipe.py)
         if settings.redis_url:
             self.storage = RedisStorage(
                 _async_scheme(settings.redis_url),
                 implementation="redispy",
                 key_prefix=settings.redis_prefix,
             )
+            self._pipe = RedisPipe(settings.redis_url)
         else:
             self.storage = MemoryStorage()
         self._strategy = SlidingWindowCounterRateLimiter(self.storage)
@@ -95,7 +97,7 @@ class RateLimiter:
         item = self._item(plan)
         value = None
         try:
-            if isinstance(self.storage, RedisStorage):
+            if self._pipe is not None:
                 allowed, (reset_at, remaining), value = await self._redis_hit(item, client_ip, read)
             else:
                 allowed = await self._strategy.hit(item, client_ip)
@@ -113,38 +115,41 @@ class RateLimiter:
         self, item: RateLimitItem, client_ip: str, read: str | None
     ) -> tuple[bool, WindowStats, Any]:
         """The library's hit and window read (its own Lua scripts and keys), plus
-        `read`, pipelined: one round trip where the library's calls take two and
-        the epoch a third. Each round trip cost ~100 us of redis-py CPU, a fifth
-        of a page-1 request (bench/RESULTS.md)."""
+        `read`, in one exchange on the process's shared connection, where the
+        library's calls take two round trips and the epoch a third."""
+        assert self._pipe is not None
         storage = cast(RedisStorage, self.storage)
-        bridge = cast(Any, storage.bridge)  # the redis-py bridge: its client and scripts
+        bridge = cast(Any, storage.bridge)  # the redis-py bridge: its scripts and key prefix
         key = item.key_for(client_ip)
-        keys = [
+        keys = (
             bridge.prefixed_key(storage._previous_window_key(key)),
             bridge.prefixed_key(storage._current_window_key(key)),
-        ]
+        )
         expiry = item.get_expiry()
         acquire, window_of = bridge.lua_acquire_sliding_window, bridge.lua_sliding_window
-        client: Redis = bridge.get_connection()
         for attempt in range(2):
-            # EVALSHA by hand: redis-py's script-on-pipeline adds a SCRIPT EXISTS
-            # round trip to every pipeline.
-            async with client.pipeline(transaction=False) as pipe:
-                pipe.evalsha(acquire.sha, 2, *keys, item.amount, expiry, 1)
-                pipe.evalsha(window_of.sha, 2, *keys, expiry)
-                if read is not None:
-                    pipe.get(read)
-                try:
-                    results = await pipe.execute()
-                    break
-                except NoScriptError:
-                    if attempt:
-                        raise
-                    # Redis restarted or was flushed: load the library's scripts again.
-                    for script in (acquire, window_of):
-                        script.sha = await client.script_load(script.script)
+            commands: list[Command] = [
+                ("EVALSHA", acquire.sha, 2, *keys, item.amount, expiry, 1),
+                ("EVALSHA", window_of.sha, 2, *keys, expiry),
+            ]
+            if read is not None:
+                commands.append(("GET", read))
+            try:
+                results = await self._pipe.execute(*commands)
+                break
+            except NoScriptError:
+                if attempt:
+                    raise
+                # Redis restarted or was flushed: load the library's scripts again.
+                await self._pipe.execute(
+                    *(("SCRIPT", "LOAD", script.script) for script in (acquire, window_of))
+                )
         acquired, window = results[0], results[1]
         return bool(acquired), _window_stats(item, window), results[2] if read is not None else None
+
+    async def close(self) -> None:
+        if self._pipe is not None:
+            await self._pipe.close()
 
     async def check(self, client_ip: str, plan: str) -> Decision:
         """Count the request; raise RateLimited (429) past the plan's limit."""

@@ -1,0 +1,184 @@
+"""One Redis connection per process that every request shares, each caller's
+commands written as they come.
+
+Redis answers a connection's commands in the order they were sent, so a caller
+writes its commands, queues a future for their replies and awaits it: no
+connection pool to wait on, no lock, and replies for several callers often
+arrive in one read. hiredis (the C library redis-py itself parses with) packs
+the commands and parses the replies; this module only keeps the order.
+
+Why not redis-py's client: its asyncio pipeline spent 80-115 us of CPU on the
+rate limiter's three commands, this 14-15 us (bench/RESULTS.md), and that
+exchange runs on every API request.
+"""
+
+import asyncio
+import ssl
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, cast
+
+import hiredis
+from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection, parse_url
+from redis.exceptions import NoScriptError, ResponseError
+
+Command = tuple[str | bytes | int | float, ...]  # a command and its arguments
+
+RECONNECT_AFTER = 1.0  # seconds a failed connect is not retried, so a dead Redis costs nothing
+
+
+@dataclass(frozen=True, slots=True)
+class _Address:
+    host: str = "localhost"
+    port: int = 6379
+    path: str | None = None  # a Unix socket
+    tls: ssl.SSLContext | None = None
+    setup: tuple[Command, ...] = ()  # AUTH and SELECT, sent first on each connection
+
+
+def _address(url: str) -> _Address:
+    options: dict[str, Any] = dict(parse_url(url))
+    connection_class = options.pop("connection_class", None)
+    tls = None
+    if connection_class is SSLConnection:
+        tls = ssl.create_default_context(cafile=options.pop("ssl_ca_certs", None))
+        if str(options.pop("ssl_cert_reqs", "required")).lower() in ("none", "0"):
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+    setup: list[Command] = []
+    username, password = options.pop("username", None), options.pop("password", None)
+    if password is not None:
+        setup.append(("AUTH", username, password) if username else ("AUTH", password))
+    db = int(options.pop("db", 0) or 0)
+    if db:
+        setup.append(("SELECT", db))
+    path = options.pop("path", None) if connection_class is UnixDomainSocketConnection else None
+    address = _Address(
+        host=options.pop("host", "localhost"),
+        port=int(options.pop("port", 6379)),
+        path=path,
+        tls=tls,
+        setup=tuple(setup),
+    )
+    if options:
+        raise ValueError(f"Redis URL options not supported here: {', '.join(sorted(options))}")
+    return address
+
+
+class _Link(asyncio.Protocol):
+    """One connection: callers' replies in the order their commands went out."""
+
+    def __init__(self) -> None:
+        self._reader = hiredis.Reader(replyError=ResponseError)
+        # (replies expected, replies so far, the caller's future), oldest first
+        self._waiting: deque[tuple[int, list[Any], asyncio.Future[list[Any]]]] = deque()
+        self._transport: asyncio.Transport | None = None
+        self.closed = False
+        self.lost = asyncio.get_running_loop().create_future()  # done once the socket is closed
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        self._reader.feed(data)
+        try:
+            while (reply := self._reader.gets()) is not False:
+                count, replies, waiter = self._waiting[0]
+                replies.append(reply)
+                if len(replies) == count:
+                    self._waiting.popleft()
+                    if not waiter.done():  # a caller that timed out has gone
+                        waiter.set_result(replies)
+        except (hiredis.ProtocolError, IndexError):
+            # Garbled or unasked-for replies: nothing after them can be matched.
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.lost.set_result(None)
+        while self._waiting:
+            waiter = self._waiting.popleft()[2]
+            if not waiter.done():
+                waiter.set_exception(ConnectionError(f"Redis connection lost: {exc or 'closed'}"))
+
+    def send(self, commands: tuple[Command, ...]) -> asyncio.Future[list[Any]]:
+        assert self._transport is not None
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append((len(commands), [], waiter))
+        # cast: hiredis's stub types the argument as a one-item tuple
+        packed = b"".join(hiredis.pack_command(cast(Any, command)) for command in commands)
+        self._transport.write(packed)
+        return waiter
+
+    def close(self) -> None:
+        self.closed = True
+        if self._transport is not None:
+            self._transport.close()
+
+
+class RedisPipe:
+    """Run commands on the process's shared connection, opened on first use
+    and again after it is lost. Fails fast (ConnectionError, TimeoutError, or
+    Redis's own error reply as redis-py's ResponseError) so a caller can fall
+    back; a connection that let a reply time out is closed and replaced."""
+
+    def __init__(self, url: str, timeout: float = 1.0) -> None:
+        self._address = _address(url)
+        self._timeout = timeout
+        self._link: _Link | None = None
+        self._connecting = asyncio.Lock()
+        self._retry_at = 0.0
+
+    async def execute(self, *commands: Command) -> list[Any]:
+        """Each command's reply, in order."""
+        link = self._link
+        if link is None or link.closed:
+            link = await self._connect()
+        replies = await self._exchange(link, commands)
+        for reply in replies:
+            if isinstance(reply, ResponseError):
+                raise NoScriptError(*reply.args) if str(reply).startswith("NOSCRIPT") else reply
+        return replies
+
+    async def _exchange(self, link: _Link, commands: tuple[Command, ...]) -> list[Any]:
+        waiter = link.send(commands)
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await waiter
+        except TimeoutError:
+            link.close()
+            raise
+
+    async def _connect(self) -> _Link:
+        async with self._connecting:
+            if self._link is not None and not self._link.closed:
+                return self._link  # another caller connected while this one waited
+            if time.monotonic() < self._retry_at:
+                raise ConnectionError("Redis was unreachable a moment ago")
+            loop = asyncio.get_running_loop()
+            address = self._address
+            try:
+                async with asyncio.timeout(self._timeout):
+                    if address.path is not None:
+                        _, link = await loop.create_unix_connection(_Link, address.path)
+                    else:
+                        _, link = await loop.create_connection(
+                            _Link, address.host, address.port, ssl=address.tls
+                        )
+                    if address.setup:
+                        for reply in await self._exchange(link, address.setup):
+                            if isinstance(reply, ResponseError):
+                                link.close()
+                                raise reply
+            except (OSError, ResponseError):
+                self._retry_at = time.monotonic() + RECONNECT_AFTER
+                raise
+            self._link = link
+            return link
+
+    async def close(self) -> None:
+        if self._link is not None:
+            self._link.close()
+            await self._link.lost
+            self._link = None
