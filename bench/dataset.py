@@ -166,7 +166,7 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
                     done += size
                     bar.advance(task, size)
     async with create_sessionmaker(engine)() as session:
-        # The rows went in by COPY; the counters are derived from them here.
+        # The rows went in by COPY; the counts are derived from them here.
         await submission_repository.rebuild_counts(session, ORG_ID)
         await session.commit()
     async with engine.connect() as connection:
@@ -175,6 +175,7 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
             # Sets the visibility map, so counts can be index-only as in a settled table.
             await connection.execute(text("VACUUM (ANALYZE) submissions"))
             await connection.execute(text("VACUUM (ANALYZE) submission_counts"))
+            await connection.execute(text("VACUUM (ANALYZE) submission_day_counts"))
         else:
             await connection.execute(text("ANALYZE"))
             await connection.commit()

@@ -138,6 +138,56 @@ async def test_since_total_counts_beyond_the_page(api: Api, session: AsyncSessio
     assert next(s["submittedAt"] for s in body["data"]) == "2026-03-01T12:24:00.000Z"
 
 
+# Rows over three days, some exactly on hour and day boundaries.
+_SPREAD = [
+    T0 + timedelta(hours=h, minutes=m)
+    for h, m in (
+        *[(-13, 0), (-12, 59), (-1, 30), (0, 0), (0, 1), (11, 59), (12, 0), (12, 0)],
+        *[(23, 0), (35, 59), (36, 0), (36, 1), (47, 30), (59, 59)],
+    )
+]
+
+
+@pytest.mark.parametrize(
+    "since",
+    [
+        T0 - timedelta(days=2),  # before every row
+        T0 - timedelta(hours=12),  # a midnight (the first day's)
+        T0 - timedelta(hours=12, microseconds=1),  # just before a midnight
+        T0 - timedelta(hours=1, minutes=30),  # on a row
+        T0,  # an hour boundary holding a row
+        T0 + timedelta(hours=11, minutes=59, seconds=30),  # the last partial hour of a day
+        T0 + timedelta(hours=12),  # a midnight holding two rows
+        T0 + timedelta(hours=12, minutes=0, seconds=1),
+        T0 + timedelta(hours=35, minutes=30),  # the day after next, mid-hour
+        T0 + timedelta(hours=60),  # after every row
+    ],
+)
+async def test_since_totals_are_exact_across_hours_and_days(
+    api: Api, session: AsyncSession, since: datetime
+) -> None:
+    # Totals add the rows of since's partial hour, whole hours to the next
+    # midnight and whole days after it; every boundary must count each row once.
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=["submissions:read", "submissions:write"])
+    form = await create_form(session, org)
+    for index, moment in enumerate(_SPREAD):
+        await create_submission(
+            session, form, submitted_at=moment, submission_id=f"sub_{index:04d}"
+        )
+    await session.commit()
+    url = f"/v1/forms/{form.id}/submissions"
+    query = f"?limit=1&since={quote(since.isoformat())}"
+
+    before = (await api.get(url + query, secret)).json()["pagination"]["total"]
+    for removed in ["sub_0006", "sub_0012"]:  # at a midnight, then mid-day
+        assert (await api.delete(f"{url}/{removed}", secret)).status_code == 204
+    after = (await api.get(url + query, secret)).json()["pagination"]["total"]
+
+    assert before == sum(moment > since for moment in _SPREAD)
+    assert after == sum(moment > since for i, moment in enumerate(_SPREAD) if i not in (6, 12))
+
+
 async def test_submissions_of_one_form_only(api: Api, session: AsyncSession) -> None:
     org = await create_org(session)
     _, secret = await create_key(session, org)

@@ -2,13 +2,15 @@
 
 import asyncio
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.models import Form, Submission, SubmissionCount
+from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
+from formsapi.submission import repository as submission_repository
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
@@ -210,8 +212,11 @@ async def test_counts_stay_exact_under_concurrent_posts_and_deletes(
     hourly = await session.scalar(
         select(func.sum(SubmissionCount.count)).where(SubmissionCount.form_id == form_id)
     )
+    daily = await session.scalar(
+        select(func.sum(SubmissionDayCount.count)).where(SubmissionDayCount.form_id == form_id)
+    )
     listed = (await api.get(url, secret)).json()["pagination"]["total"]
-    assert rows == counted == hourly == listed == 200 - 25
+    assert rows == counted == hourly == daily == listed == 200 - 25
     assert org_id
 
 
@@ -248,3 +253,24 @@ async def test_text_postgresql_cannot_store_is_refused(api: Api, session: AsyncS
             "/v1/forms", secret, content=raw, headers={"Content-Type": "application/json"}
         )
         assert created.status_code == 422, created.text  # never a 500
+
+
+async def test_counts_added_for_many_hours_at_once_land_in_their_days(
+    session: AsyncSession,
+) -> None:
+    # Bulk loaders (the demo) add a whole history in one call: several hours
+    # of one day must add up in that day, not collide.
+    org = await create_org(session)
+    form = await create_form(session, org)
+    day = datetime(2026, 3, 1, tzinfo=UTC)
+    hours = {day + timedelta(hours=h): n for h, n in [(0, 2), (5, 3), (23, 4), (24, 5), (30, 1)]}
+
+    await submission_repository.add_counts(session, org.id, form.id, hours)
+    await submission_repository.add_counts(session, org.id, form.id, {day + timedelta(hours=5): -1})
+    rows = await session.execute(
+        select(SubmissionDayCount.day, SubmissionDayCount.count)
+        .where(SubmissionDayCount.form_id == form.id)
+        .order_by(SubmissionDayCount.day)
+    )
+
+    assert [tuple(row) for row in rows] == [(day, 8), (day + timedelta(days=1), 6)]

@@ -7,7 +7,14 @@ from sqlalchemy import Row, Select, bindparam, func, select, update
 from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.models import Form, FormStatus, FormVersion, Submission, SubmissionCount
+from formsapi.models import (
+    Form,
+    FormStatus,
+    FormVersion,
+    Submission,
+    SubmissionCount,
+    SubmissionDayCount,
+)
 
 SummaryRow = Row[str, str, str, str, int, datetime, int]
 
@@ -106,7 +113,7 @@ async def add_to_count(
 async def delete(session: AsyncSession, organization_id: str, form_id: str) -> None:
     """The form and everything hanging off it, explicitly (not by cascade
     alone), so each delete uses an index that starts with the organization."""
-    for table in (Submission, SubmissionCount, FormVersion):
+    for table in (Submission, SubmissionCount, SubmissionDayCount, FormVersion):
         await session.execute(
             sa_delete(table).where(
                 table.organization_id == organization_id, table.form_id == form_id

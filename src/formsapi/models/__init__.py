@@ -8,6 +8,7 @@ from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
+from formsapi.models.submission_day_count import SubmissionDayCount
 from formsapi.models.user import User
 from formsapi.models.web_session import WebSession
 
@@ -25,6 +26,7 @@ __all__ = [
     "Role",
     "Submission",
     "SubmissionCount",
+    "SubmissionDayCount",
     "User",
     "WebSession",
 ]

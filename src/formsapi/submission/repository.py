@@ -21,10 +21,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.db import HotStatement
-from formsapi.models import Form, Submission, SubmissionCount
+from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.models.base import iso_utc
 
 HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
 SEEK_CHUNK = 2000  # hours read per step of a seek
 
 # id, form_id, form_version, submitted_at as API text, answers as JSON text, total.
@@ -33,6 +34,10 @@ PageRow = Sequence[Any]
 
 def hour_of(moment: datetime) -> datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def day_of(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def _of_form(since: bool) -> list[ColumnElement[bool]]:
@@ -45,10 +50,12 @@ def _of_form(since: bool) -> list[ColumnElement[bool]]:
     return conditions
 
 
-def _counts_of_form() -> list[ColumnElement[bool]]:
+def _counts_of_form(
+    table: type[SubmissionCount] | type[SubmissionDayCount] = SubmissionCount,
+) -> list[ColumnElement[bool]]:
     return [
-        SubmissionCount.organization_id == bindparam("organization_id"),
-        SubmissionCount.form_id == bindparam("form_id"),
+        table.organization_id == bindparam("organization_id"),
+        table.form_id == bindparam("form_id"),
     ]
 
 
@@ -64,20 +71,32 @@ def _total(since: bool) -> ColumnElement[int]:
             )
             .scalar_subquery()
         )
-    # Whole hours after `since` from the hourly counts, plus the rows of the one
-    # partial hour that `since` falls in.
-    whole_hours = (
-        select(func.coalesce(func.sum(SubmissionCount.count), 0))
-        .where(*_counts_of_form(), SubmissionCount.hour >= bindparam("next_hour"))
-        .scalar_subquery()
-    )
+    # The rows of the partial hour that `since` falls in, then the whole hours
+    # up to the next midnight, then whole days: a few dozen counts to add
+    # however far back `since` is.
     partial_hour = (
         select(func.count())
         .select_from(Submission)
         .where(*_of_form(since=True), Submission.submitted_at < bindparam("next_hour"))
         .scalar_subquery()
     )
-    return whole_hours + partial_hour
+    whole_hours = (
+        select(func.coalesce(func.sum(SubmissionCount.count), 0))
+        .where(
+            *_counts_of_form(),
+            SubmissionCount.hour >= bindparam("next_hour"),
+            SubmissionCount.hour < bindparam("next_day"),
+        )
+        .scalar_subquery()
+    )
+    whole_days = (
+        select(func.coalesce(func.sum(SubmissionDayCount.count), 0))
+        .where(
+            *_counts_of_form(SubmissionDayCount), SubmissionDayCount.day >= bindparam("next_day")
+        )
+        .scalar_subquery()
+    )
+    return partial_hour + whole_hours + whole_days
 
 
 @cache
@@ -111,6 +130,7 @@ def _parameters(organization_id: str, form_id: str, since: datetime | None) -> d
     if since is not None:
         parameters["since"] = since
         parameters["next_hour"] = hour_of(since) + HOUR
+        parameters["next_day"] = day_of(since) + DAY
     return parameters
 
 
@@ -226,24 +246,40 @@ async def seek(
 
 
 async def rebuild_counts(session: AsyncSession, organization_id: str) -> None:
-    """Recompute an organization's hourly counts and form counters from its rows:
-    for bulk loaders that write rows directly."""
+    """Recompute an organization's hourly and daily counts and form counters
+    from its rows: for bulk loaders that write rows directly."""
     hour: ColumnElement[datetime]
+    day: ColumnElement[datetime]
     if session.get_bind().dialect.name == "postgresql":
-        hour = func.date_trunc("hour", Submission.submitted_at)
+        # The three-argument form: UTC hours and days whatever the server's zone.
+        hour = func.date_trunc("hour", Submission.submitted_at, "UTC")
+        day = func.date_trunc("day", SubmissionCount.hour, "UTC")
     else:
         # SQLite stores 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC), as the column writes it.
         hour = func.strftime("%Y-%m-%d %H:00:00.000000", Submission.submitted_at)
-    await session.execute(
-        delete(SubmissionCount).where(SubmissionCount.organization_id == organization_id)
-    )
-    rows = (
+        day = func.strftime("%Y-%m-%d 00:00:00.000000", SubmissionCount.hour)
+    for table in (SubmissionCount, SubmissionDayCount):
+        await session.execute(delete(table).where(table.organization_id == organization_id))
+    hours = (
         select(Submission.organization_id, Submission.form_id, hour, func.count())
         .where(Submission.organization_id == organization_id)
         .group_by(Submission.organization_id, Submission.form_id, hour)
     )
     await session.execute(
-        insert(SubmissionCount).from_select(["organization_id", "form_id", "hour", "count"], rows)
+        insert(SubmissionCount).from_select(["organization_id", "form_id", "hour", "count"], hours)
+    )
+    days = (
+        select(
+            SubmissionCount.organization_id,
+            SubmissionCount.form_id,
+            day,
+            func.sum(SubmissionCount.count),
+        )
+        .where(SubmissionCount.organization_id == organization_id)
+        .group_by(SubmissionCount.organization_id, SubmissionCount.form_id, day)
+    )
+    await session.execute(
+        insert(SubmissionDayCount).from_select(["organization_id", "form_id", "day", "count"], days)
     )
     counted = (
         select(func.count())
@@ -255,26 +291,72 @@ async def rebuild_counts(session: AsyncSession, organization_id: str) -> None:
     )
 
 
+@cache
+def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
+    """What a write runs to add :count at :hour and :day to a form's counts,
+    after inserting a new row when `with_row`. Built once: building and keying
+    these per post cost more CPU than running them.
+
+    On PostgreSQL they are one statement, the others in WITH clauses (which it
+    runs whether or not they are read): a write holds its form's row lock until
+    commit, and each round trip inside that lock costs posts per second."""
+    upsert = postgresql.insert if postgres else sqlite.insert
+    statements = []
+    if with_row:
+        columns = ("id", "organization_id", "form_id", "form_version", "submitted_at", "answers")
+        statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
+    for table, column in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
+        statement = upsert(table).values(
+            organization_id=bindparam("organization_id"),
+            form_id=bindparam("form_id"),
+            count=bindparam("count"),
+            **{column: bindparam(column)},
+        )
+        statements.append(
+            statement.on_conflict_do_update(
+                index_elements=["organization_id", "form_id", column],
+                set_={"count": table.count + statement.excluded.count},
+            )
+        )
+    if postgres:
+        first, *others = statements
+        return (first.add_cte(*(s.cte(f"w{i}") for i, s in enumerate(others))),)
+    return tuple(statements)
+
+
+def _on_postgres(session: AsyncSession) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
 async def add_counts(
     session: AsyncSession, organization_id: str, form_id: str, hours: Mapping[datetime, int]
 ) -> None:
-    """Add (or, negative, remove) submissions to the hourly counts, in the
-    caller's transaction: the counts move with the rows they count."""
+    """Add (or, negative, remove) submissions to the hourly and daily counts,
+    in the caller's transaction: the counts move with the rows they count."""
     if not hours:
         return
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(SubmissionCount).values(
-        [
-            {"organization_id": organization_id, "form_id": form_id, "hour": hour, "count": n}
-            for hour, n in hours.items()
-        ]
-    )
-    statement = statement.on_conflict_do_update(
-        index_elements=["organization_id", "form_id", "hour"],
-        set_={"count": SubmissionCount.count + statement.excluded.count},
-    )
-    await session.execute(statement)
+    parameters = [
+        {"organization_id": organization_id, "form_id": form_id}
+        | {"hour": hour, "day": day_of(hour), "count": n}
+        for hour, n in hours.items()
+    ]
+    for statement in _counting(_on_postgres(session), with_row=False):
+        await session.execute(statement, parameters)
+
+
+async def insert_counted(session: AsyncSession, submission: Submission) -> None:
+    """Store a new submission and add it to its form's hourly and daily counts."""
+    at = submission.submitted_at
+    parameters = {
+        "id": submission.id,
+        "organization_id": submission.organization_id,
+        "form_id": submission.form_id,
+        "form_version": submission.form_version,
+        "submitted_at": at,
+        "answers": submission.answers,
+    } | {"hour": hour_of(at), "day": day_of(at), "count": 1}
+    for statement in _counting(_on_postgres(session), with_row=True):
+        await session.execute(statement, parameters)
 
 
 async def get(

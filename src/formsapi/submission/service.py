@@ -114,9 +114,7 @@ async def create(
         submitted_at=now,
         answers=stored,
     )
-    session.add(submission)
-    await session.flush()
-    await repository.add_counts(session, organization_id, form_id, {hour_of(now): 1})
+    await repository.insert_counted(session, submission)
     return submission
 
 

@@ -45,7 +45,7 @@ def upgrade() -> None:
         sqlite_with_rowid=False,
     )
     if op.get_bind().dialect.name == "postgresql":
-        hour = "date_trunc('hour', submitted_at)"
+        hour = "date_trunc('hour', submitted_at, 'UTC')"  # UTC hours whatever the server's zone
     else:
         # Stored as 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC, as SQLAlchemy writes it.
         hour = "strftime('%Y-%m-%d %H:00:00.000000', submitted_at)"
