@@ -8,13 +8,15 @@ import asyncio
 import os
 import socket
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import asyncpg
 import httpx
 import pytest
 from sqlalchemy import text
@@ -77,6 +79,35 @@ def redis_url() -> str:
     if not reachable(REDIS_URL):
         service_unavailable(f"Redis is not reachable at {REDIS_URL}")
     return REDIS_URL
+
+
+@contextmanager
+def scratch_postgres(postgres_url: str, **settings: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database on the test server, with database-level
+    `settings` (SET name = value), dropped afterwards: for tests that need a
+    database of their own (migrations from scratch, server processes)."""
+    server = postgres_url.rsplit("/", 1)[0]
+    name = f"scratch_{uuid.uuid4().hex[:12]}"
+
+    async def admin(*statements: str) -> None:
+        connection = await asyncpg.connect(f"{server}/postgres")
+        for statement in statements:
+            await connection.execute(statement)
+        await connection.close()
+
+    asyncio.run(
+        admin(
+            f'CREATE DATABASE "{name}"',
+            *(
+                f"ALTER DATABASE \"{name}\" SET {key} = '{value}'"
+                for key, value in settings.items()
+            ),
+        )
+    )
+    try:
+        yield f"{server}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -9,107 +9,59 @@ import json
 import shutil
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import make_url
 
-from tests.conftest import POSTGRES_URL, service_unavailable
+from tests.conftest import scratch_postgres, service_unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _kit(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`python -m bench.<module> <args>` from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", f"bench.{module}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @pytest.fixture
-def scratch_postgres(postgres_url: str) -> Iterator[str]:
+def scratch_database(postgres_url: str) -> Iterator[str]:
     """A database of its own: the data set builder replaces the tables it loads."""
-    import asyncio
-
-    import asyncpg
-
-    name = f"bench_smoke_{uuid.uuid4().hex[:8]}"
-    admin = make_url(POSTGRES_URL).set(drivername="postgresql").render_as_string(False)
-
-    async def run(sql: str) -> None:
-        connection = await asyncpg.connect(admin)
-        try:
-            await connection.execute(sql)
-        finally:
-            await connection.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-    yield str(make_url(admin).set(database=name).render_as_string(False))
-    asyncio.run(run(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with scratch_postgres(postgres_url) as url:
+        yield url
 
 
 def test_the_kit_builds_runs_and_reports(
-    scratch_postgres: str, redis_url: str, tmp_path: Path
+    scratch_database: str, redis_url: str, tmp_path: Path
 ) -> None:
     for tool in ("wrk", "pgbench"):
         if shutil.which(tool) is None:
             service_unavailable(f"{tool} is not installed (.ci/run installs it)")
     sqlite = tmp_path / "bench.db"
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.dataset",
-            "--postgres",
-            scratch_postgres,
-            "--sqlite",
-            str(sqlite),
-            "--submissions",
-            "600",
-            "--forms",
-            "3",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    built = _kit(
+        "dataset",
+        *("--postgres", scratch_database, "--sqlite", str(sqlite)),
+        *("--submissions", "600", "--forms", "3"),
         timeout=300,
-        check=False,
     )
     assert built.returncode == 0, built.stderr
     assert json.loads(built.stdout.splitlines()[-1])["submissions"] == 600
 
     raw = tmp_path / "run.json"
-    ran = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.run",
-            "--postgres",
-            scratch_postgres,
-            "--sqlite",
-            str(sqlite),
-            "--redis",
-            redis_url,
-            "--duration",
-            "1",
-            "--warmup",
-            "0",
-            "--rounds",
-            "1",
-            "--connections",
-            "2",
-            "--workers",
-            "1",
-            "--scenarios",
-            "page1_50",
-            "since_9pct",
-            "post_submission",
-            "not_found",
-            "unauthorized",
-            "--json",
-            str(raw),
-            "--no-record",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    ran = _kit(
+        "run",
+        *("--postgres", scratch_database, "--sqlite", str(sqlite), "--redis", redis_url),
+        *("--duration", "1", "--warmup", "0", "--rounds", "1", "--connections", "2"),
+        *("--workers", "1", "--json", str(raw), "--no-record", "--scenarios", "page1_50"),
+        *("since_9pct", "post_submission", "not_found", "unauthorized"),
         timeout=600,
-        check=False,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
 
@@ -128,3 +80,14 @@ def test_the_kit_builds_runs_and_reports(
         if m["target"] == "service" and m["scenario"] in ("not_found", "unauthorized"):
             assert m["non_2xx"] > 0, m  # and the error scenarios really err
     assert "| postgresql | page1_50 |" in ran.stdout  # the Markdown report
+
+
+def test_the_redis_exchange_comparison_runs(redis_url: str) -> None:
+    done = _kit("redis_exchange", "--redis", redis_url, "--calls", "200", timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split("  ")[1].strip() for line in lines] == [
+        name for _ in range(3) for name in ("redis-py pipeline", "shared connection")
+    ]
+    assert all(line.endswith("us CPU per exchange") for line in lines)

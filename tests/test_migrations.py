@@ -2,12 +2,10 @@
 forward: on SQLite and on a fresh PostgreSQL database of their own."""
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import asyncpg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -15,6 +13,7 @@ from sqlalchemy import Connection, insert, select
 
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.models import Base, SubmissionCount, SubmissionDayCount
+from tests.conftest import scratch_postgres
 from tests.factories import create_form, create_org
 
 
@@ -23,19 +22,9 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'migrations.db'}"
         return
-    server: str = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
-    name = f"migrations_{uuid.uuid4().hex[:12]}"
-
-    async def admin(sql: str) -> None:
-        connection = await asyncpg.connect(f"{server}/postgres")
-        await connection.execute(sql)
-        await connection.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
     # Days and hours must be UTC's whatever the server's zone: +05:30 shifts both.
-    asyncio.run(admin(f"ALTER DATABASE \"{name}\" SET timezone = 'Asia/Kolkata'"))
-    yield f"{server}/{name}"
-    asyncio.run(admin(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with scratch_postgres(request.getfixturevalue("postgres_url"), timezone="Asia/Kolkata") as url:
+        yield url
 
 
 def _differences(connection: Connection) -> list[object]:

@@ -5,6 +5,7 @@ its output in a log file; every process is terminated at teardown, killed if it
 does not stop in time.
 """
 
+import contextlib
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import scratch_postgres
 from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
 
 CURL_LINE = re.compile(r"curl -H 'Authorization: Bearer (fapi_[0-9A-Za-z]+)' (\S+)/v1/forms")
@@ -48,14 +50,21 @@ class Tenant:
     secret: str
 
 
-@pytest.fixture(scope="module")
-def tenant(tmp_path_factory: pytest.TempPathFactory) -> Tenant:
-    """A SQLite file prepared with the CLI: an organization, its owner, and a key."""
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def tenant(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Tenant]:
+    """A database every server of a test shares (a SQLite file, or a PostgreSQL
+    database of its own), prepared with the CLI: an organization, its owner, a key."""
     directory = tmp_path_factory.mktemp("server")
-    url = f"sqlite:///{directory / 'shared.db'}"
-    cli(directory, url, "user", "create", "--email", "ops@example.com", stdin=PASSWORD + "\n")
-    _, secret = member_key(directory, url, "Acme", "viewer")
-    return Tenant(url, secret)
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite:///{directory / 'shared.db'}"
+        else:
+            url = stack.enter_context(scratch_postgres(request.getfixturevalue("postgres_url")))
+        cli(directory, url, "user", "create", "--email", "ops@example.com", stdin=PASSWORD + "\n")
+        _, secret = member_key(directory, url, "Acme", "viewer")
+        yield Tenant(url, secret)
 
 
 def member_key(
