@@ -43,11 +43,16 @@ _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 
 async def release(app: FastAPI) -> None:
-    """Close the connections create_app opened: at shutdown, and in tests that
-    drive the app without its lifespan."""
-    await app.state.engine.dispose()
-    await app.state.auth_epoch.close()
-    await app.state.rate_limiter.close()
+    """Close the database pool, the auth epoch's client and the limiter's
+    connection: at shutdown, and in tests that drive the app without its
+    lifespan. (The sign-in throttle's client, from `limits`, has no close.)"""
+    try:
+        await app.state.engine.dispose()
+    finally:
+        try:
+            await app.state.auth_epoch.close()
+        finally:
+            await app.state.rate_limiter.close()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -4,6 +4,7 @@ interleaves, and a lost or stuck connection fails its callers and is replaced.""
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from redis.asyncio import Redis
@@ -38,12 +39,13 @@ async def test_concurrent_callers_each_get_their_own_replies(pipe: RedisPipe) ->
     assert answers == [[b"OK", 2 * n, str(2 * n).encode(), 1] for n in range(200)]
 
 
-async def test_the_urls_database_is_selected(redis_url: str, redis: Redis) -> None:
+async def test_the_urls_database_and_client_name_are_set(redis_url: str, redis: Redis) -> None:
     key = f"test-{uuid.uuid4()}"
-    pipe = RedisPipe(redis_url.rsplit("/", 1)[0] + "/3")
+    pipe = RedisPipe(urlunsplit(urlsplit(redis_url)._replace(path="/3", query="client_name=t1")))
     await pipe.execute(("SET", key, "in db 3"))
+    assert await pipe.execute(("CLIENT", "GETNAME")) == [b"t1"]
     await pipe.close()
-    in_db_3 = Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
+    in_db_3 = Redis.from_url(urlunsplit(urlsplit(redis_url)._replace(path="/3")))
 
     assert await in_db_3.get(key) == b"in db 3"
     assert await redis.get(key) is None
@@ -67,16 +69,40 @@ async def test_error_replies_raise_and_a_missing_script_is_named(pipe: RedisPipe
     assert await pipe.execute(("PING",)) == [b"PONG"]  # the connection carries on
 
 
-async def test_a_connection_killed_by_redis_is_replaced(pipe: RedisPipe, redis: Redis) -> None:
+async def test_a_connection_killed_by_redis_is_replaced(redis_url: str, redis: Redis) -> None:
+    pipe = RedisPipe(redis_url, timeout=30)
     (client_id,) = await pipe.execute(("CLIENT", "ID"))
-    blocked = asyncio.ensure_future(pipe.execute(("BLPOP", f"test-{uuid.uuid4()}", 0.4)))
+    blocked = asyncio.ensure_future(pipe.execute(("BLPOP", f"test-{uuid.uuid4()}", 20)))
     await asyncio.sleep(0.05)
     await redis.client_kill_filter(_id=client_id)
 
     with pytest.raises(ConnectionError):
-        await blocked
+        await blocked  # at once, not after the BLPOP's 20 s
     (new_id,) = await pipe.execute(("CLIENT", "ID"))
     assert new_id != client_id
+    await pipe.close()
+
+
+async def test_callers_that_give_up_do_not_shift_the_replies_of_others(pipe: RedisPipe) -> None:
+    # A request cancelled while it waits (its client went away) leaves its
+    # replies to arrive and be dropped; every other caller still gets its own.
+    prefix = f"test-{uuid.uuid4()}"
+    await pipe.execute(("PING",))  # connected: each caller writes on its first step
+    tasks = [
+        asyncio.ensure_future(pipe.execute(("SET", f"{prefix}:{n}", n), ("GET", f"{prefix}:{n}")))
+        for n in range(90)
+    ]
+    await asyncio.sleep(0)  # every caller has written its commands
+    for task in tasks[::3]:
+        task.cancel()
+    answers = await asyncio.gather(*tasks, return_exceptions=True)
+
+    for n, answer in enumerate(answers):
+        if n % 3 == 0:
+            assert isinstance(answer, asyncio.CancelledError)
+        else:
+            assert answer == [b"OK", str(n).encode()]
+    assert await pipe.execute(("GET", f"{prefix}:0")) == [b"0"]  # the cancelled ones ran
 
 
 async def test_a_reply_that_does_not_come_times_out_and_the_connection_is_replaced(
@@ -100,6 +126,15 @@ async def test_an_unreachable_redis_fails_fast() -> None:
         await pipe.execute(("PING",))  # not tried again at once
 
 
+async def test_the_urls_timeout_is_honored(redis_url: str) -> None:
+    query = "socket_timeout=0.2&max_connections=50"
+    pipe = RedisPipe(urlunsplit(urlsplit(redis_url)._replace(query=query)), timeout=30)
+
+    with pytest.raises(TimeoutError):
+        await pipe.execute(("BLPOP", f"test-{uuid.uuid4()}", 1))  # past 0.2 s, not 30
+    await pipe.close()
+
+
 def test_url_options_it_cannot_honor_are_refused() -> None:
-    with pytest.raises(ValueError, match="socket_timeout"):
-        RedisPipe("redis://127.0.0.1:6379/0?socket_timeout=3")
+    with pytest.raises(ValueError, match="protocol"):
+        RedisPipe("redis://127.0.0.1:6379/0?protocol=3")  # replies are read as RESP2

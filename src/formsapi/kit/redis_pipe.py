@@ -16,7 +16,7 @@ import asyncio
 import ssl
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import hiredis
@@ -25,7 +25,10 @@ from redis.exceptions import NoScriptError, ResponseError
 
 Command = tuple[str | bytes | int | float, ...]  # a command and its arguments
 
-RECONNECT_AFTER = 1.0  # seconds a failed connect is not retried, so a dead Redis costs nothing
+# After a failed connect, callers fail at once for this long, doubling up to the cap: a
+# Redis that drops packets makes one request wait out the connect timeout per period.
+RECONNECT_AFTER = 1.0
+RECONNECT_AFTER_MAX = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +37,14 @@ class _Address:
     port: int = 6379
     path: str | None = None  # a Unix socket
     tls: ssl.SSLContext | None = None
-    setup: tuple[Command, ...] = ()  # AUTH and SELECT, sent first on each connection
+    # AUTH (a password: kept out of the repr), SELECT, CLIENT SETNAME: sent first on each connection
+    setup: tuple[Command, ...] = field(default=(), repr=False)
+    timeout: float | None = None  # the URL's socket_timeout
+    connect_timeout: float | None = None  # the URL's socket_connect_timeout
+
+
+# Tuning for redis-py's pools, which one long-lived connection has no use for.
+_POOL_OPTIONS = ("max_connections", "health_check_interval", "retry_on_timeout", "socket_keepalive")
 
 
 def _address(url: str) -> _Address:
@@ -50,6 +60,9 @@ def _address(url: str) -> _Address:
     username, password = options.pop("username", None), options.pop("password", None)
     if password is not None:
         setup.append(("AUTH", username, password) if username else ("AUTH", password))
+    client_name = options.pop("client_name", None)
+    if client_name:
+        setup.append(("CLIENT", "SETNAME", client_name))
     db = int(options.pop("db", 0) or 0)
     if db:
         setup.append(("SELECT", db))
@@ -60,7 +73,11 @@ def _address(url: str) -> _Address:
         path=path,
         tls=tls,
         setup=tuple(setup),
+        timeout=options.pop("socket_timeout", None),
+        connect_timeout=options.pop("socket_connect_timeout", None),
     )
+    for ignored in _POOL_OPTIONS:
+        options.pop(ignored, None)
     if options:
         raise ValueError(f"Redis URL options not supported here: {', '.join(sorted(options))}")
     return address
@@ -104,10 +121,12 @@ class _Link(asyncio.Protocol):
 
     def send(self, commands: tuple[Command, ...]) -> asyncio.Future[list[Any]]:
         assert self._transport is not None
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting.append((len(commands), [], waiter))
+        # Packed before queueing: a command that cannot be packed must not leave
+        # an entry with no replies coming, which would shift every later caller's.
         # cast: hiredis's stub types the argument as a one-item tuple
         packed = b"".join(hiredis.pack_command(cast(Any, command)) for command in commands)
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append((len(commands), [], waiter))
         self._transport.write(packed)
         return waiter
 
@@ -125,13 +144,17 @@ class RedisPipe:
 
     def __init__(self, url: str, timeout: float = 1.0) -> None:
         self._address = _address(url)
-        self._timeout = timeout
+        self._timeout = self._address.timeout or timeout
+        self._connect_timeout = self._address.connect_timeout or self._timeout
         self._link: _Link | None = None
         self._connecting = asyncio.Lock()
         self._retry_at = 0.0
+        self._backoff = RECONNECT_AFTER
 
     async def execute(self, *commands: Command) -> list[Any]:
         """Each command's reply, in order."""
+        if not commands:
+            return []
         link = self._link
         if link is None or link.closed:
             link = await self._connect()
@@ -156,26 +179,36 @@ class RedisPipe:
                 return self._link  # another caller connected while this one waited
             if time.monotonic() < self._retry_at:
                 raise ConnectionError("Redis was unreachable a moment ago")
-            loop = asyncio.get_running_loop()
-            address = self._address
+            link = None
             try:
-                async with asyncio.timeout(self._timeout):
-                    if address.path is not None:
-                        _, link = await loop.create_unix_connection(_Link, address.path)
-                    else:
-                        _, link = await loop.create_connection(
-                            _Link, address.host, address.port, ssl=address.tls
-                        )
-                    if address.setup:
-                        for reply in await self._exchange(link, address.setup):
+                async with asyncio.timeout(self._connect_timeout):
+                    link = await self._open()
+                    if self._address.setup:
+                        for reply in await self._exchange(link, self._address.setup):
                             if isinstance(reply, ResponseError):
-                                link.close()
                                 raise reply
-            except (OSError, ResponseError):
-                self._retry_at = time.monotonic() + RECONNECT_AFTER
+            except BaseException as error:
+                # Half set up (refused AUTH, a timeout, the caller cancelled): close it.
+                if link is not None:
+                    link.close()
+                if isinstance(error, OSError | ResponseError):
+                    self._retry_at = time.monotonic() + self._backoff
+                    self._backoff = min(self._backoff * 2, RECONNECT_AFTER_MAX)
                 raise
+            self._backoff = RECONNECT_AFTER
             self._link = link
             return link
+
+    async def _open(self) -> _Link:
+        loop = asyncio.get_running_loop()
+        address = self._address
+        if address.path is not None:
+            _, link = await loop.create_unix_connection(_Link, address.path)
+        else:
+            _, link = await loop.create_connection(
+                _Link, address.host, address.port, ssl=address.tls
+            )
+        return link
 
     async def close(self) -> None:
         if self._link is not None:
