@@ -154,7 +154,7 @@ _SPREAD = [
         T0 - timedelta(days=2),  # before every row
         T0 - timedelta(hours=12),  # a midnight (the first day's)
         T0 - timedelta(hours=12, microseconds=1),  # just before a midnight
-        T0 - timedelta(hours=1, minutes=30),  # on a row
+        T0 - timedelta(minutes=30),  # on a row
         T0,  # an hour boundary holding a row
         T0 + timedelta(hours=11, minutes=59, seconds=30),  # the last partial hour of a day
         T0 + timedelta(hours=12),  # a midnight holding two rows
@@ -188,6 +188,29 @@ async def test_since_totals_are_exact_across_hours_and_days(
     assert after == sum(moment > since for i, moment in enumerate(_SPREAD) if i not in (6, 12))
 
 
+@pytest.mark.parametrize("since", ["9999-12-31T23:59:59Z", "9999-12-30T23:30:00Z"])
+async def test_a_since_at_the_end_of_time_answers_an_empty_page(
+    api: Api, session: AsyncSession, since: str
+) -> None:
+    form_id, secret = await _form_with_times(session, [T0])
+
+    response = await api.get(f"/v1/forms/{form_id}/submissions?since={since}", secret)
+
+    assert response.status_code == 200
+    assert response.json()["pagination"]["total"] == 0
+
+
+async def test_a_since_past_what_utc_can_hold_is_refused(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form_with_times(session, [T0])
+
+    response = await api.get(
+        f"/v1/forms/{form_id}/submissions?since={quote('9999-12-31T23:00:00-05:00')}", secret
+    )
+
+    assert response.status_code == 400  # as any malformed query parameter
+    assert response.headers["content-type"] == "application/problem+json"
+
+
 async def test_submissions_of_one_form_only(api: Api, session: AsyncSession) -> None:
     org = await create_org(session)
     _, secret = await create_key(session, org)
@@ -215,19 +238,20 @@ async def test_key_without_submissions_scope_is_forbidden(api: Api, session: Asy
     assert "submissions:read" in response.json()["detail"]
 
 
-@pytest.mark.parametrize("chunk", [2000, 2], ids=["one step", "many steps"])
+@pytest.mark.parametrize("chunk", [1000, 2], ids=["one step", "many steps"])
 async def test_deep_pages_match_the_order_of_shallow_ones(
     api: Api, session: AsyncSession, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    # A seek reads the hourly counts `chunk` hours at a time; two hours a step
-    # makes it walk many steps, as it would on a sparse form.
+    # A seek reads the daily counts `chunk` days at a time, then the found day's
+    # hours as many at a time; two a step makes it walk many steps of each, as
+    # it would on a sparse form.
     monkeypatch.setattr(submission_repository, "SEEK_CHUNK", chunk)
-    # Deep offsets are found through the hourly counts (the rows span six
-    # hours); pages must still tile the same newest-first order, ties by id.
+    # Deep offsets are found through the daily and hourly counts (the rows span
+    # twelve days); pages must still tile the same newest-first order, ties by id.
     org = await create_org(session)
     _, secret = await create_key(session, org)
     form = await create_form(session, org)
-    times = [T0 + timedelta(minutes=i // 3) for i in range(1030)]  # triples share a time
+    times = [T0 + timedelta(minutes=50 * (i // 3)) for i in range(1030)]  # triples share a time
     await session.execute(
         insert(Submission),
         [
@@ -273,3 +297,19 @@ async def test_deep_pages_match_the_order_of_shallow_ones(
     assert since["pagination"]["total"] == 1027  # all but the three at T0
     assert [s["id"] for s in since["data"]] == expected[590:600]
     assert since["data"][0]["answers"] == {"n": int(expected[590][4:])}
+
+    # A `since` inside a day and an hour: the seek counts both whole, and the
+    # page drops their rows at or before it (the oldest of each).
+    cut = times[400] + timedelta(seconds=1)  # after the triple 399-401
+    tiled = []
+    for page in range(1, 8):
+        body = (
+            await api.get(
+                f"/v1/forms/{form.id}/submissions?limit=100&page={page}"
+                f"&since={quote(cut.isoformat())}",
+                secret,
+            )
+        ).json()
+        assert body["pagination"]["total"] == 1030 - 402
+        tiled += [s["id"] for s in body["data"]]
+    assert tiled == [i for i in expected if int(i[4:]) >= 402]

@@ -33,4 +33,7 @@ def parse_timestamp(text: str) -> datetime:
         raise ValueError("must be an ISO 8601 timestamp such as 2026-01-31T09:30:00Z") from None
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must fall between the years 1 and 9999 in UTC") from None

@@ -1,5 +1,5 @@
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
@@ -26,7 +26,9 @@ from formsapi.models.base import iso_utc
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
-SEEK_CHUNK = 2000  # hours read per step of a seek
+# From here on the next hour or day would not exist; no submission is that late.
+LAST_DAY = datetime(9999, 12, 31, tzinfo=UTC)
+SEEK_CHUNK = 1000  # days, or a day's hours, read per step of a seek
 
 # id, form_id, form_version, submitted_at as API text, answers as JSON text, total.
 PageRow = Sequence[Any]
@@ -72,8 +74,8 @@ def _total(since: bool) -> ColumnElement[int]:
             .scalar_subquery()
         )
     # The rows of the partial hour that `since` falls in, then the whole hours
-    # up to the next midnight, then whole days: a few dozen counts to add
-    # however far back `since` is.
+    # up to the next midnight, then whole days: at most 23 hours and one count
+    # a day, where hours alone were 24 a day.
     partial_hour = (
         select(func.count())
         .select_from(Submission)
@@ -129,8 +131,11 @@ def _parameters(organization_id: str, form_id: str, since: datetime | None) -> d
     parameters: dict[str, object] = {"organization_id": organization_id, "form_id": form_id}
     if since is not None:
         parameters["since"] = since
-        parameters["next_hour"] = hour_of(since) + HOUR
-        parameters["next_day"] = day_of(since) + DAY
+        if since >= LAST_DAY:
+            parameters["next_hour"] = parameters["next_day"] = LAST_DAY
+        else:
+            parameters["next_hour"] = hour_of(since) + HOUR
+            parameters["next_day"] = day_of(since) + DAY
     return parameters
 
 
@@ -166,47 +171,83 @@ async def total(
 
 
 @cache
-def _seek_statement(since: bool, below: bool) -> HotStatement:
-    """Among the newest `chunk` hours, the first whose running count passes
-    `offset`; if none does, the chunk's oldest hour, to go on from.
+def _seek_statement(daily: bool, lower: bool, below: bool) -> HotStatement:
+    """Among the newest `chunk` days (or hours), the first whose running count
+    passes `offset`; if none does, the chunk's oldest, to go on from.
 
     The inner LIMIT makes the database walk the primary key backwards and
     stop: a window over every hour of the form made it sort them all (16 ms
     for two years of hours)."""
-    conditions = _counts_of_form()
-    if since:
-        conditions.append(SubmissionCount.hour >= bindparam("since_hour"))
+    table = SubmissionDayCount if daily else SubmissionCount
+    start = SubmissionDayCount.day if daily else SubmissionCount.hour
+    conditions = _counts_of_form(table)
+    if lower:
+        conditions.append(start >= bindparam("lower"))
     if below:
-        conditions.append(SubmissionCount.hour < bindparam("below"))
+        conditions.append(start < bindparam("below"))
     newest = (
-        select(SubmissionCount.hour, SubmissionCount.count)
+        select(start.label("start"), table.count)
         .where(*conditions)
-        .order_by(SubmissionCount.hour.desc())
+        .order_by(start.desc())
         .limit(bindparam("chunk"))
         .subquery("newest")
     )
-    newest_first = newest.c.hour.desc()
+    newest_first = newest.c.start.desc()
     running = select(
-        newest.c.hour,
+        newest.c.start,
         newest.c.count,
         func.sum(newest.c.count).over(order_by=newest_first).label("through"),
         func.row_number().over(order_by=newest_first).label("position"),
-        func.count().over().label("hours"),
+        func.count().over().label("spans"),
     ).subquery("running")
     passes = running.c.through > bindparam("offset", type_=BigInteger)
-    # One pass: the passing hour, or else the chunk's last (oldest) hour.
+    # One pass: the passing span, or else the chunk's last (oldest) one.
     return HotStatement(
         select(
-            running.c.hour,
+            running.c.start,
             (running.c.through - running.c.count).label("newer"),
             running.c.through,
-            running.c.hours,
+            running.c.spans,
             passes.label("passes"),
         )
-        .where(passes | (running.c.position == running.c.hours))
-        .order_by(passes.desc(), running.c.hour.desc())
+        .where(passes | (running.c.position == running.c.spans))
+        .order_by(passes.desc(), running.c.start.desc())
         .limit(1)
     )
+
+
+async def _walk(
+    session: AsyncSession,
+    form: dict[str, object],
+    daily: bool,
+    lower: datetime | None,
+    below: datetime | None,
+    offset: int,
+) -> tuple[datetime, int] | None:
+    """The day (or hour) from `lower` and before `below` that holds row
+    `offset`, newest first, and how many rows are newer than it; None when the
+    offset is past them all. A chunk at a time, the next chunk sized by the
+    density seen so far."""
+    skipped, chunk = 0, SEEK_CHUNK
+    while True:
+        step = form | {"offset": offset - skipped, "chunk": chunk}
+        if lower is not None:
+            step["lower"] = lower
+        if below is not None:
+            step["below"] = below
+        statement = _seek_statement(daily, lower is not None, below is not None)
+        found = await statement.all(session, step)
+        if not found:
+            return None
+        start, newer, through, spans, passes = found[0]
+        if passes:
+            return start, skipped + int(newer)
+        if spans < chunk:
+            return None  # every one counted and the offset is past them all
+        skipped += int(through)
+        below = start
+        per_span = max(1.0, through / spans)
+        chunk = min(50_000, max(SEEK_CHUNK, int((offset - skipped) / per_span * 1.25) + 1))
 
 
 async def seek(
@@ -219,30 +260,21 @@ async def seek(
     """Where row `offset` (newest first) lies: the end of its hour, and how many
     rows are newer than that hour. None when the offset is past the last row.
 
-    Walks the hourly counts instead of the rows, so page 1,000 costs about what
-    page 1 does; a chunk of hours at a time, the next chunk sized by the density
-    seen so far."""
-    parameters = _parameters(organization_id, form_id, since)
-    if since is not None:
-        parameters["since_hour"] = hour_of(since)
-    skipped, below, chunk = 0, None, SEEK_CHUNK
-    while True:
-        step = parameters | {"offset": offset - skipped, "chunk": chunk}
-        if below is not None:
-            step["below"] = below
-        statement = _seek_statement(since is not None, below is not None)
-        found = await statement.all(session, step)
-        if not found:
-            return None
-        hour, newer, through, hours, passes = found[0]
-        if passes:
-            return hour + HOUR, skipped + int(newer)
-        if hours < chunk:
-            return None  # every hour counted and the offset is past them all
-        skipped += int(through)
-        below = hour
-        per_hour = max(1.0, through / hours)
-        chunk = min(50_000, max(SEEK_CHUNK, int((offset - skipped) / per_hour * 1.25) + 1))
+    Walks the daily counts to the day that holds the row, then that day's
+    hours, instead of the rows: page 1,000 costs about what page 1 does. With
+    `since`, its day and hour count whole; the page query then drops their
+    rows at or before it, which are the oldest of both."""
+    form: dict[str, object] = {"organization_id": organization_id, "form_id": form_id}
+    day = await _walk(session, form, True, day_of(since) if since else None, None, offset)
+    if day is None:
+        return None
+    start, newer_days = day
+    lower = start if since is None else max(start, hour_of(since))
+    hour = await _walk(session, form, False, lower, start + DAY, offset - newer_days)
+    if hour is None:
+        return None  # what the day held past the offset was at or before `since`
+    start, newer_hours = hour
+    return start + HOUR, newer_days + newer_hours
 
 
 async def rebuild_counts(session: AsyncSession, organization_id: str) -> None:

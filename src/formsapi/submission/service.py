@@ -88,8 +88,8 @@ async def create(
 ) -> Submission:
     """Store answers to a published form, checked against its current blocks.
 
-    The form's counter, its hourly count and the row move in one transaction;
-    invalid answers roll all three back."""
+    The form's counter, its hourly and daily counts and the row move in one
+    transaction; invalid answers roll them all back."""
     locked = (
         await form_repository.lock_for_submission(session, organization_id, form_id)
         if is_plausible(form_id)
