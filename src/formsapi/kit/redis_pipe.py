@@ -7,9 +7,10 @@ connection pool to wait on, no lock, and replies for several callers often
 arrive in one read. hiredis (the C library redis-py itself parses with) packs
 the commands and parses the replies; this module only keeps the order.
 
-Why not redis-py's client: its asyncio pipeline spent 80-115 us of CPU on the
-rate limiter's three commands, this 14-15 us (bench/RESULTS.md), and that
-exchange runs on every API request.
+Why not redis-py's client: its asyncio pipeline spent 5-7 times the CPU on
+the rate limiter's three commands (115-159 us against 19-22 us, `python -m
+bench.redis_exchange`; bench/RESULTS.md), and that exchange runs on every API
+request.
 """
 
 import asyncio
