@@ -70,6 +70,8 @@ def bare_floor() -> FastAPI:
 
     @app.get("/{scenario}")
     async def handler(scenario: str, request: Request) -> Response:
+        if scenario not in plans:
+            return Response(status_code=404)  # the runner's readiness probe asks /healthz
         async with engine.connect() as connection:
             rows = [await run(connection, s) for s in plans[scenario]]
         return Response(orjson.dumps(rows, default=str), media_type="application/json")
