@@ -9,6 +9,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
+from formsapi.idempotency.service import RETENTION
+from formsapi.kit.time import shift
 from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.submission import repository as submission_repository
 from tests.conftest import Api
@@ -171,6 +173,29 @@ async def test_a_failed_request_does_not_use_up_its_key(api: Api, session: Async
     assert (
         await api.post(url, secret, json={"answers": GOOD}, headers={"Idempotency-Key": "retry-me"})
     ).status_code == 201
+
+
+@pytest.mark.parametrize("same_body", [True, False])
+async def test_an_expired_idempotency_key_is_taken_over_by_a_new_request(
+    api: Api, session: AsyncSession, same_body: bool
+) -> None:
+    _, form_id, secret = await _form(session)
+    key = {"Idempotency-Key": "reused-a-day-later"}
+    url = f"/v1/forms/{form_id}/submissions"
+    first = await api.post(url, secret, json={"answers": GOOD}, headers=key)
+
+    with shift(RETENTION + timedelta(minutes=1)):
+        later = await api.post(
+            url, secret, json={"answers": GOOD if same_body else {**GOOD, "age": 37}}, headers=key
+        )
+        retry = await api.post(
+            url, secret, json={"answers": GOOD if same_body else {**GOOD, "age": 37}}, headers=key
+        )
+
+    assert first.status_code == later.status_code == retry.status_code == 201
+    assert later.json()["id"] != first.json()["id"]  # a new request, not a replay of the old
+    assert retry.json() == later.json()  # and the key now answers for the new one
+    assert (await api.get(url, secret)).json()["pagination"]["total"] == 2
 
 
 async def test_writing_submissions_needs_the_scope(api: Api, session: AsyncSession) -> None:

@@ -3,8 +3,9 @@ response and creates nothing new; the same key with another body is refused.
 
 The key is claimed before the work, in the work's own transaction: a duplicate
 arriving meanwhile waits on the claim's unique key, then replays what the first
-request committed. Errors roll the claim back with everything else, so a failed
-request can be retried with its key.
+request committed. A key past its retention is reclaimed by the claim itself.
+Errors roll the claim back with everything else, so a failed request can be
+retried with its key.
 """
 
 import hashlib
@@ -12,16 +13,14 @@ import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import Conflict, FormsAPIError
+from formsapi.idempotency import repository
 from formsapi.kit.time import utcnow
-from formsapi.models import IdempotencyKey
 
 RETENTION = timedelta(hours=24)
 
@@ -49,21 +48,17 @@ def fingerprint(method: str, path: str, body: Any) -> str:
 
 
 async def _stored(
-    session: AsyncSession, organization_id: str, key: str, print_: str
+    session: AsyncSession, organization_id: str, key: str, print_: str, now: datetime
 ) -> Outcome | None:
-    row = await session.scalar(
-        select(IdempotencyKey).where(
-            IdempotencyKey.organization_id == organization_id,
-            IdempotencyKey.key == key,
-            IdempotencyKey.created_at >= utcnow() - RETENTION,
-        )
-    )
+    row = await repository.get_live(session, organization_id, key, now - RETENTION)
     if row is None:
         return None
     if row.fingerprint != print_:
         raise IdempotencyKeyReused(
             "This Idempotency-Key was used for a different request; use a new key."
         )
+    if row.status == 0:  # claimed by a transaction that has not finished (a guard)
+        raise Conflict("A request with this Idempotency-Key is in progress.")
     return Outcome(row.status, row.body.encode(), row.location)
 
 
@@ -74,41 +69,26 @@ async def run_once(
     print_: str,
     work: Callable[[], Awaitable[Outcome]],
 ) -> Outcome:
-    """Do `work` once per key: the first time, or replay its stored outcome."""
+    """Do `work` once per key: the first time, or replay its stored outcome.
+
+    A key older than RETENTION is taken over by the claim itself: its old row
+    no longer answers for it."""
     if key is None:
         return await work()
-    stored = await _stored(session, organization_id, key, print_)
+    now = utcnow()
+    stored = await _stored(session, organization_id, key, print_, now)
     if stored is not None:
         return stored
-    try:
-        async with session.begin_nested():
-            session.add(
-                IdempotencyKey(
-                    organization_id=organization_id,
-                    key=key,
-                    fingerprint=print_,
-                    status=0,
-                    body="",
-                    location=None,
-                )
-            )
-    except IntegrityError:
+    if not await repository.claim(session, organization_id, key, print_, now, now - RETENTION):
         # Another request with this key committed while we waited on its claim.
-        stored = await _stored(session, organization_id, key, print_)
+        stored = await _stored(session, organization_id, key, print_, now)
         if stored is None:
-            raise Conflict("A request with this Idempotency-Key is in progress.") from None
+            raise Conflict("A request with this Idempotency-Key is in progress.")
         return stored
     outcome = await work()
-    await session.execute(
-        update(IdempotencyKey)
-        .where(IdempotencyKey.organization_id == organization_id, IdempotencyKey.key == key)
-        .values(status=outcome.status, body=outcome.body.decode(), location=outcome.location)
+    await repository.record(
+        session, organization_id, key, outcome.status, outcome.body.decode(), outcome.location
     )
     if random.random() < 0.01:  # noqa: S311 - housekeeping, now and then
-        await session.execute(
-            delete(IdempotencyKey).where(
-                IdempotencyKey.organization_id == organization_id,
-                IdempotencyKey.created_at < utcnow() - RETENTION,
-            )
-        )
+        await repository.delete_expired(session, organization_id, now - RETENTION)
     return outcome

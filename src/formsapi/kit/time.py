@@ -1,15 +1,50 @@
-"""UTC timestamps at millisecond precision, the precision the API prints."""
+"""The service's clock, and UTC timestamps at millisecond precision, the
+precision the API prints.
+
+Every reading of the time goes through `utcnow()` or `monotonic()`, so tests
+(and a process run to show what clock skew does) move the service's clock
+with `shift()` instead of sleeping.
+"""
 
 import re
-from datetime import UTC, datetime
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 
 # A '+' in an unencoded query string arrives as a space: "...T10:00:00 01:00".
 _SPACE_OFFSET = re.compile(r" (\d{2}(?::?\d{2})?)$")
 
+_offset = 0.0  # seconds added to the system clock
+
 
 def utcnow() -> datetime:
     now = datetime.now(UTC)
+    if _offset:
+        now += timedelta(seconds=_offset)
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def monotonic() -> float:
+    """Seconds on a clock that never goes back: for timeouts and cool-downs."""
+    return time.monotonic() + _offset
+
+
+def set_offset(seconds: float) -> None:
+    """Run the service's clock `seconds` ahead of the system's (behind if negative)."""
+    global _offset
+    _offset = seconds
+
+
+@contextmanager
+def shift(by: timedelta) -> Iterator[None]:
+    """The service's clock moved by `by` for the duration of the block."""
+    before = _offset
+    set_offset(before + by.total_seconds())
+    try:
+        yield
+    finally:
+        set_offset(before)
 
 
 def isoformat_z(value: datetime) -> str:

@@ -1,0 +1,71 @@
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.models import IdempotencyKey
+
+
+async def get_live(
+    session: AsyncSession, organization_id: str, key: str, since: datetime
+) -> IdempotencyKey | None:
+    return await session.scalar(
+        select(IdempotencyKey).where(
+            IdempotencyKey.organization_id == organization_id,
+            IdempotencyKey.key == key,
+            IdempotencyKey.created_at >= since,
+        )
+    )
+
+
+async def claim(
+    session: AsyncSession,
+    organization_id: str,
+    key: str,
+    fingerprint: str,
+    now: datetime,
+    expired_before: datetime,
+) -> bool:
+    """Take the key for a request about to run: insert it, or take over a row
+    that expired before `expired_before`, in one statement. False when a live
+    row holds it; a concurrent claim's transaction is waited for first."""
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    values = {
+        "fingerprint": fingerprint,
+        "status": 0,
+        "body": "",
+        "location": None,
+        "created_at": now,
+    }
+    row = insert(IdempotencyKey).values(organization_id=organization_id, key=key, **values)
+    statement = row.on_conflict_do_update(
+        index_elements=[IdempotencyKey.organization_id, IdempotencyKey.key],
+        set_=values,
+        where=IdempotencyKey.created_at < expired_before,
+    ).returning(IdempotencyKey.key)
+    return (await session.execute(statement)).first() is not None
+
+
+async def record(
+    session: AsyncSession,
+    organization_id: str,
+    key: str,
+    status: int,
+    body: str,
+    location: str | None,
+) -> None:
+    await session.execute(
+        update(IdempotencyKey)
+        .where(IdempotencyKey.organization_id == organization_id, IdempotencyKey.key == key)
+        .values(status=status, body=body, location=location)
+    )
+
+
+async def delete_expired(session: AsyncSession, organization_id: str, before: datetime) -> None:
+    await session.execute(
+        delete(IdempotencyKey).where(
+            IdempotencyKey.organization_id == organization_id,
+            IdempotencyKey.created_at < before,
+        )
+    )
