@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import httpx
 import pytest
+from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -26,8 +27,13 @@ from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.models import Base
+from formsapi.user import service as user_service
 
 IN_CI = bool(os.environ.get("CI"))
+
+# Argon2id with the library's defaults costs ~50 ms a hash: tests hash cheaply.
+# Server processes the tests start keep the production parameters.
+user_service.use_hasher(Argon2Hasher(time_cost=1, memory_cost=64, parallelism=1))
 POSTGRES_URL = os.environ.get(
     "FORMSAPI_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )

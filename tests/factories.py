@@ -11,6 +11,7 @@ from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
+from formsapi.member import service as member_service
 from formsapi.models import Form, Organization, Plan, Role, Submission, User
 from formsapi.organization import service as organization_service
 from formsapi.submission import repository as submission_repository
@@ -52,7 +53,7 @@ async def create_key(
 ) -> tuple[str, str]:
     """A member with `role` and a key of theirs; returns (key id, secret)."""
     user = user or await create_user(session)
-    await organization_service.add_member(session, organization, user, role)
+    await member_service.add_directly(session, organization.id, user, role)
     created = await api_key_service.create(session, organization, user, "test", scopes)
     return created.key.id, created.secret
 

@@ -62,6 +62,7 @@ def tenant(
             url = f"sqlite:///{directory / 'shared.db'}"
         else:
             url = stack.enter_context(scratch_postgres(request.getfixturevalue("postgres_url")))
+        cli(directory, url, "migrate")
         cli(directory, url, "user", "create", "--email", "ops@example.com", stdin=PASSWORD + "\n")
         _, secret = member_key(directory, url, "Acme", "viewer")
         yield Tenant(url, secret)

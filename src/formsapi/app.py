@@ -25,7 +25,8 @@ from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted.routes import router as hosted_router
-from formsapi.kit.body_limit import BodyLimit
+from formsapi.kit.mail import Mailer
+from formsapi.kit.request_body import RequestBody
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
 from formsapi.submission.endpoints import router as submissions_router
@@ -58,7 +59,9 @@ async def release(app: FastAPI) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = create_engine(
-        settings.database_url, settings.database_pool_size, settings.database_pool_timeout
+        settings.database_url.get_secret_value(),
+        settings.database_pool_size,
+        settings.database_pool_timeout,
     )
     rate_limiter = RateLimiter(settings)
     auth_epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
@@ -87,13 +90,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = create_sessionmaker(engine)
     # Read endpoints answer from one statement (deep pages from two, whose
     # second only narrows what the first found): each runs in autocommit.
-    app.state.read_sessionmaker = create_sessionmaker(
-        engine.execution_options(isolation_level="AUTOCOMMIT")
-    )
+    app.state.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+    app.state.read_sessionmaker = create_sessionmaker(app.state.read_engine)
     app.state.rate_limiter = rate_limiter
     app.state.sign_in_throttle = SignInThrottle(rate_limiter.storage)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
+    app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
     install_handlers(app)
 
     v1 = APIRouter(prefix="/v1")
@@ -108,7 +111,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(CloseReadSession)
     app.add_middleware(RateLimitHeaders)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestBody, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout
+    )
     if settings.trusted_proxies:
         # Outermost, so every layer below sees the real client address.
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
@@ -187,7 +192,8 @@ def _mount_probes(app: FastAPI) -> None:
                 {"status": "ready", "components": {"database": "busy", **components}}
             )
         try:
-            async with app.state.engine.connect() as connection:
+            # Autocommit: a probe must not queue for SQLite's write lock.
+            async with app.state.read_engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         except Exception as error:  # any failure means "not ready", never a crash
             return problem_response(

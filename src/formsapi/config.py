@@ -6,18 +6,20 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from formsapi.kit.secret_url import SecretURL
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FORMSAPI_", extra="ignore")
 
     # sqlite:///path or postgresql://user@host/db; the async driver is chosen for you.
-    database_url: str = "sqlite:///./formsapi.db"
+    database_url: SecretURL = SecretURL("sqlite:///./formsapi.db")
     # PostgreSQL connections each process keeps; when all are busy a request waits
     # up to database_pool_timeout seconds for one, then answers 503.
     database_pool_size: int = Field(default=10, ge=1)
     database_pool_timeout: float = Field(default=10.0, gt=0)
     # Unset: rate-limit counters live in this process. Set (redis://...): shared by every worker.
-    redis_url: str | None = None
+    redis_url: SecretURL | None = None
     # Namespace for our keys, so several deployments (or test runs) can share one Redis.
     redis_prefix: str = "formsapi"
 
@@ -27,11 +29,20 @@ class Settings(BaseSettings):
     # Proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated).
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    # Larger request bodies answer 413.
+    # Larger request bodies answer 413; bodies not in by this many seconds after
+    # the request began answer 408.
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    body_timeout: float = Field(default=10.0, gt=0)
 
-    # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`.
+    # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`,
+    # and the base of links sent by mail (never the request's Host header, which a
+    # client chooses).
     public_url: str = "http://127.0.0.1:8000"
+
+    # smtp://[user:password@]host[:port] (STARTTLS when offered) or smtps:// (TLS).
+    # Set: invitations and password resets are mailed, never shown on screen.
+    smtp_url: SecretURL | None = None
+    smtp_from: str = "formsapi <no-reply@localhost>"
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod
@@ -40,7 +51,7 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("redis_url", mode="before")
+    @field_validator("redis_url", "smtp_url", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return value or None

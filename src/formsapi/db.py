@@ -7,6 +7,7 @@ for themselves (HotStatement).
 """
 
 import socket
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -128,6 +129,45 @@ def _alembic_config(url: str) -> Any:
     return config
 
 
+class SchemaNotCurrent(Exception):
+    """The database's schema is not the one this version of formsapi runs on."""
+
+
+def _revisions(connection: Connection) -> set[str]:
+    from alembic.migration import MigrationContext
+
+    return set(MigrationContext.configure(connection).get_current_heads())
+
+
+async def check_schema(engine: AsyncEngine) -> None:
+    """Refuse a database whose schema is behind (or ahead of) this version:
+    management commands never migrate one behind the operator's back."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    async with engine.connect() as connection:
+        current = await connection.run_sync(_revisions)
+    heads = set(script.get_heads())
+    if current == heads:
+        return
+    if not current:
+        raise SchemaNotCurrent("the database has no schema yet: run `formsapi migrate` first")
+    if all(_known(script, revision) for revision in current):
+        raise SchemaNotCurrent(
+            "the database schema is behind this version of formsapi: run `formsapi migrate`"
+        )
+    raise SchemaNotCurrent(
+        "the database schema is newer than this version of formsapi: upgrade formsapi"
+    )
+
+
+def _known(script: Any, revision: str) -> bool:
+    try:
+        return script.get_revision(revision) is not None
+    except Exception:  # alembic: an unknown revision raises its own resolution error
+        return False
+
+
 def migrate(url: str, revision: str = "head") -> None:
     """Bring the database to `revision`, creating the SQLite file if needed."""
     from alembic import command
@@ -182,6 +222,13 @@ def unreachable(error: BaseException) -> bool:
             return True  # asyncio: every address of the name failed (localhost: ::1 and 127.0.0.1)
         current = current.orig if isinstance(current, DBAPIError) else current.__cause__
     return False
+
+
+def locked(error: BaseException) -> bool:
+    """Whether `error` is SQLite's "database is locked": another connection kept
+    the write lock for the whole busy timeout."""
+    cause = error.orig if isinstance(error, DBAPIError) else error
+    return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
 
 
 class HotStatement:

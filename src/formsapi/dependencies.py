@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.cache import PrincipalCache
@@ -48,20 +48,29 @@ ReadSessionDep = Annotated[AsyncSession, Depends(get_read_session)]
 
 
 class CloseReadSession:
-    """Returns the connection of the request's read session, if it took one,
-    once the response is out (or the request failed)."""
+    """Returns the connection of the request's read session, if it took one, as
+    the response starts (or the request fails): never held while the client
+    reads the response."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await self.app(scope, receive, send)
-        finally:
+        async def close() -> None:
             session = scope.get("state", {}).get("read_session")
             if session is not None and session.in_transaction():
                 # Shielded: a cancelled request must still hand the connection back.
                 await asyncio.shield(session.close())
+
+        async def send_after_closing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                await close()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_after_closing)
+        finally:
+            await close()
 
 
 def client_ip(request: Request) -> str:

@@ -18,7 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from formsapi.db import unreachable
+from formsapi.db import locked, unreachable
 
 log = logging.getLogger("formsapi")
 
@@ -147,6 +147,12 @@ class ValidationFailed(FormsAPIError):
         super().__init__(detail, errors=errors)
 
 
+class RequestTimeout(FormsAPIError):
+    status = 408
+    title = "Request Timeout"
+    slug = "request-timeout"
+
+
 class PayloadTooLarge(FormsAPIError):
     status = 413
     title = "Payload Too Large"
@@ -184,6 +190,7 @@ _STATUS_SLUGS: dict[int, type[FormsAPIError]] = {
     404: NotFound,
     405: MethodNotAllowed,
     409: Conflict,
+    408: RequestTimeout,
     413: PayloadTooLarge,
     415: UnsupportedMediaType,
     429: RateLimited,
@@ -328,6 +335,14 @@ def install_handlers(app: FastAPI) -> None:
         return await on_formsapi_error(request, busy)
 
     async def on_database_error(request: Request, exc: Exception) -> Response:
+        if locked(exc):
+            # SQLite's write lock stayed taken for the whole busy timeout.
+            log.warning("database busy for %s %s", request.method, request.url.path)
+            busy = Busy(
+                "The database is busy with other writes. Retry in a second.",
+                headers={"Retry-After": "1"},
+            )
+            return await on_formsapi_error(request, busy)
         if not unreachable(exc):
             return await on_unexpected(request, exc)
         # A restart or an outage, not a bug: the pool reconnects on its next checkout.

@@ -97,7 +97,8 @@ async def test_a_lost_epoch_invalidates_every_cache(
     first, _ = two_workers
     auth = await _cached_then_revoked_behind_the_back(first, session)
 
-    redis = Redis.from_url(shared_settings.redis_url or "")
+    assert shared_settings.redis_url is not None
+    redis = Redis.from_url(shared_settings.redis_url.get_secret_value())
     await redis.delete(f"{shared_settings.redis_prefix}:auth-epoch")
     await redis.aclose()
 

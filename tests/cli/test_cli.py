@@ -23,6 +23,7 @@ from pwdlib import PasswordHash
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
+from formsapi.db import migrate
 
 FORMSAPI = Path(sys.executable).parent / "formsapi"
 PASSWORD = "correct horse battery"
@@ -101,8 +102,10 @@ class Tenant:
 
 @pytest.fixture
 def cli(workdir: Path) -> Cli:
-    """A fresh, not yet created, database file in the test's own directory."""
-    return Cli(cwd=workdir, db=workdir / "x.db")
+    """A fresh database file in the test's own directory, migrated."""
+    cli = Cli(cwd=workdir, db=workdir / "x.db")
+    cli.ok("migrate")
+    return cli
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +116,7 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Tenant:
     """
     directory = tmp_path_factory.mktemp("cli")
     cli = Cli(cwd=directory, db=directory / "x.db")
+    cli.ok("migrate")
     org = cli.create_org()
     cli.create_user(OWNER)
     cli.create_user(OUTSIDER)
@@ -397,6 +401,8 @@ def test_database_failures_give_one_error_line(workdir: Path, command: str, file
     (workdir / "junk.db").write_bytes(b"not a database, " * 512)
     (workdir / "a-directory").mkdir()
     cli = Cli(cwd=workdir, db=workdir / file)
+    if file == "x.db":
+        cli.ok("migrate")
 
     result = cli.run(*command.split())
 
@@ -404,3 +410,69 @@ def test_database_failures_give_one_error_line(workdir: Path, command: str, file
     assert "Traceback" not in result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith("error: ")
+
+
+@pytest.mark.parametrize("revision", [None, "0005"], ids=["no schema", "one release behind"])
+def test_management_commands_refuse_a_database_whose_schema_is_behind(
+    workdir: Path, revision: str | None
+) -> None:
+    cli = Cli(cwd=workdir, db=workdir / "x.db")
+    if revision is not None:
+        migrate(cli.url, revision)
+
+    results = [
+        cli.run("org", "create", "--name", "Acme"),
+        cli.run("key", "list", "--org", "org_x"),
+        cli.run("member", "add", "--org", "org_x", "--email", OWNER, "--role", "owner"),
+    ]
+
+    for result in results:
+        assert result.returncode == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith("error: ")
+        assert "`formsapi migrate`" in line
+    versions = cli.rows("SELECT version_num FROM alembic_version") if revision else []
+    assert versions == ([(revision,)] if revision else [])  # nothing migrated behind our back
+
+
+@pytest.mark.parametrize("command", ["migrate", "key list --org org_x"])
+def test_an_unreachable_database_never_shows_its_password(workdir: Path, command: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FORMSAPI_")}
+    # Port 1 refuses at once; the password is one no output may contain.
+    env["FORMSAPI_DATABASE_URL"] = "postgresql://formsapi:s3cr%40t-pa55@127.0.0.1:1/db"
+
+    result = subprocess.run(
+        [str(FORMSAPI), *command.split()],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: ")
+    for leaked in ("s3cr%40t-pa55", "s3cr@t-pa55"):
+        assert leaked not in result.stderr + result.stdout
+
+
+async def test_user_reset_link_prints_a_link_that_lets_the_holder_choose_a_password(
+    tenant: Tenant,
+) -> None:
+    link = tenant.cli.ok("user", "reset-link", "--email", OWNER).strip()
+    unknown = tenant.cli.run("user", "reset-link", "--email", "nobody@example.com")
+
+    assert link.startswith("http://127.0.0.1:8000/reset-password/")
+    app = create_app(Settings(database_url=tenant.cli.url, redis_url=None))
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            page = await client.get(link.removeprefix("http://127.0.0.1:8000"))
+    finally:
+        await release(app)
+    assert page.status_code == 200
+    assert OWNER in page.text
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("error: No account with a password")

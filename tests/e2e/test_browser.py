@@ -223,7 +223,7 @@ def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
     owner.goto(f"{site.url}/settings/members")
     owner.get_by_label("Email").fill("editor@example.com")
     owner.get_by_label("Role", exact=True).select_option("editor")
-    owner.get_by_role("button", name="Add member").click()
+    owner.get_by_role("button", name="Invite").click()
     link = owner.get_by_label("Invitation link").input_value()
     assert "/invitations/" in link
     shoot(owner, "09-members-invitation")
@@ -236,9 +236,9 @@ def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
     shoot(member, "10-invitation")
     member.get_by_label(re.compile(r"^Password \(at least")).fill("a new long password")
     member.get_by_label("Password again").fill("a new long password")
-    member.get_by_role("button", name="Set password and sign in").click()
+    member.get_by_role("button", name="Create account and join").click()
     expect(member).to_have_url(f"{site.url}/forms")
-    expect(member.get_by_role("status")).to_contain_text("Welcome to Acme (demo)")
+    expect(member.get_by_role("status")).to_contain_text("Welcome to Acme (demo).")
 
     secret = generate_key(member, site, "editor key", "forms:write")
     assert api(site, "POST", "/v1/forms", secret, json=NEW_FORM).status_code == 201

@@ -203,7 +203,7 @@ async def test_writing_needs_the_write_scope(api: Api, session: AsyncSession) ->
 
 
 async def test_a_demoted_members_keys_lose_write_access(api: Api, session: AsyncSession) -> None:
-    from formsapi.organization import service as organization_service
+    from formsapi.member import service as member_service
     from formsapi.user import repository as user_repository
     from tests.factories import create_user
 
@@ -215,7 +215,7 @@ async def test_a_demoted_members_keys_lose_write_access(api: Api, session: Async
 
     found = await user_repository.get_by_email(session, user.email)
     assert found is not None
-    await organization_service.add_member(session, org, found, Role.viewer)
+    await member_service.add_directly(session, org.id, found, Role.viewer)
     await session.commit()
 
     assert (await api.post("/v1/forms", secret, json={"title": "No"})).status_code == 403

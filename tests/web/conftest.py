@@ -20,8 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
+from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, User
-from formsapi.organization import service as organization_service
 from tests.conftest import Api
 from tests.factories import create_user
 
@@ -58,6 +58,32 @@ def invitation_link(html: str) -> str | None:
 
 def path_of(url: str) -> str:
     return url.removeprefix(BASE_URL)
+
+
+CHOSEN = "my own chosen password"
+
+
+async def invite(browser: "Browser", email: str, role: str) -> str:
+    """Invite `email` from the members page; the link it shows once."""
+    page = await browser.submit("/settings/members", {"email": email, "role": role})
+    link = invitation_link(page.text)
+    assert link is not None, page.text
+    return link
+
+
+async def create_account(browser: "Browser", link: str, password: str = CHOSEN) -> httpx.Response:
+    """Open an invitation link signed out and create the invited account through it."""
+    form = await browser.get(path_of(link))
+    if 'name="new_password"' not in form.text:  # no such form offered: forge the post
+        form = await browser.get("/sign-in")
+    return await browser.client.post(
+        path_of(link),
+        data={
+            "new_password": password,
+            "confirm_password": password,
+            "csrf_token": csrf_field(form.text),
+        },
+    )
 
 
 @dataclass
@@ -180,7 +206,7 @@ async def add_member(
 ) -> User:
     """A user (new unless given) with `role` in `organization`."""
     user = user or await create_user(session)
-    await organization_service.add_member(session, organization, user, role)
+    await member_service.add_directly(session, organization.id, user, role)
     return user
 
 

@@ -174,19 +174,23 @@ async def test_another_organizations_key_cannot_be_revoked_from_this_one(
     assert (await api.get("/v1/forms", beta_secret)).status_code == 200
 
 
-async def test_a_key_whose_creator_left_is_listed_as_disabled(
+async def test_a_removed_members_keys_stay_revoked_when_they_come_back(
     api: Api, session: AsyncSession, signed_in: SignedIn
 ) -> None:
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     editor = await add_member(session, organization, Role.editor)
-    await api_key_service.create(session, organization, editor, "left behind")
+    created = await api_key_service.create(session, organization, editor, "left behind")
     await session.commit()
     browser = await signed_in(owner)
+    assert (await api.get("/v1/forms", created.secret)).status_code == 200
 
     await browser.submit(f"/settings/members/{editor.id}/remove")
+    await add_member(session, organization, Role.owner, editor)  # back, with more rights
+    await session.commit()
     page = await browser.get("/settings/keys")
 
     row = re.search(r"<td data-label=\"Name\">left behind</td>.*?</tr>", page.text, re.S)
     assert row
-    assert ">disabled</span>" in row.group(0)
+    assert ">revoked</span>" in row.group(0)
+    assert (await api.get("/v1/forms", created.secret)).status_code == 401

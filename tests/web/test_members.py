@@ -12,20 +12,25 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.db import create_sessionmaker
 from formsapi.kit.time import utcnow
 from formsapi.models import Invitation, Role
+from formsapi.organization import service as organization_service
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_user
 from tests.web.conftest import (
+    CHOSEN,
+    PASSWORD,
     BrowserFactory,
     SignedIn,
     add_member,
+    create_account,
     csrf_field,
     invitation_link,
+    invite,
     members_of,
+    new_key_secret,
     path_of,
 )
 
 NEW_EMAIL = "new.person@example.com"
-CHOSEN = "my own chosen password"
 ONLY_MANAGERS = "Only owners and admins manage members."
 ONLY_OWNERS = "Only an owner can make, change or remove an owner."
 LAST_OWNER = "An organization must keep at least one owner: make someone else owner first."
@@ -190,25 +195,6 @@ async def test_an_owner_can_step_down_once_there_is_another_owner(
     }
 
 
-async def test_an_existing_user_is_added_at_once_without_a_link(
-    engine: AsyncEngine, session: AsyncSession, signed_in: SignedIn
-) -> None:
-    organization = await create_org(session)
-    owner = await add_member(session, organization, Role.owner)
-    existing = await create_user(session)  # has a password, in no organization
-    await session.commit()
-    browser = await signed_in(owner)
-
-    page = await browser.submit("/settings/members", {"email": existing.email, "role": "editor"})
-
-    assert f"{existing.email} is now editor" in page.text
-    assert invitation_link(page.text) is None
-    assert "/invitations/" not in page.text
-    assert (await members_of(engine, organization.id))[existing.email] == "editor"
-    their_forms = await (await signed_in(existing)).get("/forms")
-    assert "You are not in an organization" not in their_forms.text
-
-
 async def test_adding_a_member_twice_is_refused(session: AsyncSession, signed_in: SignedIn) -> None:
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
@@ -221,7 +207,7 @@ async def test_adding_a_member_twice_is_refused(session: AsyncSession, signed_in
     assert f"{editor.email} is already a member of this organization." in page.text
 
 
-async def test_an_invitation_link_is_shown_once_and_signs_the_new_member_in(
+async def test_an_invitation_link_is_shown_once_and_creates_the_new_members_account(
     engine: AsyncEngine,
     session: AsyncSession,
     signed_in: SignedIn,
@@ -238,17 +224,11 @@ async def test_an_invitation_link_is_shown_once_and_signs_the_new_member_in(
     assert link is not None
     invitee = browsers()
     invitation = await invitee.get(path_of(link))
-    accepted = await invitee.client.post(
-        path_of(link),
-        data={
-            "new_password": CHOSEN,
-            "confirm_password": CHOSEN,
-            "csrf_token": csrf_field(invitation.text),
-        },
-    )
+    accepted = await create_account(invitee, link)
     welcome = await invitee.get(accepted.headers["location"])
 
     assert link.startswith("http://testserver/invitations/")
+    assert "whoever opens the link can create it" in added.text  # what the link can do
     assert invitation_link(reloaded.text) is None
     assert link not in reloaded.text
     assert invitation.status_code == 200
@@ -256,9 +236,146 @@ async def test_an_invitation_link_is_shown_once_and_signs_the_new_member_in(
     assert accepted.status_code == 303
     assert accepted.headers["location"] == "/forms"
     assert welcome.status_code == 200
-    assert "Welcome to Org. Your password is set." in welcome.text
+    assert "Welcome to Org." in welcome.text
     assert (await members_of(engine, organization.id))[NEW_EMAIL] == "viewer"
     assert (await browsers().sign_in_attempt(NEW_EMAIL, CHOSEN)).status_code == 303
+
+
+async def test_an_invited_address_is_no_member_until_the_invitation_is_accepted(
+    engine: AsyncEngine, session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    existing = await create_user(session)  # has a password, in no organization
+    await session.commit()
+    browser = await signed_in(owner)
+
+    page = await browser.submit("/settings/members", {"email": existing.email, "role": "editor"})
+    their_forms = await (await signed_in(existing)).get("/forms")
+
+    assert invitation_link(page.text) is not None
+    assert existing.email not in await members_of(engine, organization.id)
+    assert "You are not in an organization" in their_forms.text
+
+
+async def test_an_existing_account_accepts_only_when_signed_in_to_it(
+    engine: AsyncEngine,
+    session: AsyncSession,
+    signed_in: SignedIn,
+    browsers: BrowserFactory,
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    existing = await create_user(session)
+    someone_else = await create_user(session)
+    await session.commit()
+    link = await invite(await signed_in(owner), existing.email, "editor")
+    path = path_of(link)
+
+    anonymous = await browsers().get(path)
+    other = await signed_in(someone_else)
+    other_page = await other.get(path)
+    other_post = await other.post(path, {"csrf_token": csrf_field(other_page.text)})
+    holder = await signed_in(existing)
+    holder_page = await holder.get(path)
+    accepted = await holder.post(path, {"csrf_token": csrf_field(holder_page.text)})
+    forms = await holder.get(accepted.headers["location"])
+
+    assert 'name="new_password"' not in anonymous.text
+    assert "Sign in as" in anonymous.text
+    assert f"This invitation is for {existing.email}" in other_page.text
+    assert other_post.status_code == 403
+    assert "Accept and join" in holder_page.text
+    assert accepted.status_code == 303
+    assert "Welcome to Org." in forms.text
+    members = await members_of(engine, organization.id)
+    assert members[existing.email] == "editor"
+    assert someone_else.email not in members
+    assert (await browsers().get(path)).status_code == 404  # used up
+
+
+async def test_an_invitation_link_never_sets_the_password_of_an_existing_account(
+    session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    existing = await create_user(session)
+    await session.commit()
+    link = await invite(await signed_in(owner), existing.email, "viewer")
+
+    attempt = await create_account(browsers(), link, "an attacker's password")
+
+    assert attempt.status_code == 400
+    assert "exists already: sign in to it to accept" in attempt.text
+    assert (await browsers().sign_in_attempt(existing.email, PASSWORD)).status_code == 303
+    assert (
+        await browsers().sign_in_attempt(existing.email, "an attacker's password")
+    ).status_code == 400
+
+
+async def test_another_organizations_invitation_cannot_take_over_an_invited_address(
+    engine: AsyncEngine,
+    session: AsyncSession,
+    signed_in: SignedIn,
+    browsers: BrowserFactory,
+) -> None:
+    """Organization A invites an address with no account; organization B's owner
+    invites the same address, opens B's link and creates the account with a
+    password of their own. They hold an account by that name, in B, and
+    nothing of A: A's invitation still needs A's link."""
+    acme = await organization_service.create(session, "Acme")
+    beta = await organization_service.create(session, "Beta")
+    acme_owner = await add_member(session, acme, Role.owner)
+    form = await create_form(session, acme, title="Acme's secret form")
+    beta_owner = await add_member(session, beta, Role.owner)
+    await session.commit()
+    acme_link = await invite(await signed_in(acme_owner), NEW_EMAIL, "admin")
+    beta_link = await invite(await signed_in(beta_owner), NEW_EMAIL, "viewer")
+
+    attacker = browsers()
+    created = await create_account(attacker, beta_link, "the attacker's password")
+    forms = await attacker.get(created.headers["location"])
+    attacker.csrf = csrf_field(forms.text)
+    switched = await attacker.post("/settings/organization", {"organization_id": acme.id})
+    after_switch = await attacker.get("/forms")
+    form_page = await attacker.get(f"/forms/{form.id}")
+    key = await attacker.submit("/settings/keys", {"name": "stolen", "scopes": ["forms:read"]})
+
+    assert created.status_code == 303
+    assert switched.status_code == 303
+    assert "Acme" not in after_switch.text
+    assert "Acme&#39;s secret form" not in form_page.text
+    assert new_key_secret(key.text) is not None  # a key of Beta, the attacker's own
+    assert NEW_EMAIL not in await members_of(engine, acme.id)
+    assert (await browsers().get(path_of(acme_link))).status_code == 200  # still pending
+    # The link of A, in the right hands, can no longer create the account: its
+    # holder signs in, and resets a password they do not know (by mail).
+    assert "Sign in as" in (await browsers().get(path_of(acme_link))).text
+
+
+async def test_an_account_made_through_one_organization_is_not_added_at_once_to_another(
+    engine: AsyncEngine,
+    session: AsyncSession,
+    signed_in: SignedIn,
+    browsers: BrowserFactory,
+) -> None:
+    acme = await organization_service.create(session, "Acme")
+    beta = await organization_service.create(session, "Beta")
+    acme_owner = await add_member(session, acme, Role.owner)
+    beta_owner = await add_member(session, beta, Role.owner)
+    await session.commit()
+    beta_link = await invite(await signed_in(beta_owner), NEW_EMAIL, "viewer")
+    attacker = browsers()
+    await create_account(attacker, beta_link, "the attacker's password")
+
+    acme_page = await (await signed_in(acme_owner)).submit(
+        "/settings/members", {"email": NEW_EMAIL, "role": "admin"}
+    )
+    attackers_organizations = await attacker.get("/settings/account")
+
+    assert invitation_link(acme_page.text) is not None  # invited, not added
+    assert NEW_EMAIL not in await members_of(engine, acme.id)
+    assert "Acme" not in attackers_organizations.text
 
 
 async def test_an_invitation_link_works_only_once(
@@ -267,15 +384,8 @@ async def test_an_invitation_link_works_only_once(
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
-    browser = await signed_in(owner)
-    link = invitation_link(
-        (await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})).text
-    )
-    assert link is not None
-    first = browsers()
-    form = await first.get(path_of(link))
-    fields = {"new_password": CHOSEN, "confirm_password": CHOSEN}
-    await first.client.post(path_of(link), data={**fields, "csrf_token": csrf_field(form.text)})
+    link = await invite(await signed_in(owner), NEW_EMAIL, "viewer")
+    await create_account(browsers(), link)
 
     second = browsers()
     again = await second.get(path_of(link))
@@ -314,11 +424,7 @@ async def test_a_refused_password_keeps_the_invitation_open(
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
-    browser = await signed_in(owner)
-    link = invitation_link(
-        (await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})).text
-    )
-    assert link is not None
+    link = await invite(await signed_in(owner), NEW_EMAIL, "viewer")
     invitee = browsers()
     form = await invitee.get(path_of(link))
 
@@ -343,11 +449,7 @@ async def test_accepting_an_invitation_needs_the_double_submit_token(
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
-    browser = await signed_in(owner)
-    link = invitation_link(
-        (await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})).text
-    )
-    assert link is not None
+    link = await invite(await signed_in(owner), NEW_EMAIL, "viewer")
 
     forged = await browsers().client.post(
         path_of(link), data={"new_password": CHOSEN, "confirm_password": CHOSEN}
@@ -369,11 +471,7 @@ async def test_an_expired_or_bogus_invitation_link_shows_a_clear_page(
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
     browser = await signed_in(owner)
-    url = invitation_link(
-        (await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})).text
-    )
-    assert url is not None
-    path = path_of(url)
+    path = path_of(await invite(browser, NEW_EMAIL, "viewer"))
     if link == "expired":
         async with create_sessionmaker(engine)() as other, other.begin():
             await other.execute(
@@ -386,6 +484,7 @@ async def test_an_expired_or_bogus_invitation_link_shows_a_clear_page(
     post = await browsers().client.post(
         path, data={"new_password": CHOSEN, "confirm_password": CHOSEN}
     )
+    members_page = await browser.get("/settings/members")
 
     assert page.status_code == post.status_code == 404
     assert (
@@ -393,6 +492,7 @@ async def test_an_expired_or_bogus_invitation_link_shows_a_clear_page(
         "Ask for a new one." in page.text
     )
     assert 'name="new_password"' not in page.text
+    assert (">expired</span>" in members_page.text) == (link == "expired")
 
 
 async def test_a_removed_members_open_browser_loses_the_organization(
@@ -430,47 +530,83 @@ async def test_a_new_link_replaces_the_old_one(
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
     browser = await signed_in(owner)
-    old = invitation_link(
-        (await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})).text
-    )
-    invited_id = _invited_user_id(await browser.get("/settings/members"))
+    old = await invite(browser, NEW_EMAIL, "viewer")
+    invitation_id = _pending_invitation_id(await browser.get("/settings/members"))
 
-    renewed = await browser.submit(f"/settings/members/{invited_id}/invitation")
+    renewed = await browser.submit(f"/settings/members/invitations/{invitation_id}/renew")
     new = invitation_link(renewed.text)
 
-    assert old is not None
     assert new is not None
     assert new != old
     assert (await browsers().get(path_of(old))).status_code == 404
     assert (await browsers().get(path_of(new))).status_code == 200
 
 
-async def test_removing_an_invited_member_withdraws_their_link(
+async def test_withdrawing_an_invitation_ends_its_link(
     session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
 ) -> None:
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
     browser = await signed_in(owner)
-    link = invitation_link(
-        (await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})).text
-    )
-    assert link is not None
-    invited_id = _invited_user_id(await browser.get("/settings/members"))
+    link = await invite(browser, NEW_EMAIL, "viewer")
+    invitation_id = _pending_invitation_id(await browser.get("/settings/members"))
 
-    await browser.submit(f"/settings/members/{invited_id}/remove")
+    withdrawn = await browser.submit(f"/settings/members/invitations/{invitation_id}/cancel")
 
+    assert f"The invitation of {NEW_EMAIL} is withdrawn." in withdrawn.text
     assert (await browsers().get(path_of(link))).status_code == 404
 
 
-async def test_an_invited_person_cannot_sign_in_before_choosing_a_password(
+async def test_an_admin_cannot_renew_or_withdraw_an_owners_invitation(
+    session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    admin = await add_member(session, organization, Role.admin)
+    await session.commit()
+    link = await invite(await signed_in(owner), NEW_EMAIL, "owner")
+    admins = await signed_in(admin)
+    invitation_id = _pending_invitation_id(await (await signed_in(owner)).get("/settings/members"))
+
+    attempts = [
+        await admins.submit(f"/settings/members/invitations/{invitation_id}/renew"),
+        await admins.submit(f"/settings/members/invitations/{invitation_id}/cancel"),
+    ]
+
+    for refused in attempts:
+        assert ONLY_OWNERS in refused.text
+    assert (await browsers().get(path_of(link))).status_code == 200
+
+
+async def test_another_organizations_invitation_answers_like_a_missing_one(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    acme = await organization_service.create(session, "Acme")
+    beta = await organization_service.create(session, "Beta")
+    acme_owner = await add_member(session, acme, Role.owner)
+    beta_owner = await add_member(session, beta, Role.owner)
+    await session.commit()
+    acme_browser = await signed_in(acme_owner)
+    await invite(acme_browser, NEW_EMAIL, "viewer")
+    invitation_id = _pending_invitation_id(await acme_browser.get("/settings/members"))
+    beta_browser = await signed_in(beta_owner)
+
+    theirs = await beta_browser.submit(f"/settings/members/invitations/{invitation_id}/cancel")
+    missing = await beta_browser.submit("/settings/members/invitations/inv_nope/cancel")
+
+    assert "No such invitation in this organization." in theirs.text
+    assert "No such invitation in this organization." in missing.text
+    assert NEW_EMAIL in (await acme_browser.get("/settings/members")).text
+
+
+async def test_an_invited_person_cannot_sign_in_before_creating_the_account(
     session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
 ) -> None:
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     await session.commit()
-    browser = await signed_in(owner)
-    await browser.submit("/settings/members", {"email": NEW_EMAIL, "role": "viewer"})
+    await invite(await signed_in(owner), NEW_EMAIL, "viewer")
 
     attempt = await browsers().sign_in_attempt(NEW_EMAIL, "")
 
@@ -493,7 +629,7 @@ async def test_an_unknown_role_is_refused(
     assert (await members_of(engine, organization.id))[editor.email] == "editor"
 
 
-def _invited_user_id(page: httpx.Response) -> str:
-    match = re.search(r'action="/settings/members/([^/"]+)/invitation"', page.text)
-    assert match, "no invited member on the page"
+def _pending_invitation_id(page: httpx.Response) -> str:
+    match = re.search(r'action="/settings/members/invitations/([^/"]+)/renew"', page.text)
+    assert match, "no pending invitation on the page"
     return match.group(1)

@@ -354,3 +354,20 @@ async def test_a_session_past_its_lifetime_is_signed_out(
 
     assert response.status_code == 303
     assert response.headers["location"] == "/sign-in?next=/forms"
+
+
+async def test_without_mail_forgot_password_says_how_to_get_a_reset_link(
+    browser: Browser, session: AsyncSession
+) -> None:
+    email = await _member(session)
+    form = await browser.get("/forgot-password")
+
+    token = csrf_field((await browser.get("/sign-in")).text)
+    posted = await browser.client.post(
+        "/forgot-password", data={"email": email, "csrf_token": token}
+    )
+
+    assert form.status_code == 200
+    assert "formsapi user reset-link --email" in form.text
+    assert 'name="email"' not in form.text
+    assert posted.status_code == 404

@@ -21,6 +21,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.kit.secret_url import SecretURL
+
 log = logging.getLogger("formsapi")
 
 _CHANGED = "formsapi.keys_changed"
@@ -35,8 +37,10 @@ def _new_token() -> str:
 
 
 class AuthEpoch:
-    def __init__(self, redis_url: str | None, prefix: str) -> None:
-        self._redis: Redis | None = Redis.from_url(redis_url) if redis_url else None
+    def __init__(self, redis_url: SecretURL | None, prefix: str) -> None:
+        self._redis: Redis | None = (
+            Redis.from_url(redis_url.get_secret_value()) if redis_url else None
+        )
         self.key = f"{prefix}:auth-epoch"  # read by the rate limiter in its round trip
 
     async def current(self) -> bytes | str | None:

@@ -71,3 +71,26 @@ async def get_in(session: AsyncSession, organization_id: str, key_id: str) -> AP
     return await session.scalar(
         select(APIKey).where(APIKey.organization_id == organization_id, APIKey.id == key_id)
     )
+
+
+async def role_of(session: AsyncSession, organization_id: str, user_id: str) -> str | None:
+    """The role of a key's creator in the key's organization, None if not a member."""
+    return await session.scalar(
+        select(Membership.role).where(
+            Membership.organization_id == organization_id, Membership.user_id == user_id
+        )
+    )
+
+
+async def revoke_all_of(
+    session: AsyncSession, organization_id: str, user_id: str, now: datetime
+) -> None:
+    await session.execute(
+        update(APIKey)
+        .where(
+            APIKey.organization_id == organization_id,
+            APIKey.user_id == user_id,
+            APIKey.revoked_at.is_(None),
+        )
+        .values(revoked_at=now)
+    )

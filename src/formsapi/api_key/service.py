@@ -16,7 +16,6 @@ from formsapi.kit import crypto
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
 from formsapi.models import APIKey, Organization, Plan, Role, User
-from formsapi.organization import repository as organization_repository
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -41,12 +40,12 @@ async def create(
     unknown = [scope for scope in wanted if scope not in set(Scope)]
     if unknown:
         raise BadRequest(f"Unknown scope {', '.join(unknown)}; choose from: {', '.join(Scope)}.")
-    membership = await organization_repository.get_membership(session, organization.id, user.id)
-    if membership is None:
+    role = await repository.role_of(session, organization.id, user.id)
+    if role is None:
         raise Forbidden(f"{user.email} is not a member of organization {organization.id}.")
-    beyond_role = [scope for scope in wanted if scope not in ROLE_SCOPES[membership.role]]
+    beyond_role = [scope for scope in wanted if scope not in ROLE_SCOPES[role]]
     if beyond_role:
-        raise Forbidden(f"A {membership.role} cannot grant {', '.join(beyond_role)}.")
+        raise Forbidden(f"A {role} cannot grant {', '.join(beyond_role)}.")
 
     secret = crypto.generate_secret()
     key = APIKey(
@@ -72,20 +71,15 @@ class KeyListing:
     key: APIKey
     creator_email: str
     effective_scopes: frozenset[str]  # what it may do now: its scopes within its creator's role
-    status: str  # active, revoked, or disabled (its creator left the organization)
+    status: str  # active or revoked (by hand, or when its creator left the organization)
 
 
 async def list_with_status(session: AsyncSession, organization_id: str) -> list[KeyListing]:
     listings = []
     for key, email, role in await repository.list_with_creators(session, organization_id):
-        if key.revoked_at is not None:
-            status = "revoked"
-        elif role is None:
-            status = "disabled"
-        else:
-            status = "active"
-        effective = effective_scopes(key.scopes, role) if role else frozenset[str]()
-        listings.append(KeyListing(key, email, effective, status))
+        active = key.revoked_at is None and role is not None
+        effective = effective_scopes(key.scopes, role) if active and role else frozenset[str]()
+        listings.append(KeyListing(key, email, effective, "active" if active else "revoked"))
     return listings
 
 

@@ -22,9 +22,18 @@ from formsapi.api_key import service as api_key_service
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.scopes import Scope
 from formsapi.config import get_settings
-from formsapi.db import create_engine, create_sessionmaker, migrate, session_scope
+from formsapi.db import (
+    SchemaNotCurrent,
+    check_schema,
+    create_engine,
+    create_sessionmaker,
+    migrate,
+    session_scope,
+)
 from formsapi.errors import FormsAPIError
+from formsapi.kit.secret_url import scrub
 from formsapi.kit.time import isoformat_z
+from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, Plan, Role, User
 from formsapi.organization import service as organization_service
 from formsapi.user import repository as user_repository
@@ -52,17 +61,17 @@ DEMO_EMAIL = "demo@example.com"
 DEMO_SCOPES = [str(scope) for scope in Scope]
 
 
-def run(work: Callable[[AsyncSession], Awaitable[T]], *, auto_migrate: bool = True) -> T:
-    """Run `work` in one committed session on the configured database."""
+def run(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """Run `work` in one committed session on the configured database, which
+    must already have this version's schema (`formsapi migrate`)."""
     settings = get_settings()
-    if auto_migrate:
-        migrate(settings.database_url)
 
     async def main() -> T:
-        engine = create_engine(settings.database_url)
+        engine = create_engine(settings.database_url.get_secret_value())
         # Revocations and role changes made here reach the servers' key caches.
         epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
         try:
+            await check_schema(engine)
             async with session_scope(create_sessionmaker(engine), epoch.after_commit) as session:
                 return await work(session)
         finally:
@@ -73,6 +82,12 @@ def run(work: Callable[[AsyncSession], Awaitable[T]], *, auto_migrate: bool = Tr
 
 
 def err(message: str) -> None:
+    """One line to standard error, with every configured password masked."""
+    try:
+        settings = get_settings()
+        message = scrub(message, settings.database_url, settings.redis_url, settings.smtp_url)
+    except ValueError:  # the settings themselves are invalid: nothing configured to mask
+        pass
     typer.echo(message, err=True)
 
 
@@ -103,10 +118,10 @@ def serve(
     import uvicorn
 
     settings = get_settings()
-    migrate(settings.database_url)
+    migrate(settings.database_url.get_secret_value())
     if demo:
         base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
-        _print_demo_hint(run(_ensure_demo, auto_migrate=False), base)
+        _print_demo_hint(run(_ensure_demo), base)
     if workers is None:
         workers = (os.cpu_count() or 1) if settings.redis_url else 1
     if workers > 1 and not settings.redis_url:
@@ -130,7 +145,7 @@ def serve(
 @app.command("migrate")
 def migrate_command() -> None:
     """Create or upgrade the database schema."""
-    migrate(get_settings().database_url)
+    migrate(get_settings().database_url.get_secret_value())
     typer.echo("database is up to date")
 
 
@@ -156,18 +171,34 @@ def user_create(email: Annotated[str, typer.Option(help="Sign-in email.")]) -> N
     typer.echo(user.id)
 
 
+@user_app.command("reset-link")
+def user_reset_link(email: Annotated[str, typer.Option(help="The account's email.")]) -> None:
+    """Print a one-time link (valid an hour) through which the account's holder
+    chooses a new password: for servers without FORMSAPI_SMTP_URL."""
+
+    async def work(session: AsyncSession) -> str:
+        started = await user_service.start_reset(session, email)
+        if started is None:
+            raise user_service.NoPassword(email)
+        return started[1]
+
+    token = run(work)
+    typer.echo(f"{get_settings().public_url.rstrip('/')}/reset-password/{token}")
+
+
 @member_app.command("add")
 def member_add(
     org: Annotated[str, typer.Option(help="Organization id.")],
     email: Annotated[str, typer.Option(help="The user's email.")],
     role: Annotated[Role, typer.Option(help="Role in the organization.")],
 ) -> None:
-    """Add a user to an organization (or change their role)."""
+    """Make an existing user a member of an organization (or change their role).
+    The operator's shortcut: people in the settings area invite instead."""
 
     async def work(session: AsyncSession) -> Membership:
         organization = await organization_service.get(session, org)
         user = await user_service.get_by_email(session, email)
-        return await organization_service.add_member(session, organization, user, role)
+        return await member_service.add_directly(session, organization.id, user, role)
 
     membership = run(work)
     typer.echo(f"{email} is {membership.role} of {org}")
@@ -285,7 +316,7 @@ async def _create_demo_org(session: AsyncSession) -> tuple[Organization, User]:
     user = await user_repository.get_by_email(session, DEMO_EMAIL)
     if user is None:
         user = await user_service.create(session, DEMO_EMAIL, secrets.token_urlsafe(12))
-    await organization_service.add_member(session, organization, user, Role.owner)
+    await member_service.add_directly(session, organization.id, user, Role.owner)
     return organization, user
 
 
@@ -314,7 +345,7 @@ async def _demo_access(
 ) -> tuple[str, str]:
     """A fresh password for the demo owner and a fresh key: (password, secret)."""
     password = secrets.token_urlsafe(12)
-    user_service.set_password(owner, password)
+    owner.password_hash = await user_service.hash_password(password)
     created = await api_key_service.create(session, organization, owner, "demo", DEMO_SCOPES)
     return password, created.secret
 
@@ -347,9 +378,12 @@ def main() -> None:
     except (OSError, ValueError) as error:
         err(f"error: {error}")
         sys.exit(1)
+    except SchemaNotCurrent as error:
+        err(f"error: {error}")
+        sys.exit(1)
     except SQLAlchemyError as error:
         # The driver's own words, without SQLAlchemy's multi-line wrapper.
         cause = getattr(error, "orig", None) or error
-        err(f"error: database {get_settings().database_url!r}: {cause}".splitlines()[0])
+        err(f"error: database {get_settings().database_url}: {cause}".splitlines()[0])
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

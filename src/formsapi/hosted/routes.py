@@ -102,8 +102,6 @@ def _render(
 
 async def _open_form(request: Request, session: AsyncSession, form_id: str) -> Form | Response:
     """The form taking answers at this address, or the page saying why not."""
-    if (limited := await _limited(request)) is not None:
-        return limited
     form = await service.public_form(session, form_id)
     if form is None:
         return _unavailable(request)
@@ -114,6 +112,8 @@ async def _open_form(request: Request, session: AsyncSession, form_id: str) -> F
 
 @router.get("/f/{form_id}")
 async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
+    if (limited := await _limited(request)) is not None:
+        return limited
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
@@ -122,10 +122,14 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
 
 @router.post("/f/{form_id}")
 async def submit_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+    """Counted against the limit first, then the whole body read (bounded in size
+    and time), and only then the database: a slow client holds no transaction."""
+    if (limited := await _limited(request)) is not None:
+        return limited
+    posted = await request.form()
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
-    posted = await request.form()
     thanks = RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     if service.is_spam(posted):
         return thanks  # look like success; store nothing

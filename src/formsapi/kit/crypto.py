@@ -55,3 +55,10 @@ def hash_secret(secret: str) -> str:
 def display_prefix(secret: str) -> str:
     """What lists show to tell keys apart: enough to recognize, useless to attack."""
     return secret[: len(KEY_PREFIX) + 6]
+
+
+def new_link_token() -> tuple[str, str]:
+    """A token for a one-time link (an invitation, a password reset) and the
+    SHA-256 hex to store: the link is the only copy of the token."""
+    token = secrets.token_urlsafe(32)
+    return token, hash_secret(token)

@@ -1,7 +1,7 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Row, delete, func, select
+from sqlalchemy import Row, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Invitation, Membership, Organization, Role, User
@@ -42,6 +42,15 @@ async def get_member(
     return (await session.execute(statement)).first()
 
 
+async def is_member_by_email(session: AsyncSession, organization_id: str, email: str) -> bool:
+    statement = (
+        select(Membership.user_id)
+        .join(User, User.id == Membership.user_id)
+        .where(Membership.organization_id == organization_id, User.email == email)
+    )
+    return await session.scalar(statement) is not None
+
+
 async def lock_owners(session: AsyncSession, organization_id: str) -> int:
     """How many owners the organization has, their rows locked until commit, so
     two owners demoting each other at once cannot leave it with none."""
@@ -58,37 +67,46 @@ async def delete_membership(session: AsyncSession, organization_id: str, user_id
             Membership.organization_id == organization_id, Membership.user_id == user_id
         )
     )
-    await session.execute(
-        delete(Invitation).where(
-            Invitation.organization_id == organization_id, Invitation.user_id == user_id
+
+
+async def pending_invitations(session: AsyncSession, organization_id: str) -> Sequence[Invitation]:
+    statement = (
+        select(Invitation)
+        .where(Invitation.organization_id == organization_id)
+        .order_by(Invitation.email)
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def get_invitation_in(
+    session: AsyncSession, organization_id: str, invitation_id: str
+) -> Invitation | None:
+    return await session.scalar(
+        select(Invitation).where(
+            Invitation.organization_id == organization_id, Invitation.id == invitation_id
         )
     )
 
 
-async def get_invitation(
-    session: AsyncSession, invitation_id: str, now: datetime
-) -> Row[Invitation, User, Organization] | None:
+async def delete_invitation(session: AsyncSession, organization_id: str, email: str) -> None:
+    await session.execute(
+        delete(Invitation).where(
+            Invitation.organization_id == organization_id, Invitation.email == email
+        )
+    )
+
+
+async def find_invitation(
+    session: AsyncSession, token_hash: str, now: datetime, *, for_update: bool = False
+) -> Row[Invitation, Organization] | None:
+    """An unexpired invitation by its token, with its organization: the one
+    lookup that is not scoped to an organization, because the token is how its
+    holder names one."""
     statement = (
-        select(Invitation, User, Organization)
-        .join(User, User.id == Invitation.user_id)
+        select(Invitation, Organization)
         .join(Organization, Organization.id == Invitation.organization_id)
-        .where(Invitation.id == invitation_id, Invitation.expires_at > now)
+        .where(Invitation.token_hash == token_hash, Invitation.expires_at > now)
     )
+    if for_update:
+        statement = statement.with_for_update(of=Invitation)
     return (await session.execute(statement)).first()
-
-
-async def delete_invitations_of(session: AsyncSession, user_id: str) -> None:
-    await session.execute(delete(Invitation).where(Invitation.user_id == user_id))
-
-
-async def pending_invitations(
-    session: AsyncSession, organization_id: str, now: datetime
-) -> dict[str, datetime]:
-    """user id -> when their newest unexpired invitation to this organization lapses."""
-    statement = (
-        select(Invitation.user_id, func.max(Invitation.expires_at))
-        .where(Invitation.organization_id == organization_id, Invitation.expires_at > now)
-        .group_by(Invitation.user_id)
-    )
-    rows = (await session.execute(statement)).all()
-    return {row[0]: row[1] for row in rows}

@@ -1,23 +1,32 @@
-"""Members of an organization: added by email, given roles, removed.
+"""Membership: who belongs to an organization and with which role. The one
+owner of memberships; the settings area and the command line call it.
 
-Owners and admins manage members; only an owner makes, changes or removes an
-owner, and an organization always keeps at least one. A person added without
-an account gets one with no password and an invitation link, shown once to
-whoever added them, through which they choose it. A role change or a removal
-moves the auth epoch: what the member's API keys may do follows at once.
+An organization invites an email address to a role. Membership begins only
+when that invitation is accepted, by someone signed in to the account with
+that address, or by someone creating the account through it when none exists
+yet. An invitation never sets or changes the password of an existing account,
+and nothing an organization's admins do touches a credential of an account:
+so adding someone to one organization cannot open the door to another.
+
+Owners and admins manage members; only an owner invites, makes, changes or
+removes an owner, and an organization always keeps at least one. A role
+change moves the auth epoch, so what the member's API keys may do follows at
+once; a removal revokes their keys for good.
 """
 
-import hashlib
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from sqlalchemy import Row
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.api_key import repository as api_key_repository
 from formsapi.api_key.epoch import mark_keys_changed
 from formsapi.errors import BadRequest, Conflict, Forbidden, NotFound
+from formsapi.kit.crypto import hash_secret, new_link_token
+from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
 from formsapi.member import repository
 from formsapi.models import Invitation, Membership, Organization, Role, User
@@ -31,6 +40,11 @@ MANAGERS = frozenset({Role.owner, Role.admin})
 class MemberNotFound(NotFound):
     def __init__(self) -> None:
         super().__init__("No such member in this organization.")
+
+
+class InvitationNotFound(NotFound):
+    def __init__(self) -> None:
+        super().__init__("No such invitation in this organization.")
 
 
 class LastOwner(Conflict):
@@ -48,11 +62,34 @@ class InvitationNotValid(NotFound):
         )
 
 
+class AccountExists(Conflict):
+    def __init__(self, email: str) -> None:
+        super().__init__(
+            f"An account for {email} exists already: sign in to it to accept the invitation."
+        )
+
+
+class WrongAccount(Forbidden):
+    def __init__(self, email: str) -> None:
+        super().__init__(
+            f"This invitation is for {email}. Sign out, then sign in as {email} to accept it."
+        )
+
+
 @dataclass(frozen=True, slots=True)
-class Added:
-    user: User
-    membership: Membership
-    invitation_token: str | None  # shown once; None when they can already sign in
+class IssuedInvitation:
+    invitation: Invitation
+    token: str  # the link's secret: shown once or mailed, never stored
+
+
+@dataclass(frozen=True, slots=True)
+class OpenInvitation:
+    """What a link's holder sees: whose invitation, and whether its address
+    has an account to sign in to (else the link may create it)."""
+
+    invitation: Invitation
+    organization: Organization
+    has_account: bool
 
 
 def can_manage(role: str) -> bool:
@@ -82,62 +119,158 @@ async def list_members(
     return await repository.list_members(session, organization_id)
 
 
-async def pending_invitations(session: AsyncSession, organization_id: str) -> dict[str, datetime]:
-    return await repository.pending_invitations(session, organization_id, utcnow())
+async def pending_invitations(session: AsyncSession, organization_id: str) -> Sequence[Invitation]:
+    """Invitations not accepted yet, expired ones included (an admin renews them)."""
+    return await repository.pending_invitations(session, organization_id)
 
 
-async def add(
-    session: AsyncSession, organization_id: str, actor_role: str, email: str, role: str
-) -> Added:
+def expired(invitation: Invitation) -> bool:
+    return invitation.expires_at <= utcnow()
+
+
+async def invite(
+    session: AsyncSession,
+    organization_id: str,
+    actor_user_id: str,
+    actor_role: str,
+    email: str,
+    role: str,
+) -> IssuedInvitation:
+    """Invite `email` to `role`, replacing any invitation the address had here.
+    Answers the same whether or not the address has an account anywhere."""
     new_role = _role(role)
     _check_may_change(actor_role, None, new_role)
-    user = await user_repository.get_by_email(session, user_service.normalize_email(email))
-    if user is None:
-        user = await user_service.create_invited(session, email)
-    elif await repository.get_member(session, organization_id, user.id) is not None:
-        raise Conflict(f"{user.email} is already a member of this organization.")
-    membership = Membership(organization_id=organization_id, user_id=user.id, role=new_role)
-    session.add(membership)
-    await session.flush()
-    token = None
-    if user.password_hash is None:
-        token = await _invite(session, organization_id, user.id)
-    return Added(user, membership, token)
+    email = user_service.normalize_email(email)
+    if await repository.is_member_by_email(session, organization_id, email):
+        raise Conflict(f"{email} is already a member of this organization.")
+    await repository.delete_invitation(session, organization_id, email)
+    return await _issue(session, organization_id, email, new_role, actor_user_id)
 
 
-async def reinvite(
-    session: AsyncSession, organization_id: str, actor_role: str, user_id: str
-) -> tuple[User, str]:
-    """A fresh link for a member who has not chosen a password yet; older links stop working."""
-    row = await repository.get_member(session, organization_id, user_id)
-    if row is None:
-        raise MemberNotFound()
-    user, membership = row
-    _check_may_change(actor_role, membership.role, None)
-    if user.password_hash is not None:
-        raise Conflict(f"{user.email} has already chosen a password and can sign in.")
-    await repository.delete_invitations_of(session, user.id)
-    return user, await _invite(session, organization_id, user.id)
-
-
-async def _invite(session: AsyncSession, organization_id: str, user_id: str) -> str:
-    token = secrets.token_urlsafe(32)
+async def _issue(
+    session: AsyncSession, organization_id: str, email: str, role: str, invited_by: str | None
+) -> IssuedInvitation:
+    token, token_hash = new_link_token()
     now = utcnow()
-    session.add(
-        Invitation(
-            id=_invitation_id(token),
-            organization_id=organization_id,
-            user_id=user_id,
-            created_at=now,
-            expires_at=now + INVITATION_LIFETIME,
-        )
+    invitation = Invitation(
+        id=new_id("inv"),
+        organization_id=organization_id,
+        email=email,
+        role=role,
+        token_hash=token_hash,
+        invited_by=invited_by,
+        created_at=now,
+        expires_at=now + INVITATION_LIFETIME,
     )
+    session.add(invitation)
     await session.flush()
-    return token
+    return IssuedInvitation(invitation, token)
 
 
-def _invitation_id(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+async def renew(
+    session: AsyncSession,
+    organization_id: str,
+    actor_user_id: str,
+    actor_role: str,
+    invitation_id: str,
+) -> IssuedInvitation:
+    """A fresh link for a pending invitation; the old link stops working."""
+    invitation = await repository.get_invitation_in(session, organization_id, invitation_id)
+    if invitation is None:
+        raise InvitationNotFound()
+    _check_may_change(actor_role, invitation.role, None)
+    email, role = invitation.email, invitation.role
+    await repository.delete_invitation(session, organization_id, email)
+    return await _issue(session, organization_id, email, role, actor_user_id)
+
+
+async def cancel(
+    session: AsyncSession, organization_id: str, actor_role: str, invitation_id: str
+) -> Invitation:
+    invitation = await repository.get_invitation_in(session, organization_id, invitation_id)
+    if invitation is None:
+        raise InvitationNotFound()
+    _check_may_change(actor_role, invitation.role, None)
+    await repository.delete_invitation(session, organization_id, invitation.email)
+    return invitation
+
+
+async def open_invitation(session: AsyncSession, token: str) -> OpenInvitation:
+    found = await repository.find_invitation(session, hash_secret(token), utcnow())
+    if found is None:
+        raise InvitationNotValid()
+    invitation, organization = found
+    account = await user_repository.get_by_email(session, invitation.email)
+    return OpenInvitation(
+        invitation, organization, account is not None and account.password_hash is not None
+    )
+
+
+async def accept(session: AsyncSession, token: str, user: User) -> OpenInvitation:
+    """Join as the signed-in `user`, who must hold the invited address."""
+    found = await repository.find_invitation(session, hash_secret(token), utcnow(), for_update=True)
+    if found is None:
+        raise InvitationNotValid()
+    invitation, organization = found
+    if user.email != invitation.email:
+        raise WrongAccount(invitation.email)
+    await _join(session, invitation, user)
+    return OpenInvitation(invitation, organization, True)
+
+
+async def join_with_new_account(
+    session: AsyncSession, token: str, password_hash: str
+) -> tuple[User, OpenInvitation]:
+    """Create the invited address's account with a password already hashed
+    (off the event loop, before this transaction), and join. Refused when the
+    address has an account: the link never sets an existing one's password."""
+    found = await repository.find_invitation(session, hash_secret(token), utcnow(), for_update=True)
+    if found is None:
+        raise InvitationNotValid()
+    invitation, organization = found
+    user = await user_repository.get_by_email(session, invitation.email)
+    if user is not None and user.password_hash is not None:
+        raise AccountExists(invitation.email)
+    try:
+        async with session.begin_nested():
+            if user is None:
+                user = await user_service.create_with_hash(session, invitation.email, password_hash)
+            else:  # a row left from before invitations named addresses: never signed in
+                user.password_hash = password_hash
+    except IntegrityError:
+        raise AccountExists(invitation.email) from None  # created meanwhile
+    await _join(session, invitation, user)
+    return user, OpenInvitation(invitation, organization, True)
+
+
+async def _join(session: AsyncSession, invitation: Invitation, user: User) -> None:
+    organization_id = invitation.organization_id
+    if await repository.get_member(session, organization_id, user.id) is None:
+        session.add(
+            Membership(organization_id=organization_id, user_id=user.id, role=invitation.role)
+        )
+    await repository.delete_invitation(session, organization_id, invitation.email)
+    await session.flush()
+
+
+async def add_directly(
+    session: AsyncSession, organization_id: str, user: User, role: str
+) -> Membership:
+    """Make an existing account a member with `role`, or change their role: the
+    command line's, run by whoever runs the service. People in the settings
+    area invite instead."""
+    new_role = _role(role)
+    owners = await repository.lock_owners(session, organization_id)
+    row = await repository.get_member(session, organization_id, user.id, for_update=True)
+    if row is None:
+        membership = Membership(organization_id=organization_id, user_id=user.id, role=new_role)
+        session.add(membership)
+        await repository.delete_invitation(session, organization_id, user.email)
+    else:
+        membership = row[1]
+        await _set_role(session, membership, new_role, owners)
+    await session.flush()
+    return membership
 
 
 async def change_role(
@@ -152,19 +285,24 @@ async def change_role(
         raise MemberNotFound()
     membership = row[1]
     _check_may_change(actor_role, membership.role, new_role)
-    if membership.role == Role.owner and new_role != Role.owner and owners <= 1:
-        raise LastOwner()
-    if membership.role != new_role:
-        membership.role = new_role
-        mark_keys_changed(session)
-        await session.flush()
+    await _set_role(session, membership, new_role, owners)
+    await session.flush()
     return membership
+
+
+async def _set_role(session: AsyncSession, membership: Membership, role: Role, owners: int) -> None:
+    if membership.role == Role.owner and role != Role.owner and owners <= 1:
+        raise LastOwner()
+    if membership.role != role:
+        membership.role = role
+        mark_keys_changed(session)  # what the member's keys may do follows at once
 
 
 async def remove(
     session: AsyncSession, organization_id: str, actor_user_id: str, actor_role: str, user_id: str
 ) -> User:
-    """Remove a member (anyone may leave); their API keys stop working at once."""
+    """Remove a member (anyone may leave). Their API keys of this organization
+    are revoked for good: joining again later does not bring them back."""
     owners = await repository.lock_owners(session, organization_id)
     row = await repository.get_member(session, organization_id, user_id, for_update=True)
     if row is None:
@@ -175,21 +313,11 @@ async def remove(
     if membership.role == Role.owner and owners <= 1:
         raise LastOwner()
     await repository.delete_membership(session, organization_id, user_id)
+    await api_key_repository.revoke_all_of(session, organization_id, user_id, utcnow())
     mark_keys_changed(session)
     return user
 
 
-async def invitation(session: AsyncSession, token: str) -> tuple[User, Organization]:
-    row = await repository.get_invitation(session, _invitation_id(token), utcnow())
-    if row is None or row[1].password_hash is not None:
-        raise InvitationNotValid()
-    return row[1], row[2]
-
-
-async def accept(session: AsyncSession, token: str, password: str) -> tuple[User, Organization]:
-    """Set the invited person's password; every link they were sent stops working."""
-    user, organization = await invitation(session, token)
-    user_service.set_password(user, password)
-    await repository.delete_invitations_of(session, user.id)
-    await session.flush()
-    return user, organization
+def may_grant(actor_role: str) -> list[Role]:
+    """The roles this person may hand out: only an owner makes owners."""
+    return [role for role in Role if role != Role.owner or actor_role == Role.owner]

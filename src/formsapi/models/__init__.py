@@ -6,6 +6,7 @@ from formsapi.models.idempotency_key import IdempotencyKey
 from formsapi.models.invitation import Invitation
 from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
+from formsapi.models.password_reset import PasswordReset
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.submission_day_count import SubmissionDayCount
@@ -22,6 +23,7 @@ __all__ = [
     "Invitation",
     "Membership",
     "Organization",
+    "PasswordReset",
     "Plan",
     "Role",
     "Submission",

@@ -67,12 +67,13 @@ class RateLimiter:
         self.storage: Storage
         self._pipe: RedisPipe | None = None  # the hot path's connection (kit/redis_pipe.py)
         if settings.redis_url:
+            redis_url = settings.redis_url.get_secret_value()
             self.storage = RedisStorage(
-                _async_scheme(settings.redis_url),
+                _async_scheme(redis_url),
                 implementation="redispy",
                 key_prefix=settings.redis_prefix,
             )
-            self._pipe = RedisPipe(settings.redis_url)
+            self._pipe = RedisPipe(redis_url)
         else:
             self.storage = MemoryStorage()
         self._strategy = SlidingWindowCounterRateLimiter(self.storage)

@@ -1,8 +1,38 @@
-from sqlalchemy import select
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.models import User
+from formsapi.models import PasswordReset, User
 
 
 async def get_by_email(session: AsyncSession, email: str) -> User | None:
     return await session.scalar(select(User).where(User.email == email.strip().lower()))
+
+
+async def set_password_hash(session: AsyncSession, user_id: str, password_hash: str) -> None:
+    await session.execute(
+        update(User).where(User.id == user_id).values(password_hash=password_hash)
+    )
+
+
+async def find_reset(
+    session: AsyncSession, reset_id: str, now: datetime, *, for_update: bool = False
+) -> User | None:
+    """The account an unexpired reset link is for."""
+    statement = (
+        select(User)
+        .join(PasswordReset, PasswordReset.user_id == User.id)
+        .where(PasswordReset.id == reset_id, PasswordReset.expires_at > now)
+    )
+    if for_update:
+        statement = statement.with_for_update(of=User)
+    return await session.scalar(statement)
+
+
+async def delete_resets_of(session: AsyncSession, user_id: str) -> None:
+    await session.execute(delete(PasswordReset).where(PasswordReset.user_id == user_id))
+
+
+async def delete_expired_resets(session: AsyncSession, now: datetime) -> None:
+    await session.execute(delete(PasswordReset).where(PasswordReset.expires_at <= now))

@@ -1,54 +1,79 @@
 """Users: people who sign in and generate keys. Not tenant data: a user may
-belong to several organizations through memberships."""
+belong to several organizations through memberships.
+
+Passwords are hashed with argon2id, off the event loop and before any
+transaction begins: a hash takes tens of milliseconds of CPU, and a
+transaction held across it would hold SQLite's write lock (or a pooled
+PostgreSQL connection) that long.
+"""
 
 import asyncio
+from datetime import timedelta
 
 from pwdlib import PasswordHash
+from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import BadRequest, Conflict, NotFound
+from formsapi.kit.crypto import hash_secret, new_link_token
 from formsapi.kit.ids import new_id
-from formsapi.models import User
+from formsapi.kit.time import utcnow
+from formsapi.models import PasswordReset, User
 from formsapi.user import repository
 
 MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; a cap keeps hashing cheap to refuse
-_password_hash = PasswordHash.recommended()  # argon2id
+RESET_LIFETIME = timedelta(hours=1)
+_password_hash = PasswordHash((Argon2Hasher(),))  # argon2id with the library's defaults
 # Verified when no account matches, so an unknown email costs what a wrong password does.
 _DUMMY_HASH = _password_hash.hash("no account has this password")
+
+
+def use_hasher(hasher: Argon2Hasher) -> None:
+    """Hash with other argon2 parameters: the tests' cheap ones. Hashes made
+    earlier still verify (the parameters travel in each hash)."""
+    global _password_hash, _DUMMY_HASH
+    _password_hash = PasswordHash((hasher,))
+    _DUMMY_HASH = _password_hash.hash("no account has this password")
 
 
 def normalize_email(email: str) -> str:
     email = email.strip().lower()
     local, _, domain = email.partition("@")
-    if not local or "." not in domain or " " in email or len(email) > 320:
+    if not local or "." not in domain or " " in email or len(email) > 320 or "\x00" in email:
         raise BadRequest(f"'{email}' is not an email address.")
     return email
 
 
 async def create(session: AsyncSession, email: str, password: str) -> User:
     email = normalize_email(email)
-    check_password(password)
+    password_hash = await hash_password(password)
     if await repository.get_by_email(session, email) is not None:
         raise Conflict(f"A user with email '{email}' already exists.")
-    user = User(id=new_id("usr"), email=email, password_hash=_password_hash.hash(password))
+    return await create_with_hash(session, email, password_hash)
+
+
+async def create_with_hash(session: AsyncSession, email: str, password_hash: str) -> User:
+    user = User(id=new_id("usr"), email=normalize_email(email), password_hash=password_hash)
     session.add(user)
     await session.flush()
     return user
+
+
+async def find(session: AsyncSession, email: str) -> User | None:
+    """The account with `email`, if any; None for anything that is not an address."""
+    return await repository.get_by_email(session, email[:320])
+
+
+async def set_password_hash(session: AsyncSession, user_id: str, password_hash: str) -> None:
+    """Store a password hashed beforehand (hash_password), outside any transaction."""
+    await repository.set_password_hash(session, user_id, password_hash)
 
 
 async def get_by_email(session: AsyncSession, email: str) -> User:
     user = await repository.get_by_email(session, email)
     if user is None:
         raise NotFound(f"No user with email '{email.strip().lower()}'.")
-    return user
-
-
-async def create_invited(session: AsyncSession, email: str) -> User:
-    """A user without a password yet: they choose one through an invitation."""
-    user = User(id=new_id("usr"), email=normalize_email(email), password_hash=None)
-    session.add(user)
-    await session.flush()
     return user
 
 
@@ -59,28 +84,67 @@ def check_password(password: str) -> None:
         raise BadRequest(f"The password must have at most {MAX_PASSWORD_LENGTH} characters.")
 
 
-def set_password(user: User, password: str) -> None:
+async def hash_password(password: str) -> str:
+    """The hash of an acceptable password (BadRequest otherwise), computed off the loop."""
     check_password(password)
-    user.password_hash = _password_hash.hash(password)
+    return await asyncio.to_thread(_password_hash.hash, password)
 
 
-def verify_password(user: User, password: str) -> bool:
-    if len(password) > MAX_PASSWORD_LENGTH:
-        return False
-    return user.password_hash is not None and _password_hash.verify(password, user.password_hash)
-
-
-async def authenticate(session: AsyncSession, email: str, password: str) -> User | None:
-    """The user with this email and password, or None. Unknown emails, accounts
-    without a password and wrong passwords take the same time and answer alike."""
-    user = await repository.get_by_email(session, email)
+async def verify_password(user: User | None, password: str) -> bool:
+    """Whether `password` is `user`'s. No user, an account without a password and
+    a wrong password take the same time and answer alike."""
     if user is None or user.password_hash is None or len(password) > MAX_PASSWORD_LENGTH:
-        await verify_off_loop(password[:MAX_PASSWORD_LENGTH], _DUMMY_HASH)
+        await asyncio.to_thread(_password_hash.verify, password[:MAX_PASSWORD_LENGTH], _DUMMY_HASH)
+        return False
+    return await asyncio.to_thread(_password_hash.verify, password, user.password_hash)
+
+
+async def start_reset(session: AsyncSession, email: str) -> tuple[User, str] | None:
+    """A password reset link's token for the account with `email`, or None when
+    there is no account with a password to reset (the caller answers alike)."""
+    user = await repository.get_by_email(session, normalize_email(email))
+    if user is None or user.password_hash is None:
         return None
-    return user if await verify_off_loop(password, user.password_hash) else None
+    now = utcnow()
+    await repository.delete_expired_resets(session, now)
+    await repository.delete_resets_of(session, user.id)  # the newest link is the one that works
+    token, token_hash = new_link_token()
+    session.add(
+        PasswordReset(
+            id=token_hash, user_id=user.id, created_at=now, expires_at=now + RESET_LIFETIME
+        )
+    )
+    await session.flush()
+    return user, token
 
 
-async def verify_off_loop(password: str, password_hash: str) -> bool:
-    # argon2 takes tens of milliseconds of CPU: off the event loop, API requests
-    # keep flowing while someone signs in.
-    return await asyncio.to_thread(_password_hash.verify, password, password_hash)
+class NoPassword(NotFound):
+    def __init__(self, email: str) -> None:
+        super().__init__(f"No account with a password has the email '{email.strip().lower()}'.")
+
+
+class ResetNotValid(NotFound):
+    def __init__(self) -> None:
+        super().__init__(
+            "This password reset link is not valid: it was used, it expired, or a newer one "
+            "was sent. Ask for a new one."
+        )
+
+
+async def open_reset(session: AsyncSession, token: str) -> User:
+    user = await repository.find_reset(session, hash_secret(token), utcnow())
+    if user is None:
+        raise ResetNotValid()
+    return user
+
+
+async def finish_reset(session: AsyncSession, token: str, password_hash: str) -> User:
+    """Set the new password (hashed beforehand); every reset link of the account
+    stops working. The caller signs the account out everywhere."""
+    user = await repository.find_reset(session, hash_secret(token), utcnow(), for_update=True)
+    if user is None:
+        raise ResetNotValid()
+    user.password_hash = password_hash
+    await repository.delete_resets_of(session, user.id)
+    await session.flush()
+    return user

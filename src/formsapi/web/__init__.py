@@ -8,25 +8,23 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
-from formsapi.web import account, forms, keys, members
+from formsapi.web import account, forms, invitations, keys, members
 from formsapi.web.context import BadCSRF, SignInRequired, render, see_other, sign_in_path
 
 router = APIRouter(include_in_schema=False)
-for module in (account, forms, keys, members):
+for module in (account, forms, invitations, keys, members):
     router.include_router(module.router)
 
-_INVITATION_PATH = re.compile(r"/invitations/[^\s?\"]+")
+_LINK_TOKEN = re.compile(r"/(invitations|reset-password)/[^\s?&\"]+")
 
 
-class RedactInvitations(logging.Filter):
-    """An invitation link is a secret: keep it out of the access log."""
+class RedactLinkTokens(logging.Filter):
+    """Invitation and password reset links are secrets: keep them out of the access log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                _INVITATION_PATH.sub("/invitations/[redacted]", arg)
-                if isinstance(arg, str)
-                else arg
+                _LINK_TOKEN.sub(r"/\1/[redacted]", arg) if isinstance(arg, str) else arg
                 for arg in record.args
             )
         return True
@@ -36,8 +34,8 @@ def install(app: FastAPI) -> None:
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="web-static")
     access_log = logging.getLogger("uvicorn.access")
-    if not any(isinstance(f, RedactInvitations) for f in access_log.filters):
-        access_log.addFilter(RedactInvitations())
+    if not any(isinstance(f, RedactLinkTokens) for f in access_log.filters):
+        access_log.addFilter(RedactLinkTokens())
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(_: Request, error: SignInRequired) -> Response:

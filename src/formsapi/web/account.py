@@ -1,10 +1,12 @@
-"""Signing in and out, the password, switching organization, accepting an invitation."""
+"""Signing in and out, the password (changed, or reset through a mailed
+link), and switching organization."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from formsapi.dependencies import client_ip
 from formsapi.errors import FormsAPIError
+from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.member import service as member_service
 from formsapi.ratelimit.service import SignInThrottle
 from formsapi.user import service as user_service
@@ -12,10 +14,13 @@ from formsapi.web.context import (
     CSRF_COOKIE,
     DbDep,
     FormText,
+    ReadDep,
     ViewerDep,
     anonymous_csrf,
     anonymous_csrf_valid,
     back_with,
+    log,
+    public_link,
     render,
     see_other,
     set_anonymous_csrf,
@@ -41,23 +46,28 @@ def _wait_message(seconds: int) -> str:
     return f"Too many failed sign-in attempts. Wait {minutes} {unit} and try again."
 
 
+def anonymous_page(
+    request: Request, template: str, status: int = 200, **context: object
+) -> Response:
+    """A page shown before sign-in whose form carries the double-submit token."""
+    token = anonymous_csrf(request)
+    response = render(request, template, None, status, csrf_token=token, **context)
+    set_anonymous_csrf(request, response, token)
+    return response
+
+
 def _sign_in_page(
     request: Request, status: int = 200, error: str | None = None, notice: str | None = None
 ) -> Response:
-    token = anonymous_csrf(request)
-    response = render(
+    return anonymous_page(
         request,
         "sign_in.html",
-        None,
         status,
-        csrf_token=token,
         error=error,
         notice=notice,
         next=_safe_next(request.query_params.get("next")),
         email=request.query_params.get("email", ""),
     )
-    set_anonymous_csrf(request, response, token)
-    return response
 
 
 @router.get("/")
@@ -74,6 +84,7 @@ async def sign_in_form(request: Request) -> Response:
 @router.post("/sign-in")
 async def sign_in(
     request: Request,
+    reader: ReadDep,
     session: DbDep,
     email: FormText = "",
     password: FormText = "",
@@ -82,17 +93,15 @@ async def sign_in(
     if not await anonymous_csrf_valid(request):
         return _sign_in_page(request, 403, "This page had expired. Please sign in again.")
     throttle: SignInThrottle = request.app.state.sign_in_throttle
-    address = client_ip(request)
-    wait = await throttle.attempt(email, address)
-    if wait:
+    if wait := await throttle.attempt(email, client_ip(request)):
         response = _sign_in_page(request, 429, _wait_message(wait))
         response.headers["Retry-After"] = str(wait)
         return response
-    user = await user_service.authenticate(session, email, password)
-    if user is None:
+    user = await user_service.find(reader, email)
+    if user is None or not await user_service.verify_password(user, password):
         return _sign_in_page(request, 400, INCORRECT)
     await throttle.succeeded(email)
-    organizations = await member_service.organizations_of(session, user.id)
+    organizations = await member_service.organizations_of(reader, user.id)
     signed_in = await web_session_service.start(
         session, user, organizations[0][0].id if organizations else None
     )
@@ -125,92 +134,127 @@ async def change_password(
     confirm_password: FormText = "",
 ) -> Response:
     throttle: SignInThrottle = request.app.state.sign_in_throttle
-    email, address = viewer.user.email, client_ip(request)
-    back = "/settings/account"
-    if wait := await throttle.attempt(email, address):
-        return back_with(viewer, back, error=_wait_message(wait))
-    if await user_service.authenticate(session, email, current_password) is None:
-        return back_with(viewer, back, error="The current password is incorrect.")
+    email, back = viewer.user.email, "/settings/account"
+    if wait := await throttle.attempt(email, client_ip(request)):
+        return await back_with(session, viewer, back, error=_wait_message(wait))
+    if not await user_service.verify_password(viewer.user, current_password):
+        return await back_with(session, viewer, back, error="The current password is incorrect.")
     await throttle.succeeded(email)
     if new_password != confirm_password:
-        return back_with(viewer, back, error="The new passwords do not match.")
+        return await back_with(session, viewer, back, error="The new passwords do not match.")
     try:
-        user_service.set_password(viewer.user, new_password)
+        password_hash = await user_service.hash_password(new_password)
     except FormsAPIError as error:
-        return back_with(viewer, back, error=error.detail)
+        return await back_with(session, viewer, back, error=error.detail)
+    await user_service.set_password_hash(session, viewer.user.id, password_hash)
     await web_session_service.end_others(session, viewer.signed_in)
-    return back_with(
-        viewer, back, notice="Password changed. Every other session has been signed out."
+    return await back_with(
+        session, viewer, back, notice="Password changed. Every other session has been signed out."
     )
 
 
 @router.post("/settings/organization")
 async def switch_organization(
-    viewer: ViewerDep, organization_id: FormText = "", next: FormText = "/forms"
+    session: DbDep, viewer: ViewerDep, organization_id: FormText = "", next: FormText = "/forms"
 ) -> Response:
     if not any(organization.id == organization_id for organization, _ in viewer.organizations):
-        return back_with(viewer, "/forms", error="You are not a member of that organization.")
-    viewer.signed_in.web_session.organization_id = organization_id
+        return await back_with(
+            session, viewer, "/forms", error="You are not a member of that organization."
+        )
+    await web_session_service.set_organization(session, viewer.signed_in, organization_id)
     # A form page belongs to the organization just left: land on the list instead.
     target = _safe_next(next)
     return see_other("/forms" if target.startswith("/forms/") else target)
 
 
-def _invitation_page(
-    request: Request, token: str, status: int = 200, error: str | None = None, **context: object
-) -> Response:
-    csrf = anonymous_csrf(request)
-    response = render(
-        request,
-        "invitation.html",
-        None,
-        status,
-        csrf_token=csrf,
-        token=token,
-        error=error,
-        **context,
-    )
-    set_anonymous_csrf(request, response, csrf)
-    return response
+@router.get("/forgot-password")
+async def forgot_password_form(request: Request) -> Response:
+    mailer: Mailer = request.app.state.mailer
+    return anonymous_page(request, "forgot_password.html", mail=mailer.enabled)
 
 
-@router.get("/invitations/{token}")
-async def invitation(request: Request, session: DbDep, token: str) -> Response:
-    try:
-        user, organization = await member_service.invitation(session, token)
-    except FormsAPIError as error:
-        return render(
-            request, "message.html", None, 404, heading="Invitation", message=error.detail
+@router.post("/forgot-password")
+async def forgot_password(request: Request, session: DbDep, email: FormText = "") -> Response:
+    """Mail a reset link to the account's address. The answer is the same
+    whether or not the address has an account."""
+    mailer: Mailer = request.app.state.mailer
+    if not mailer.enabled:
+        return anonymous_page(request, "forgot_password.html", 404, mail=False)
+    if not await anonymous_csrf_valid(request):
+        return anonymous_page(
+            request, "forgot_password.html", 403, mail=True, error="This page had expired."
         )
-    return _invitation_page(request, token, email=user.email, organization=organization)
+    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    if wait := await throttle.attempt(email, client_ip(request)):
+        return anonymous_page(
+            request, "forgot_password.html", 429, mail=True, error=_wait_message(wait)
+        )
+    try:
+        started = await user_service.start_reset(session, email)
+    except FormsAPIError as error:
+        return anonymous_page(request, "forgot_password.html", 400, mail=True, error=error.detail)
+    await session.commit()  # the link must exist before anyone can follow it
+    if started is not None:
+        user, token = started
+        try:
+            await mailer.send(
+                user.email,
+                "Choose a new formsapi password",
+                "Someone (we hope you) asked to reset the password of the formsapi account "
+                f"{user.email}.\n\nChoose a new one here within the hour; the link works "
+                f"once:\n\n{public_link(request, f'/reset-password/{token}')}\n\n"
+                "If you did not ask for this, ignore this message: your password stays as it is.",
+            )
+        except MailNotSent as error:
+            log.warning("password reset mail not sent: %s", error)
+    return anonymous_page(request, "forgot_password.html", mail=True, sent=email)
 
 
-@router.post("/invitations/{token}")
-async def accept_invitation(
+async def _reset_page(
+    request: Request, reader: ReadDep, token: str, status: int = 200, error: str | None = None
+) -> Response:
+    try:
+        user = await user_service.open_reset(reader, token)
+    except FormsAPIError as invalid:
+        return render(
+            request, "message.html", None, 404, heading="Password reset", message=invalid.detail
+        )
+    return anonymous_page(
+        request, "reset_password.html", status, token=token, email=user.email, error=error
+    )
+
+
+@router.get("/reset-password/{token}")
+async def reset_password_form(request: Request, reader: ReadDep, token: str) -> Response:
+    return await _reset_page(request, reader, token)
+
+
+@router.post("/reset-password/{token}")
+async def reset_password(
     request: Request,
+    reader: ReadDep,
     session: DbDep,
     token: str,
     new_password: FormText = "",
     confirm_password: FormText = "",
 ) -> Response:
-    try:
-        user, organization = await member_service.invitation(session, token)
-    except FormsAPIError as error:
-        return render(
-            request, "message.html", None, 404, heading="Invitation", message=error.detail
-        )
-    context = {"email": user.email, "organization": organization}
     if not await anonymous_csrf_valid(request):
-        return _invitation_page(request, token, 403, "This page had expired. Try again.", **context)
+        return await _reset_page(request, reader, token, 403, "This page had expired. Try again.")
     if new_password != confirm_password:
-        return _invitation_page(request, token, 400, "The passwords do not match.", **context)
+        return await _reset_page(request, reader, token, 400, "The passwords do not match.")
     try:
-        await member_service.accept(session, token, new_password)
+        password_hash = await user_service.hash_password(new_password)
+        user = await user_service.finish_reset(session, token, password_hash)
     except FormsAPIError as error:
-        return _invitation_page(request, token, 400, error.detail, **context)
-    signed_in = await web_session_service.start(session, user, organization.id)
-    web_session_service.put_flash(
-        signed_in, {"notice": f"Welcome to {organization.name}. Your password is set."}
+        return await _reset_page(request, reader, token, 400, error.detail)
+    # Whoever knew the old password (or held a session) is out.
+    await web_session_service.end_all_of(session, user.id)
+    organizations = await member_service.organizations_of(session, user.id)
+    signed_in = await web_session_service.start(
+        session, user, organizations[0][0].id if organizations else None
+    )
+    await web_session_service.put_flash(
+        session, signed_in, {"notice": "Your new password is set. Every other session is out."}
     )
     response = see_other("/forms")
     set_session_cookie(request, response, signed_in.token)

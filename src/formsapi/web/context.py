@@ -1,15 +1,23 @@
-"""What every page of the settings area shares: the database session, the
+"""What every page of the settings area shares: the database sessions, the
 signed-in person and their active organization, CSRF checks, and rendering.
 
 Pages are server-rendered and work without JavaScript. Every state-changing
 form posts a per-session CSRF token (the sign-in and invitation forms, which
 come before a session, a double-submit cookie), and a cross-site Origin is
 refused outright. Responses are never cached: a page may carry a secret.
+
+A page reads through an autocommit session (ReadDep) and writes through a
+transaction (DbDep) that begins at its first write and commits before the
+response: the posted form is read in full before either is used, and
+passwords are hashed before the transaction, so no transaction (and on
+SQLite no write lock) is held while a client sends or the CPU hashes.
 """
 
 import hmac
+import logging
 import secrets
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,11 +29,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.config import Settings
 from formsapi.db import session_scope
 from formsapi.member import service as member_service
 from formsapi.models import Organization, User
 from formsapi.web_session import service as web_session_service
 from formsapi.web_session.service import SignedIn
+
+log = logging.getLogger("formsapi")
 
 SESSION_COOKIE = "formsapi_session"
 CSRF_COOKIE = "formsapi_csrf"  # forms shown before there is a session
@@ -59,14 +70,19 @@ class BadCSRF(Exception):
 
 
 async def _db(request: Request) -> AsyncIterator[AsyncSession]:
-    # Every page runs in one transaction, committed before the response is sent:
-    # even a GET writes (it consumes the one-time message).
+    # Committed when the page's handler returns, before the response is sent.
     state = request.app.state
     async with session_scope(state.sessionmaker, state.auth_epoch.after_commit) as session:
         yield session
 
 
+async def _read(request: Request) -> AsyncIterator[AsyncSession]:
+    async with request.app.state.read_sessionmaker() as session:
+        yield session
+
+
 DbDep = Annotated[AsyncSession, Depends(_db, scope="function")]
+ReadDep = Annotated[AsyncSession, Depends(_read, scope="function")]
 
 
 @dataclass
@@ -100,13 +116,16 @@ def same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
-async def get_viewer(request: Request, session: DbDep) -> Viewer:
+async def get_viewer(request: Request, session: ReadDep) -> Viewer:
+    # The whole form first (bounded in size and time by the RequestBody
+    # middleware): nothing below waits on the client.
+    posted = await request.form() if request.method == "POST" else None
     signed_in = await web_session_service.resume(session, request.cookies.get(SESSION_COOKIE))
     if signed_in is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         raise SignInRequired(target if request.method == "GET" else "/")
-    if request.method == "POST":
-        submitted = (await request.form()).get(CSRF_FIELD)
+    if posted is not None:
+        submitted = posted.get(CSRF_FIELD)
         valid = isinstance(submitted, str) and web_session_service.csrf_matches(
             signed_in, submitted
         )
@@ -120,9 +139,15 @@ async def get_viewer(request: Request, session: DbDep) -> Viewer:
         ((o, r) for o, r in organizations if o.id == signed_in.web_session.organization_id),
         organizations[0] if organizations else None,
     )
-    if active is not None and signed_in.web_session.organization_id != active[0].id:
-        signed_in.web_session.organization_id = active[0].id
-    flash = web_session_service.pop_flash(signed_in) if request.method == "GET" else None
+    moved = active is not None and signed_in.web_session.organization_id != active[0].id
+    flash = None
+    if moved or (request.method == "GET" and signed_in.web_session.flash is not None):
+        # A short write of its own: the page itself only reads.
+        async with write_scope(request) as writer:
+            if active is not None and moved:
+                await web_session_service.set_organization(writer, signed_in, active[0].id)
+            if request.method == "GET":
+                flash = await web_session_service.pop_flash(writer, signed_in)
     return Viewer(
         signed_in,
         organizations,
@@ -149,10 +174,30 @@ def see_other(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303, headers={"Cache-Control": "no-store"})
 
 
-def back_with(viewer: Viewer, path: str, **message: Any) -> RedirectResponse:
+async def back_with(
+    session: AsyncSession, viewer: Viewer, path: str, **message: Any
+) -> RedirectResponse:
     """Post/redirect/get: the next page shows `message` once."""
-    web_session_service.put_flash(viewer.signed_in, message)
+    await web_session_service.put_flash(session, viewer.signed_in, message)
     return see_other(path)
+
+
+def public_link(request: Request, path: str) -> str:
+    """An absolute link for mail: on the configured public address, never the
+    request's Host header, which whoever sends the request chooses."""
+    settings: Settings = request.app.state.settings
+    return settings.public_url.rstrip("/") + path
+
+
+def shown_link(request: Request, path: str) -> str:
+    """An absolute link shown to the signed-in person on this page."""
+    return str(request.base_url).rstrip("/") + path
+
+
+def write_scope(request: Request) -> AbstractAsyncContextManager[AsyncSession]:
+    """A transaction of its own, for the few writes a page makes outside DbDep."""
+    state = request.app.state
+    return session_scope(state.sessionmaker, state.auth_epoch.after_commit)
 
 
 def set_session_cookie(request: Request, response: Response, token: str | None) -> None:

@@ -14,7 +14,7 @@ from formsapi.models import Form
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
-from formsapi.web.context import SECURITY_HEADERS, DbDep, Viewer, ViewerDep, render
+from formsapi.web.context import SECURITY_HEADERS, ReadDep, Viewer, ViewerDep, render
 
 router = APIRouter(prefix="/forms")
 
@@ -50,7 +50,7 @@ async def _find(
 @router.get("")
 async def forms(
     request: Request,
-    session: DbDep,
+    session: ReadDep,
     viewer: ViewerDep,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> Response:
@@ -72,7 +72,9 @@ async def forms(
 
 
 @router.get("/{form_id}")
-async def form_page(request: Request, session: DbDep, viewer: ViewerDep, form_id: str) -> Response:
+async def form_page(
+    request: Request, session: ReadDep, viewer: ViewerDep, form_id: str
+) -> Response:
     form = await _find(request, session, viewer, form_id)
     if isinstance(form, Response):
         return form
@@ -98,7 +100,7 @@ async def form_page(request: Request, session: DbDep, viewer: ViewerDep, form_id
 
 @router.get("/{form_id}/submissions.csv")
 async def download_csv(
-    request: Request, session: DbDep, viewer: ViewerDep, form_id: str
+    request: Request, session: ReadDep, viewer: ViewerDep, form_id: str
 ) -> Response:
     form = await _find(request, session, viewer, form_id)
     if isinstance(form, Response):

@@ -8,7 +8,16 @@ from fastapi.responses import Response
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import READ_SCOPES, ROLE_SCOPES, Scope
 from formsapi.errors import FormsAPIError
-from formsapi.web.context import DbDep, FormText, Viewer, ViewerDep, back_with, render, see_other
+from formsapi.web.context import (
+    DbDep,
+    FormText,
+    ReadDep,
+    Viewer,
+    ViewerDep,
+    back_with,
+    render,
+    see_other,
+)
 
 router = APIRouter(prefix="/settings/keys")
 
@@ -26,7 +35,7 @@ def _no_organization(request: Request, viewer: Viewer) -> Response:
 
 
 @router.get("")
-async def keys(request: Request, session: DbDep, viewer: ViewerDep) -> Response:
+async def keys(request: Request, session: ReadDep, viewer: ViewerDep) -> Response:
     if viewer.organization is None or viewer.role is None:
         return _no_organization(request, viewer)
     listings = await api_key_service.list_with_status(session, viewer.organization.id)
@@ -54,16 +63,17 @@ async def generate(
     if viewer.organization is None:
         return see_other(PAGE)
     if not scopes:
-        return back_with(viewer, PAGE, error="Choose at least one scope.")
+        return await back_with(session, viewer, PAGE, error="Choose at least one scope.")
     try:
         created = await api_key_service.create(
             session, viewer.organization, viewer.user, name, scopes
         )
     except FormsAPIError as error:
-        return back_with(viewer, PAGE, error=error.detail)
+        return await back_with(session, viewer, PAGE, error=error.detail)
     # Carried to the next page in the session's encrypted one-time message and
     # gone once shown: a reload or the back button finds nothing to show.
-    return back_with(
+    return await back_with(
+        session,
         viewer,
         PAGE,
         created={
@@ -76,7 +86,7 @@ async def generate(
 
 @router.get("/{key_id}/revoke")
 async def confirm_revoke(
-    request: Request, session: DbDep, viewer: ViewerDep, key_id: str
+    request: Request, session: ReadDep, viewer: ViewerDep, key_id: str
 ) -> Response:
     if viewer.organization is None or viewer.role is None:
         return _no_organization(request, viewer)
@@ -110,7 +120,10 @@ async def revoke(session: DbDep, viewer: ViewerDep, key_id: str) -> Response:
             session, viewer.organization.id, key_id, viewer.user.id, viewer.role
         )
     except FormsAPIError as error:
-        return back_with(viewer, PAGE, error=error.detail)
-    return back_with(
-        viewer, PAGE, notice=f"Key “{key.name}” ({key.prefix}…) is revoked: it fails from now on."
+        return await back_with(session, viewer, PAGE, error=error.detail)
+    return await back_with(
+        session,
+        viewer,
+        PAGE,
+        notice=f"Key “{key.name}” ({key.prefix}…) is revoked: it fails from now on.",
     )

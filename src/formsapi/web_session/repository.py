@@ -1,6 +1,7 @@
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import User, WebSession
@@ -16,6 +17,22 @@ async def get_with_user(
     )
     row = (await session.execute(statement)).first()
     return None if row is None else (row[0], row[1])
+
+
+async def set_fields(session: AsyncSession, session_id: str, **values: Any) -> None:
+    await session.execute(update(WebSession).where(WebSession.id == session_id).values(**values))
+
+
+async def take_flash(session: AsyncSession, session_id: str, sealed: str) -> bool:
+    """Clear the one-time message if it is still `sealed`; False when another
+    request took it first."""
+    cleared = await session.execute(
+        update(WebSession)
+        .where(WebSession.id == session_id, WebSession.flash == sealed)
+        .values(flash=None)
+        .returning(WebSession.id)
+    )
+    return cleared.first() is not None
 
 
 async def delete_one(session: AsyncSession, session_id: str) -> None:

@@ -91,20 +91,27 @@ def csrf_matches(signed_in: SignedIn, submitted: str | None) -> bool:
     )
 
 
-def put_flash(signed_in: SignedIn, message: dict[str, Any]) -> None:
-    signed_in.web_session.flash = (
-        _cipher(signed_in.token).encrypt(json.dumps(message).encode()).decode()
-    )
+async def put_flash(session: AsyncSession, signed_in: SignedIn, message: dict[str, Any]) -> None:
+    sealed = _cipher(signed_in.token).encrypt(json.dumps(message).encode()).decode()
+    await repository.set_fields(session, signed_in.web_session.id, flash=sealed)
 
 
-def pop_flash(signed_in: SignedIn) -> dict[str, Any] | None:
-    """The one-time message, removed as it is read: a reload finds nothing."""
+async def pop_flash(session: AsyncSession, signed_in: SignedIn) -> dict[str, Any] | None:
+    """The one-time message, removed as it is read: a reload, or a second
+    request racing this one, finds nothing."""
     sealed = signed_in.web_session.flash
-    if sealed is None:
+    if sealed is None or not await repository.take_flash(session, signed_in.web_session.id, sealed):
         return None
-    signed_in.web_session.flash = None
     try:
         message: dict[str, Any] = json.loads(_cipher(signed_in.token).decrypt(sealed.encode()))
     except (InvalidToken, ValueError):
         return None
     return message
+
+
+async def set_organization(
+    session: AsyncSession, signed_in: SignedIn, organization_id: str | None
+) -> None:
+    """The organization everything the settings area shows and makes belongs to."""
+    await repository.set_fields(session, signed_in.web_session.id, organization_id=organization_id)
+    signed_in.web_session.organization_id = organization_id
