@@ -13,19 +13,19 @@ FastAPI, SQLAlchemy async): each is an app factory for `uvicorn --factory`.
 import os
 import pickle
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request, params
+from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from formsapi import dependencies
 from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
 from formsapi.app import create_app
 from formsapi.config import Settings
 from formsapi.db import create_engine
-from formsapi.dependencies import PrincipalDep
 
 
 def http_floor() -> FastAPI:
@@ -80,15 +80,14 @@ def bare_floor() -> FastAPI:
 
 
 def service_without_auth() -> FastAPI:
-    """The service with the rate limit off and the caller dependency answering
-    a constant, to price authentication and rate limiting.
+    """The service with the rate limit off and authentication answering a
+    constant, to price authentication and rate limiting.
 
     Not `dependency_overrides`: with any override set, FastAPI rebuilds the
     dependency tree of every dependency on every request, which cost more than
-    authentication and rate limiting together (2,190 against 1,869 us of CPU a
-    request). Instead the `Depends` marker every endpoint shares is pointed at
-    the constant before the first request, when FastAPI builds each route's
-    dependency tree from the endpoint signatures. This process serves nothing else."""
+    authentication and rate limiting together (bench/RESULTS.md). Instead the
+    function every /v1 route calls before its handler (GuardedRoute looks it up
+    at call time) answers the constant. This process serves nothing else."""
     principal = Principal(
         key_id="key_bench",
         organization_id=os.environ["BENCH_ORG_ID"],
@@ -96,9 +95,8 @@ def service_without_auth() -> FastAPI:
         scopes=frozenset(Scope),
     )
 
-    async def fixed_principal() -> Principal:  # async: a plain def runs in a thread pool
+    async def fixed_principal(request: Request) -> Principal:
         return principal
 
-    marker = next(a for a in get_args(PrincipalDep) if isinstance(a, params.Depends))
-    object.__setattr__(marker, "dependency", fixed_principal)  # a frozen dataclass
+    dependencies.get_principal = fixed_principal
     return create_app(Settings(rate_limit_enabled=False))

@@ -44,7 +44,19 @@ async def test_openapi_31_describes_the_three_endpoints(api: Api) -> None:
     assert {"formId", "page", "limit", "since"} <= params
     # The docs' Authorize button needs the scheme, and every endpoint needs the key.
     assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
-    assert all(op["get"]["security"] == [{"HTTPBearer": []}] for op in spec["paths"].values())
+    # Each operation names the one scope its key needs (OpenAPI 3.1's roles).
+    scopes = {
+        (method, path): operation["security"]
+        for path, item in spec["paths"].items()
+        for method, operation in item.items()
+    }
+    assert all(
+        len(security) == 1 and len(security[0]["HTTPBearer"]) == 1 for security in scopes.values()
+    )
+    assert scopes["get", "/v1/forms"] == [{"HTTPBearer": ["forms:read"]}]
+    assert scopes["post", "/v1/forms/{formId}/submissions"] == [
+        {"HTTPBearer": ["submissions:write"]}
+    ]
     # Bad parameters are 400 problem documents; no 422 is ever sent for a GET.
     for operation in spec["paths"].values():
         assert "422" not in operation["get"]["responses"]

@@ -150,7 +150,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         for path_name, path in schema["paths"].items():
             if path_name.startswith("/v1/"):
                 for operation in path.values():
-                    operation["security"] = [{"HTTPBearer": []}]
+                    operation.setdefault("security", [{"HTTPBearer": []}])
         app.openapi_schema = schema
     return app.openapi_schema
 

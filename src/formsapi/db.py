@@ -44,17 +44,21 @@ def async_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
-    # The driver's own transaction handling breaks SAVEPOINT (SQLAlchemy's
-    # documented recipe): switch it off and let _sqlite_begin emit BEGIN.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    # WAL lets readers run beside the writer; foreign keys are off by default in SQLite.
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
+def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, ConnectionPoolEntry], None]:
+    def on_connect(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
+        # The driver's own transaction handling breaks SAVEPOINT (SQLAlchemy's
+        # documented recipe): switch it off and let _sqlite_begin emit BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        # WAL lets readers run beside the writer; foreign keys are off by default in SQLite.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # A write waits this long for the write lock, then answers 503 busy.
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        cursor.close()
+
+    return on_connect
 
 
 def _sqlite_begin(connection: Connection) -> None:
@@ -69,12 +73,13 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
     """`pool_size` (PostgreSQL) is how many connections the process keeps; past
     that a request waits up to `pool_timeout` seconds for one to come back
     rather than opening another: overflow connections, opened and closed under
-    load, cost a tenth of page-1 throughput (bench/RESULTS.md)."""
+    load, cost a tenth of page-1 throughput (bench/RESULTS.md). On SQLite a
+    write waits up to `pool_timeout` seconds for the write lock."""
     url = async_url(url)
     if url.startswith("sqlite"):
         # Statements' parameters (answers, key hashes) stay out of error messages and logs.
         engine = create_async_engine(url, hide_parameters=True)
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(pool_timeout))
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     return create_async_engine(

@@ -58,6 +58,7 @@ DEFAULT_DESCRIPTIONS = {
     401: "The API key is missing, malformed, unknown or revoked.",
     403: "The API key lacks the scope this endpoint needs.",
     404: "No such form (or submission) in this organization.",
+    408: "The request body did not arrive in time (`FORMSAPI_BODY_TIMEOUT`).",
     409: "The request conflicts with the form's state: a status that does not allow it, "
     "a slug in use, or submissions that need confirming.",
     413: "The request body is larger than the service accepts.",

@@ -273,9 +273,12 @@ async def test_text_postgresql_cannot_store_is_refused(api: Api, session: AsyncS
             url, secret, content=raw, headers={"Content-Type": "application/json"}
         )
         assert response.status_code == 422, response.text
+    org = await create_org(session)
+    _, forms_writer = await create_key(session, org, scopes=["forms:write"])
+    await session.commit()
     for raw in (b'{"title": "Nul\\u0000"}', b'{"title": "Half \\ud800"}'):
         created = await api.post(
-            "/v1/forms", secret, content=raw, headers={"Content-Type": "application/json"}
+            "/v1/forms", forms_writer, content=raw, headers={"Content-Type": "application/json"}
         )
         assert created.status_code == 422, created.text  # never a 500
 

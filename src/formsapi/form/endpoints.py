@@ -5,13 +5,13 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
-from formsapi.api_key.service import require_scope
 from formsapi.dependencies import (
+    GuardedRoute,
     IdempotencyKeyHeader,
-    JSONBody,
     PrincipalDep,
     ReadSessionDep,
     SessionDep,
+    requires,
 )
 from formsapi.errors import problem_responses
 from formsapi.form import service
@@ -19,7 +19,7 @@ from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdat
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.pagination import Page, PageParams, page_params
 
-router = APIRouter(prefix="/forms", tags=["Forms"])
+router = APIRouter(prefix="/forms", tags=["Forms"], route_class=GuardedRoute)
 
 FormId = Annotated[str, Path(alias="formId", max_length=64, description="A form id.")]
 PageDep = Annotated[PageParams, Depends(page_params)]
@@ -33,10 +33,14 @@ def json(body: object) -> Response:
     return Response(orjson.dumps(body), media_type="application/json")
 
 
-@router.get("", response_model=Page[FormSummary], responses=ERRORS)
+@router.get(
+    "",
+    response_model=Page[FormSummary],
+    responses=ERRORS,
+    openapi_extra=requires(Scope.forms_read),
+)
 async def list_forms(principal: PrincipalDep, session: ReadSessionDep, page: PageDep) -> Response:
     """The forms of the key's organization, newest first."""
-    require_scope(principal, Scope.forms_read)
     body = await service.page_document(session, principal.organization_id, page)
     return Response(body, media_type="application/json")
 
@@ -45,6 +49,7 @@ async def list_forms(principal: PrincipalDep, session: ReadSessionDep, page: Pag
     "/{formId}",
     response_model=FormDetail,
     responses=ERRORS_404,
+    openapi_extra=requires(Scope.forms_read),
 )
 async def get_form(
     principal: PrincipalDep,
@@ -57,7 +62,6 @@ async def get_form(
 ) -> Response:
     """One form: its fields, its ordered question and layout blocks, and the JSON
     Schema (draft 2020-12) of the answers object those blocks define."""
-    require_scope(principal, Scope.forms_read)
     if version is not None:
         return json(
             await service.version_detail(session, principal.organization_id, form_id, version)
@@ -66,15 +70,15 @@ async def get_form(
     return json(service.detail(form))
 
 
-ERRORS_WRITE = problem_responses(400, 401, 403, 404, 409, 413, 415, 422, 429)
+ERRORS_WRITE = problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429)
 
 
 @router.post(
     "",
     status_code=201,
     response_model=FormDetail,
-    responses=problem_responses(400, 401, 403, 409, 413, 415, 422, 429),
-    dependencies=[JSONBody],
+    responses=problem_responses(400, 401, 403, 408, 409, 413, 415, 422, 429),
+    openapi_extra=requires(Scope.forms_write),
 )
 async def create_form(
     principal: PrincipalDep,
@@ -84,7 +88,6 @@ async def create_form(
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
-    require_scope(principal, Scope.forms_write)
 
     async def work() -> Outcome:
         form = await service.create(
@@ -103,7 +106,10 @@ async def create_form(
 
 
 @router.patch(
-    "/{formId}", response_model=FormDetail, responses=ERRORS_WRITE, dependencies=[JSONBody]
+    "/{formId}",
+    response_model=FormDetail,
+    responses=ERRORS_WRITE,
+    openapi_extra=requires(Scope.forms_write),
 )
 async def update_form(
     principal: PrincipalDep, session: SessionDep, form_id: FormId, body: FormUpdate
@@ -114,12 +120,13 @@ async def update_form(
     `?version=N`). Status moves draft -> published, published -> closed,
     closed -> published, and any -> archived; an archived form is read-only.
     A transition not allowed answers 409 naming the allowed ones."""
-    require_scope(principal, Scope.forms_write)
     form = await service.update(session, principal.organization_id, form_id, body)
     return json(service.detail(form))
 
 
-@router.delete("/{formId}", status_code=204, responses=ERRORS_WRITE)
+@router.delete(
+    "/{formId}", status_code=204, responses=ERRORS_WRITE, openapi_extra=requires(Scope.forms_write)
+)
 async def delete_form(
     principal: PrincipalDep,
     session: SessionDep,
@@ -134,7 +141,6 @@ async def delete_form(
 ) -> Response:
     """Delete a form for good. A form with submissions is refused (409) unless
     `deleteSubmissions=true`; archive it (PATCH status) to keep them instead."""
-    require_scope(principal, Scope.forms_write)
     await service.delete(
         session, principal.organization_id, form_id, delete_submissions=delete_submissions
     )

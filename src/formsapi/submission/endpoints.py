@@ -8,13 +8,13 @@ from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from formsapi.api_key.scopes import Scope
-from formsapi.api_key.service import require_scope
 from formsapi.dependencies import (
+    GuardedRoute,
     IdempotencyKeyHeader,
-    JSONBody,
     PrincipalDep,
     ReadSessionDep,
     SessionDep,
+    requires,
 )
 from formsapi.errors import problem_responses
 from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json, replay
@@ -25,7 +25,9 @@ from formsapi.kit.time import parse_timestamp
 from formsapi.submission import service
 from formsapi.submission.schemas import SubmissionOut
 
-router = APIRouter(prefix="/forms/{formId}/submissions", tags=["Submissions"])
+router = APIRouter(
+    prefix="/forms/{formId}/submissions", tags=["Submissions"], route_class=GuardedRoute
+)
 
 
 def _parse_since(value: object) -> datetime:
@@ -51,6 +53,7 @@ Since = Annotated[
     "",
     response_model=Page[SubmissionOut],
     responses=ERRORS_404,
+    openapi_extra=requires(Scope.submissions_read),
 )
 async def list_submissions(
     principal: PrincipalDep,
@@ -60,7 +63,6 @@ async def list_submissions(
     since: Since = None,
 ) -> Response:
     """Submissions of one form, most recent first (submittedAt, then id, descending)."""
-    require_scope(principal, Scope.submissions_read)
     body = await service.page_document(session, principal.organization_id, form_id, page, since)
     return Response(body, media_type="application/json")
 
@@ -81,8 +83,8 @@ class SubmissionCreate(Schema):
     "",
     status_code=201,
     response_model=SubmissionOut,
-    responses=problem_responses(400, 401, 403, 404, 409, 413, 415, 422, 429),
-    dependencies=[JSONBody],
+    responses=problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429),
+    openapi_extra=requires(Scope.submissions_write),
 )
 async def create_submission(
     principal: PrincipalDep,
@@ -94,7 +96,6 @@ async def create_submission(
 ) -> Response:
     """Submit answers to a published form (409 otherwise). They are checked
     against the form's schema; 422 lists every error with its JSON pointer."""
-    require_scope(principal, Scope.submissions_write)
 
     async def work() -> Outcome:
         submission = await service.create(session, principal.organization_id, form_id, body.answers)
@@ -114,21 +115,29 @@ async def create_submission(
     return replay(outcome)
 
 
-@router.get("/{submissionId}", response_model=SubmissionOut, responses=ERRORS_404)
+@router.get(
+    "/{submissionId}",
+    response_model=SubmissionOut,
+    responses=ERRORS_404,
+    openapi_extra=requires(Scope.submissions_read),
+)
 async def get_submission(
     principal: PrincipalDep, session: ReadSessionDep, form_id: FormId, submission_id: SubmissionId
 ) -> Response:
     """One submission."""
-    require_scope(principal, Scope.submissions_read)
     submission = await service.get(session, principal.organization_id, form_id, submission_id)
     return json(service.to_dict(submission))
 
 
-@router.delete("/{submissionId}", status_code=204, responses=ERRORS_404)
+@router.delete(
+    "/{submissionId}",
+    status_code=204,
+    responses=ERRORS_404,
+    openapi_extra=requires(Scope.submissions_write),
+)
 async def delete_submission(
     principal: PrincipalDep, session: SessionDep, form_id: FormId, submission_id: SubmissionId
 ) -> Response:
     """Delete one submission; the form's totals follow at once."""
-    require_scope(principal, Scope.submissions_write)
     await service.delete(session, principal.organization_id, form_id, submission_id)
     return Response(status_code=204)

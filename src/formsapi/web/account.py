@@ -98,10 +98,12 @@ async def sign_in(
         response.headers["Retry-After"] = str(wait)
         return response
     user = await user_service.find(reader, email)
-    if user is None or not await user_service.verify_password(user, password):
+    organizations = await member_service.organizations_of(reader, user.id) if user else []
+    await reader.close()  # no connection held through the password check
+    if not await user_service.verify_password(user, password):
         return _sign_in_page(request, 400, INCORRECT)
+    assert user is not None
     await throttle.succeeded(email)
-    organizations = await member_service.organizations_of(reader, user.id)
     signed_in = await web_session_service.start(
         session, user, organizations[0][0].id if organizations else None
     )
@@ -246,6 +248,7 @@ async def reset_password(
         password_hash = await user_service.hash_password(new_password)
         user = await user_service.finish_reset(session, token, password_hash)
     except FormsAPIError as error:
+        await session.rollback()  # let its connection go before the page reads
         return await _reset_page(request, reader, token, 400, error.detail)
     # Whoever knew the old password (or held a session) is out.
     await web_session_service.end_all_of(session, user.id)

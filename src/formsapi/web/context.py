@@ -6,11 +6,13 @@ form posts a per-session CSRF token (the sign-in and invitation forms, which
 come before a session, a double-submit cookie), and a cross-site Origin is
 refused outright. Responses are never cached: a page may carry a secret.
 
-A page reads through an autocommit session (ReadDep) and writes through a
-transaction (DbDep) that begins at its first write and commits before the
-response: the posted form is read in full before either is used, and
-passwords are hashed before the transaction, so no transaction (and on
-SQLite no write lock) is held while a client sends or the CPU hashes.
+A page that only reads uses an autocommit session (ReadDep); a page that
+writes uses a transaction (DbDep) that begins at its first statement and
+commits before the response, and never holds both at once (a request with two
+pooled connections can starve the pool). The posted form is read in full
+before either is used, and passwords are hashed and checked before the
+transaction, so no transaction (and on SQLite no write lock) is held while a
+client sends or the CPU hashes.
 """
 
 import hmac
@@ -139,6 +141,9 @@ async def get_viewer(request: Request, session: ReadDep) -> Viewer:
         ((o, r) for o, r in organizations if o.id == signed_in.web_session.organization_id),
         organizations[0] if organizations else None,
     )
+    # Its connection goes back now: a page that writes takes one for its
+    # transaction, and a request holding two could starve the pool.
+    await session.close()
     moved = active is not None and signed_in.web_session.organization_id != active[0].id
     flash = None
     if moved or (request.method == "GET" and signed_in.web_session.flash is not None):

@@ -78,6 +78,7 @@ async def respond(
 ) -> Response:
     """Accept as the signed-in account, or create the account and join."""
     signed_in = await web_session_service.resume(reader, request.cookies.get(SESSION_COOKIE))
+    await reader.close()  # one connection at a time: the transaction below takes its own
     if signed_in is not None:
         return await _accept(request, reader, session, token, signed_in)
     if not await anonymous_csrf_valid(request):
@@ -88,6 +89,7 @@ async def respond(
         password_hash = await user_service.hash_password(new_password)  # before the transaction
         user, joined = await member_service.join_with_new_account(session, token, password_hash)
     except FormsAPIError as error:
+        await session.rollback()
         if isinstance(error, member_service.InvitationNotValid):
             return _not_valid(request, error)
         return await _page(request, reader, token, 400, error.detail)
@@ -108,6 +110,7 @@ async def _accept(
     try:
         joined = await member_service.accept(session, token, signed_in.user)
     except FormsAPIError as error:
+        await session.rollback()
         if isinstance(error, member_service.InvitationNotValid):
             return _not_valid(request, error)
         return await _page(request, reader, token, error.status, error.detail)
