@@ -108,14 +108,22 @@ async def test_unknown_routes_and_methods_are_problems(
     assert response.json()["status"] == status
 
 
-async def test_overlong_or_odd_form_ids_are_404_or_400_not_500(
+async def test_unknown_ids_are_404_and_ids_that_cannot_exist_400_never_500(
     api: Api, secret_and_form: tuple[str, str]
 ) -> None:
-    secret, _ = secret_and_form
-    for form_id in ("x" * 64, "%00", "..", "frm_" + "é" * 20, "' OR 1=1 --"):
-        response = await api.get(f"/v1/forms/{form_id}", secret)
-        assert response.status_code == 404, form_id
-    assert (await api.get(f"/v1/forms/{'x' * 65}", secret)).status_code == 400
+    secret, form_id = secret_and_form
+    for unknown in ("x" * 64, "frm_nope"):
+        for path in (f"/v1/forms/{unknown}", f"/v1/forms/{unknown}/submissions"):
+            assert (await api.get(path, secret)).status_code == 404, path
+    for odd in ("%00", "frm_%00", "frm_" + "é" * 20, "' OR 1=1 --", "x" * 65):
+        for path in (
+            f"/v1/forms/{odd}",
+            f"/v1/forms/{odd}/submissions",
+            f"/v1/forms/{form_id}/submissions/{odd}",
+        ):
+            response = await api.get(path, secret)
+            assert response.status_code == 400, path
+            assert response.json()["invalidParams"][0]["in"] == "path"
 
 
 # PostgreSQL's pool: SQLite's connections are per thread, not bounded this way.

@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Annotated, Any
 
+import orjson
 from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
@@ -16,7 +17,7 @@ from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
 from formsapi.db import session_scope
-from formsapi.errors import Unauthorized, UnsupportedMediaType
+from formsapi.errors import MalformedJSON, Unauthorized, UnsupportedMediaType
 from formsapi.models import Plan
 from formsapi.ratelimit.service import Decision, RateLimiter, enforce
 
@@ -155,9 +156,35 @@ class GuardedRoute(APIRoute):
             require_scope(principal, Scope(scope))
             if takes_body:
                 require_json(request)
+                check_json(await request.body())
             return await handler(request)
 
         return guarded
+
+
+MAX_JSON_DEPTH = 32  # the deepest a form's blocks go is 4
+
+
+def check_json(body: bytes) -> None:
+    """400 for a body that is not I-JSON (RFC 7493: UTF-8 text, no lone
+    surrogates, numbers a double holds) or that nests deeper than
+    MAX_JSON_DEPTH: what no encoder, validator or database downstream is
+    asked to cope with. orjson checks the first three in C, in microseconds."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise MalformedJSON(f"The request body is not valid JSON: {error}.") from None
+    level = [document]
+    for _ in range(MAX_JSON_DEPTH + 1):
+        level = [
+            child
+            for node in level
+            if isinstance(node, dict | list)
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return
+    raise MalformedJSON(f"The request body nests deeper than {MAX_JSON_DEPTH} levels.")
 
 
 def require_json(request: Request) -> None:
@@ -179,6 +206,7 @@ IdempotencyKeyHeader = Annotated[
         alias="Idempotency-Key",
         min_length=1,
         max_length=255,
+        pattern=r"^[\x20-\x7e]+$",  # printable ASCII: what a header carries, no NUL
         description="Retries with the same key and body return the first response "
         "and create nothing new (kept 24 hours).",
     ),

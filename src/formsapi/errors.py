@@ -5,6 +5,7 @@ path or header parameters answer 400 naming each parameter; a bad JSON body
 answers 422 with a JSON pointer per field (400 when it is not JSON at all).
 """
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -90,6 +91,12 @@ class BadRequest(FormsAPIError):
     status = 400
     title = "Bad Request"
     slug = "bad-request"
+
+
+class MalformedJSON(FormsAPIError):
+    status = 400
+    title = "Malformed JSON"
+    slug = "malformed-json"
 
 
 class InvalidParameters(FormsAPIError):
@@ -218,9 +225,13 @@ def problem_response(
     if instance:
         body["instance"] = instance
     body.update(extensions)
-    return Response(
-        orjson.dumps(body), status_code=status, headers=headers, media_type=PROBLEM_JSON
-    )
+    try:
+        content = orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        # Text from the request that no UTF-8 encoder takes (a lone surrogate in
+        # a name the problem quotes): the standard library escapes it instead.
+        content = json.dumps(body, default=str).encode()
+    return Response(content, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
 def _location_text(loc: Sequence[Any]) -> str:
@@ -258,9 +269,9 @@ def _validation_problem(request: Request, exc: RequestValidationError) -> Respon
     if any(error["type"] == "json_invalid" for error in errors):
         return problem_response(
             400,
-            "Malformed JSON",
+            MalformedJSON.title,
             "The request body is not valid JSON.",
-            slug="malformed-json",
+            slug=MalformedJSON.slug,
             instance=request.url.path,
         )
     body_errors = [e for e in errors if e["loc"] and e["loc"][0] == "body"]

@@ -35,12 +35,10 @@ LARGEST_NUMBER = 2**53
 
 def _finite_number(value: object) -> TypeGuard[int | float]:
     """A JSON number a client can read back: not a bool, NaN, infinite or huge."""
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and abs(value) <= LARGEST_NUMBER
-    )
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    # An int is compared as it is: one too large for a float cannot be made one.
+    return abs(value) <= LARGEST_NUMBER and (isinstance(value, int) or math.isfinite(value))
 
 
 Bound = Annotated[int | float, Field(allow_inf_nan=False, ge=-LARGEST_NUMBER, le=LARGEST_NUMBER)]

@@ -17,11 +17,14 @@ from formsapi.errors import problem_responses
 from formsapi.form import service
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
+from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page, PageParams, page_params
 
 router = APIRouter(prefix="/forms", tags=["Forms"], route_class=GuardedRoute)
 
-FormId = Annotated[str, Path(alias="formId", max_length=64, description="A form id.")]
+FormId = Annotated[
+    str, Path(alias="formId", pattern=ID_PATTERN, max_length=64, description="A form id.")
+]
 PageDep = Annotated[PageParams, Depends(page_params)]
 
 ERRORS = problem_responses(400, 401, 403, 429)

@@ -19,6 +19,7 @@ from formsapi.dependencies import (
 from formsapi.errors import problem_responses
 from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json, replay
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
+from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.schemas import Schema
 from formsapi.kit.time import parse_timestamp
@@ -68,7 +69,8 @@ async def list_submissions(
 
 
 SubmissionId = Annotated[
-    str, Path(alias="submissionId", max_length=64, description="A submission id.")
+    str,
+    Path(alias="submissionId", pattern=ID_PATTERN, max_length=64, description="A submission id."),
 ]
 
 

@@ -27,12 +27,15 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 from fastapi import Depends, Form, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from formsapi.db import session_scope
+from formsapi.kit.ids import ID_PATTERN
+from formsapi.kit.schemas import CleanStr
 from formsapi.member import service as member_service
 from formsapi.models import Organization, User
 from formsapi.web_session import service as web_session_service
@@ -43,8 +46,11 @@ log = logging.getLogger("formsapi")
 SESSION_COOKIE = "formsapi_session"
 CSRF_COOKIE = "formsapi_csrf"  # forms shown before there is a session
 CSRF_FIELD = "csrf_token"
-# A text field of a posted form; longer input is refused before any handler runs.
-FormText = Annotated[str, Form(max_length=2000)]
+# A text field of a posted form; longer input, NUL and lone surrogates are
+# refused before any handler runs.
+FormText = Annotated[CleanStr, Form(max_length=2000)]
+# An id in a page's path: one that cannot name a row is refused as it arrives.
+PathId = Annotated[str, PathParam(pattern=ID_PATTERN)]
 
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.filters["when"] = lambda value: (

@@ -14,7 +14,7 @@ from formsapi.models import Form
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
-from formsapi.web.context import SECURITY_HEADERS, ReadDep, Viewer, ViewerDep, render
+from formsapi.web.context import SECURITY_HEADERS, PathId, ReadDep, Viewer, ViewerDep, render
 
 router = APIRouter(prefix="/forms")
 
@@ -73,7 +73,7 @@ async def forms(
 
 @router.get("/{form_id}")
 async def form_page(
-    request: Request, session: ReadDep, viewer: ViewerDep, form_id: str
+    request: Request, session: ReadDep, viewer: ViewerDep, form_id: PathId
 ) -> Response:
     form = await _find(request, session, viewer, form_id)
     if isinstance(form, Response):
@@ -100,7 +100,7 @@ async def form_page(
 
 @router.get("/{form_id}/submissions.csv")
 async def download_csv(
-    request: Request, session: ReadDep, viewer: ViewerDep, form_id: str
+    request: Request, session: ReadDep, viewer: ViewerDep, form_id: PathId
 ) -> Response:
     form = await _find(request, session, viewer, form_id)
     if isinstance(form, Response):

@@ -11,6 +11,7 @@ from formsapi.errors import FormsAPIError
 from formsapi.web.context import (
     DbDep,
     FormText,
+    PathId,
     ReadDep,
     Viewer,
     ViewerDep,
@@ -86,7 +87,7 @@ async def generate(
 
 @router.get("/{key_id}/revoke")
 async def confirm_revoke(
-    request: Request, session: ReadDep, viewer: ViewerDep, key_id: str
+    request: Request, session: ReadDep, viewer: ViewerDep, key_id: PathId
 ) -> Response:
     if viewer.organization is None or viewer.role is None:
         return _no_organization(request, viewer)
@@ -112,7 +113,7 @@ async def confirm_revoke(
 
 
 @router.post("/{key_id}/revoke")
-async def revoke(session: DbDep, viewer: ViewerDep, key_id: str) -> Response:
+async def revoke(session: DbDep, viewer: ViewerDep, key_id: PathId) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
     try:

@@ -19,6 +19,7 @@ from formsapi.models import Role
 from formsapi.web.context import (
     DbDep,
     FormText,
+    PathId,
     ReadDep,
     Viewer,
     ViewerDep,
@@ -124,7 +125,7 @@ async def invite(
 
 @router.post("/invitations/{invitation_id}/renew")
 async def renew(
-    request: Request, session: DbDep, viewer: ViewerDep, invitation_id: str
+    request: Request, session: DbDep, viewer: ViewerDep, invitation_id: PathId
 ) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
@@ -138,7 +139,7 @@ async def renew(
 
 
 @router.post("/invitations/{invitation_id}/cancel")
-async def cancel(session: DbDep, viewer: ViewerDep, invitation_id: str) -> Response:
+async def cancel(session: DbDep, viewer: ViewerDep, invitation_id: PathId) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
     try:
@@ -154,7 +155,7 @@ async def cancel(session: DbDep, viewer: ViewerDep, invitation_id: str) -> Respo
 
 @router.post("/{user_id}/role")
 async def change_role(
-    session: DbDep, viewer: ViewerDep, user_id: str, role: FormText = ""
+    session: DbDep, viewer: ViewerDep, user_id: PathId, role: FormText = ""
 ) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
@@ -171,7 +172,7 @@ async def change_role(
 
 @router.get("/{user_id}/remove")
 async def confirm_remove(
-    request: Request, reader: ReadDep, viewer: ViewerDep, user_id: str
+    request: Request, reader: ReadDep, viewer: ViewerDep, user_id: PathId
 ) -> Response:
     if viewer.organization is None:
         return see_other(PAGE)
@@ -208,7 +209,7 @@ async def confirm_remove(
 
 
 @router.post("/{user_id}/remove")
-async def remove(session: DbDep, viewer: ViewerDep, user_id: str) -> Response:
+async def remove(session: DbDep, viewer: ViewerDep, user_id: PathId) -> Response:
     if viewer.organization is None or viewer.role is None:
         return see_other(PAGE)
     try:
