@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 from sqlalchemy import event
 
-from formsapi.app import create_app
+from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import HotStatement
 
@@ -61,8 +61,7 @@ async def capture(
             plans[name] = [dict(s) for s in seen]
             plans[name][0]["status"] = response.status_code
     HotStatement.all = run_hot  # type: ignore[method-assign]
-    await app.state.engine.dispose()
-    await app.state.auth_epoch.close()
+    await release(app)
     return plans
 
 

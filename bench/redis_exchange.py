@@ -1,7 +1,7 @@
-"""CPU per rate-limit exchange: redis-py's asyncio pipeline against the
+"""CPU per rate-limit exchange: redis-py's asyncio client against the
 service's shared connection (formsapi.kit.redis_pipe), sending what every API
-request sends (the `limits` library's two sliding-window scripts and a GET),
-from concurrent callers as a worker does. Interleaved rounds; prints each.
+request sends (the limiter's sliding-window script, which also reads the auth
+epoch), from concurrent callers as a worker does. Interleaved rounds; prints each.
 
     python -m bench.redis_exchange [--redis URL] [--calls N] [--callers C] [--rounds R]
 """
@@ -13,11 +13,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import uvloop
-from limits import RateLimitItemPerMinute
-from limits.aio.storage import RedisStorage
 from redis.asyncio import Redis
 
 from formsapi.kit.redis_pipe import RedisPipe
+from formsapi.ratelimit.service import SCRIPT, SCRIPT_SHA
 
 
 async def cpu_per_call(call: Callable[[], Awaitable[object]], calls: int, callers: int) -> float:
@@ -34,36 +33,19 @@ async def cpu_per_call(call: Callable[[], Awaitable[object]], calls: int, caller
 
 async def main(url: str, calls: int, callers: int, rounds: int) -> None:
     prefix = f"bench-exchange-{uuid.uuid4().hex[:8]}"
-    storage = RedisStorage(f"async+{url}", implementation="redispy", key_prefix=prefix)
-    bridge = storage.bridge
-    item = RateLimitItemPerMinute(1_000_000_000)
-    key = item.key_for("203.0.113.1")
-    keys = (
-        bridge.prefixed_key(storage._previous_window_key(key)),
-        bridge.prefixed_key(storage._current_window_key(key)),
-    )
-    acquire, window = bridge.lua_acquire_sliding_window, bridge.lua_sliding_window
-    epoch = f"{prefix}:auth-epoch"
+    keys = (f"{prefix}:limit:w/-1", f"{prefix}:limit:w", f"{prefix}:auth-epoch")
+    arguments = (1_000_000_000, 60_000, 1)
     client = Redis.from_url(url)
-    for script in (acquire, window):
-        await client.script_load(script.script)
+    await client.script_load(SCRIPT)
     pipe = RedisPipe(url)
 
     async def redis_py() -> object:
-        async with client.pipeline(transaction=False) as pipeline:
-            pipeline.evalsha(acquire.sha, 2, *keys, item.amount, 60, 1)
-            pipeline.evalsha(window.sha, 2, *keys, 60)
-            pipeline.get(epoch)
-            return await pipeline.execute()
+        return await client.evalsha(SCRIPT_SHA, len(keys), *keys, *arguments)
 
     async def shared_connection() -> object:
-        return await pipe.execute(
-            ("EVALSHA", acquire.sha, 2, *keys, item.amount, 60, 1),
-            ("EVALSHA", window.sha, 2, *keys, 60),
-            ("GET", epoch),
-        )
+        return await pipe.execute(("EVALSHA", SCRIPT_SHA, len(keys), *keys, *arguments))
 
-    contenders = {"redis-py pipeline": redis_py, "shared connection": shared_connection}
+    contenders = {"redis-py client": redis_py, "shared connection": shared_connection}
     for call in contenders.values():
         await cpu_per_call(call, min(calls, 1000), callers)  # warm up
     for n in range(rounds):

@@ -88,6 +88,6 @@ def test_the_redis_exchange_comparison_runs(redis_url: str) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert [line.split("  ")[1].strip() for line in lines] == [
-        name for _ in range(3) for name in ("redis-py pipeline", "shared connection")
+        name for _ in range(3) for name in ("redis-py client", "shared connection")
     ]
     assert all(line.endswith("us CPU per exchange") for line in lines)

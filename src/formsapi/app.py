@@ -26,6 +26,7 @@ from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted.routes import router as hosted_router
 from formsapi.kit.mail import Mailer
+from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.request_body import RequestBody
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
@@ -44,16 +45,14 @@ _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 
 async def release(app: FastAPI) -> None:
-    """Close the database pool, the auth epoch's client and the limiter's
-    connection: at shutdown, and in tests that drive the app without its
-    lifespan. (The sign-in throttle's client, from `limits`, has no close.)"""
+    """Close the database pool and the Redis connection: at shutdown, and in
+    tests that drive the app without its lifespan. (The sign-in throttle's
+    client, from `limits`, has no close.)"""
     try:
         await app.state.engine.dispose()
     finally:
-        try:
-            await app.state.auth_epoch.close()
-        finally:
-            await app.state.rate_limiter.close()
+        if app.state.redis is not None:
+            await app.state.redis.close()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -63,8 +62,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.database_pool_size,
         settings.database_pool_timeout,
     )
-    rate_limiter = RateLimiter(settings)
-    auth_epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
+    # One Redis connection per process, with one timeout and one circuit
+    # breaker, for every Redis call: limits, the auth epoch, sign-in counts.
+    redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
+    rate_limiter = RateLimiter(settings, redis)
+    auth_epoch = AuthEpoch(redis, settings.redis_prefix)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,8 +94,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # second only narrows what the first found): each runs in autocommit.
     app.state.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
     app.state.read_sessionmaker = create_sessionmaker(app.state.read_engine)
+    app.state.redis = redis
     app.state.rate_limiter = rate_limiter
-    app.state.sign_in_throttle = SignInThrottle(rate_limiter.storage)
+    app.state.sign_in_throttle = SignInThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)

@@ -16,6 +16,7 @@ from formsapi.api_key.epoch import AuthEpoch
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker, session_scope
+from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.time import utcnow
 from formsapi.models import APIKey
 from tests.conftest import apps_sharing
@@ -67,10 +68,12 @@ async def test_revocation_reaches_every_worker_at_once(
         assert (await client.get("/v1/forms", headers=auth)).status_code == 200
 
     # Revoke from a third process's unit of work, as the CLI does.
-    epoch = AuthEpoch(shared_settings.redis_url, shared_settings.redis_prefix)
+    assert shared_settings.redis_url is not None
+    pipe = RedisPipe(shared_settings.redis_url.get_secret_value())
+    epoch = AuthEpoch(pipe, shared_settings.redis_prefix)
     async with session_scope(create_sessionmaker(engine), epoch.after_commit) as other:
         await api_key_service.revoke(other, key_id)
-    await epoch.close()
+    await pipe.close()
 
     for client in (first, second):
         response = await client.get("/v1/forms", headers=auth)

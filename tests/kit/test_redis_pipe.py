@@ -4,13 +4,18 @@ interleaves, and a lost or stuck connection fails its callers and is replaced.""
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
+from formsapi.kit.breaker import Open
 from formsapi.kit.redis_pipe import RedisPipe
+from formsapi.kit.time import shift
+
+RECONNECT_AFTER = 1.0  # the breaker's first cool-down
 
 
 @pytest.fixture
@@ -105,25 +110,33 @@ async def test_callers_that_give_up_do_not_shift_the_replies_of_others(pipe: Red
     assert await pipe.execute(("GET", f"{prefix}:0")) == [b"0"]  # the cancelled ones ran
 
 
-async def test_a_reply_that_does_not_come_times_out_and_the_connection_is_replaced(
+async def test_a_reply_that_does_not_come_opens_the_breaker_then_a_new_connection_serves(
     pipe: RedisPipe,
 ) -> None:
     (client_id,) = await pipe.execute(("CLIENT", "ID"))
 
     with pytest.raises(TimeoutError):
         await pipe.execute(("BLPOP", f"test-{uuid.uuid4()}", 2))  # longer than the timeout
-    (new_id,) = await pipe.execute(("CLIENT", "ID"))
+    with pytest.raises(Open):
+        await pipe.execute(("CLIENT", "ID"))  # not tried: Redis failed a moment ago
+    with shift(timedelta(seconds=RECONNECT_AFTER)):
+        (new_id,) = await pipe.execute(("CLIENT", "ID"))  # the one try after the cool-down
+        (same_id,) = await pipe.execute(("CLIENT", "ID"))  # and closed again
 
-    assert new_id != client_id  # the late reply cannot land on a later caller
+    assert new_id == same_id != client_id  # the late reply cannot land on a later caller
 
 
-async def test_an_unreachable_redis_fails_fast() -> None:
+async def test_an_unreachable_redis_fails_fast_and_is_tried_again_later() -> None:
     pipe = RedisPipe("redis://127.0.0.1:1/0")  # nothing listens on port 1
 
     with pytest.raises(ConnectionError):
         await pipe.execute(("PING",))
-    with pytest.raises(ConnectionError, match="a moment ago"):
+    with pytest.raises(Open, match="a moment ago"):
         await pipe.execute(("PING",))  # not tried again at once
+    with shift(timedelta(seconds=RECONNECT_AFTER)), pytest.raises(ConnectionRefusedError):
+        await pipe.execute(("PING",))  # tried again: still refused
+    with shift(timedelta(seconds=RECONNECT_AFTER)), pytest.raises(Open):
+        await pipe.execute(("PING",))  # the cool-down has doubled
 
 
 async def test_the_urls_timeout_is_honored(redis_url: str) -> None:

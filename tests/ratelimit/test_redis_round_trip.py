@@ -1,6 +1,6 @@
 """With Redis, a request's count, its window and the auth epoch travel in one
-pipelined round trip built from the `limits` library's own scripts and keys.
-These tests hold that path to what the library itself answers."""
+script of the limiter's own. These tests hold it to the `limits` library's
+counting and arithmetic, which the limiter uses in the process."""
 
 import uuid
 from collections.abc import AsyncIterator
@@ -17,6 +17,7 @@ from formsapi.api_key import service as api_key_service
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker, session_scope
+from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.models import Plan
 from formsapi.ratelimit.service import RateLimiter, _window_stats
 from tests.conftest import apps_sharing
@@ -37,23 +38,23 @@ def _settings(redis_url: str, database_url: str = "sqlite://") -> Settings:
 
 @pytest.fixture
 async def limiter(redis_url: str) -> AsyncIterator[RateLimiter]:
-    limiter = RateLimiter(_settings(redis_url))
-    yield limiter
-    await limiter.close()
+    pipe = RedisPipe(redis_url)
+    yield RateLimiter(_settings(redis_url), pipe)
+    await pipe.close()
 
 
-async def test_counts_are_the_librarys(limiter: RateLimiter) -> None:
-    library = SlidingWindowCounterRateLimiter(limiter.storage)
-    item = limiter._item(Plan.standard)
+async def test_counts_are_those_of_the_library_in_process(limiter: RateLimiter) -> None:
+    in_process = RateLimiter(_settings("redis://unused"))  # no connection: counts in process
     answers = []
     for _ in range(5):
         decision, _ = await limiter.hit("203.0.113.7", Plan.standard)
-        _, remaining = await library.get_window_stats(item, "203.0.113.7")
-        assert decision.remaining == remaining
+        library, _ = await in_process.hit("203.0.113.7", Plan.standard)
+        assert (decision.allowed, decision.remaining) == (library.allowed, library.remaining)
         answers.append((decision.allowed, decision.remaining))
+    looked, _ = await limiter.hit("203.0.113.7", Plan.standard, cost=0)
 
     assert answers == [(True, 2), (True, 1), (True, 0), (False, 0), (False, 0)]
-    assert not await library.test(item, "203.0.113.7")  # the library sees the same count
+    assert (looked.allowed, looked.remaining) == (True, 0)  # a look counts nothing
 
 
 @pytest.mark.parametrize(
@@ -140,10 +141,11 @@ async def test_a_cached_key_revoked_counts_at_the_standard_rate(
     first = await client.get("/v1/forms", headers=auth)  # now cached as a pro key
     assert first.headers["ratelimit-limit"] == "6"
 
-    epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
+    assert settings.redis_url is not None
+    pipe = RedisPipe(settings.redis_url.get_secret_value())
+    epoch = AuthEpoch(pipe, settings.redis_prefix)
     async with session_scope(create_sessionmaker(engine), epoch.after_commit) as other:
         await api_key_service.revoke(other, key_id)
-    await epoch.close()
     revoked = await client.get("/v1/forms", headers=auth)
     again = await client.get("/v1/forms", headers=auth)
 
@@ -155,7 +157,6 @@ async def test_a_cached_key_revoked_counts_at_the_standard_rate(
     ]
     # The pro counter holds the valid request and the one stray count made before
     # the revocation was seen; the key is then forgotten, not counted there again.
-    limiter = RateLimiter(settings)
-    pro = SlidingWindowCounterRateLimiter(limiter.storage)
-    _, pro_remaining = await pro.get_window_stats(limiter._item(Plan.pro), "127.0.0.1")
-    assert pro_remaining == 6 - 2
+    pro, _ = await RateLimiter(settings, pipe).hit("127.0.0.1", Plan.pro, cost=0)
+    await pipe.close()
+    assert pro.remaining == 6 - 2

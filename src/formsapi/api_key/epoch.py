@@ -11,17 +11,18 @@ A random token rather than a counter: if Redis loses it (a restart without
 persistence, an eviction) a fresh one is drawn, which matches no cached entry,
 where a counter could start again at a number old entries still carry. When
 Redis cannot be reached the epoch is unknown and nothing is served from the
-cache: every request looks its key up in the database.
+cache: every request looks its key up in the database. Every call goes through
+the process's shared Redis connection, with its timeout and circuit breaker.
 """
 
 import logging
 import secrets
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.kit.secret_url import SecretURL
+from formsapi.kit.breaker import Open
+from formsapi.kit.redis_pipe import RedisPipe
 
 log = logging.getLogger("formsapi")
 
@@ -37,31 +38,32 @@ def _new_token() -> str:
 
 
 class AuthEpoch:
-    def __init__(self, redis_url: SecretURL | None, prefix: str) -> None:
-        self._redis: Redis | None = (
-            Redis.from_url(redis_url.get_secret_value()) if redis_url else None
-        )
+    def __init__(self, pipe: RedisPipe | None, prefix: str) -> None:
+        self._pipe = pipe
         self.key = f"{prefix}:auth-epoch"  # read by the rate limiter in its round trip
 
     async def current(self) -> bytes | str | None:
         """The current token; None when there is no shared epoch to trust."""
-        if self._redis is None:
+        if self._pipe is None:
             return None
         try:
-            token: bytes | str | None = await self._redis.get(self.key)
+            [token] = await self._pipe.execute(("GET", self.key))
             if token is None:
-                await self._redis.set(self.key, _new_token(), nx=True)
-                token = await self._redis.get(self.key)
+                _, token = await self._pipe.execute(
+                    ("SET", self.key, _new_token(), "NX"), ("GET", self.key)
+                )
         except (RedisError, OSError) as error:
-            log.warning("auth epoch unavailable (%s): looking keys up in the database", error)
+            if not isinstance(error, Open):  # an open breaker was reported when it opened
+                log.warning("auth epoch unavailable (%s): looking keys up in the database", error)
             return None
-        return token
+        token_: bytes | str | None = token
+        return token_
 
     async def bump(self) -> None:
-        if self._redis is None:
+        if self._pipe is None:
             return
         try:
-            await self._redis.set(self.key, _new_token())
+            await self._pipe.execute(("SET", self.key, _new_token()))
         except (RedisError, OSError) as error:
             # The change is committed; cached lookups elsewhere expire within
             # PrincipalCache.TTL, and workers that notice the outage drop theirs.
@@ -72,14 +74,11 @@ class AuthEpoch:
             await self.bump()
 
     async def ping(self) -> bool | None:
-        """None without Redis; else whether it answers."""
-        if self._redis is None:
+        """None without Redis; else whether it answers (False at once while the
+        circuit breaker is open)."""
+        if self._pipe is None:
             return None
         try:
-            return bool(await self._redis.ping())
+            return await self._pipe.execute(("PING",)) == [b"PONG"]
         except (RedisError, OSError):
             return False
-
-    async def close(self) -> None:
-        if self._redis is not None:
-            await self._redis.aclose()

@@ -31,6 +31,7 @@ from formsapi.db import (
     session_scope,
 )
 from formsapi.errors import FormsAPIError
+from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.secret_url import scrub
 from formsapi.kit.time import isoformat_z
 from formsapi.member import service as member_service
@@ -69,14 +70,16 @@ def run(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
     async def main() -> T:
         engine = create_engine(settings.database_url.get_secret_value())
         # Revocations and role changes made here reach the servers' key caches.
-        epoch = AuthEpoch(settings.redis_url, settings.redis_prefix)
+        redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
+        epoch = AuthEpoch(redis, settings.redis_prefix)
         try:
             await check_schema(engine)
             async with session_scope(create_sessionmaker(engine), epoch.after_commit) as session:
                 return await work(session)
         finally:
             await engine.dispose()
-            await epoch.close()
+            if redis is not None:
+                await redis.close()
 
     return asyncio.run(main())
 

@@ -62,3 +62,8 @@ def new_link_token() -> tuple[str, str]:
     SHA-256 hex to store: the link is the only copy of the token."""
     token = secrets.token_urlsafe(32)
     return token, hash_secret(token)
+
+
+def sha1_hex(text: str) -> str:
+    """SHA-1, as Redis names a script (not for secrets)."""
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()

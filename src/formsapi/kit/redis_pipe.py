@@ -8,14 +8,18 @@ arrive in one read. hiredis (the C library redis-py itself parses with) packs
 the commands and parses the replies; this module only keeps the order.
 
 Why not redis-py's client: its asyncio pipeline spent 5-7 times the CPU on
-the rate limiter's three commands (115-159 us against 19-22 us, `python -m
-bench.redis_exchange`; bench/RESULTS.md), and that exchange runs on every API
-request.
+the rate limiter's three commands (`python -m bench.redis_exchange`;
+bench/RESULTS.md), and that exchange runs on every API request.
+
+Every call has one timeout, and goes through the process's Redis circuit
+breaker (kit/breaker.py): once a call fails for want of Redis (refused, reset,
+a refused AUTH, or no reply within the timeout, as from a frozen server),
+calls fail at once with no I/O until a cool-down has passed and one call has
+found Redis answering again.
 """
 
 import asyncio
 import ssl
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -24,12 +28,9 @@ import hiredis
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection, parse_url
 from redis.exceptions import NoScriptError, ResponseError
 
-Command = tuple[str | bytes | int | float, ...]  # a command and its arguments
+from formsapi.kit.breaker import CircuitBreaker
 
-# After a failed connect, callers fail at once for this long, doubling up to the cap: a
-# Redis that drops packets makes one request wait out the connect timeout per period.
-RECONNECT_AFTER = 1.0
-RECONNECT_AFTER_MAX = 30.0
+Command = tuple[str | bytes | int | float, ...]  # a command and its arguments
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,14 @@ def _address(url: str) -> _Address:
     if options:
         raise ValueError(f"Redis URL options not supported here: {', '.join(sorted(options))}")
     return address
+
+
+class _Unreachable(Exception):
+    """No connection: refused, unreachable, or AUTH, SELECT or CLIENT SETNAME
+    refused. No use trying again at once."""
+
+    def __init__(self, cause: Exception) -> None:
+        self.cause = cause
 
 
 class _Link(asyncio.Protocol):
@@ -143,23 +152,44 @@ class RedisPipe:
     Redis's own error reply as redis-py's ResponseError) so a caller can fall
     back; a connection that let a reply time out is closed and replaced."""
 
-    def __init__(self, url: str, timeout: float = 1.0) -> None:
+    def __init__(
+        self, url: str, timeout: float = 1.0, breaker: CircuitBreaker | None = None
+    ) -> None:
         self._address = _address(url)
-        self._timeout = self._address.timeout or timeout
-        self._connect_timeout = self._address.connect_timeout or self._timeout
+        self.timeout = self._address.timeout or timeout
+        self._connect_timeout = self._address.connect_timeout or self.timeout
+        self.breaker = breaker or CircuitBreaker("Redis")
         self._link: _Link | None = None
         self._connecting = asyncio.Lock()
-        self._retry_at = 0.0
-        self._backoff = RECONNECT_AFTER
 
     async def execute(self, *commands: Command) -> list[Any]:
-        """Each command's reply, in order."""
+        """Each command's reply, in order. Raises breaker.Open at once while the
+        breaker is open, ConnectionError or TimeoutError when this call finds
+        Redis gone, and Redis's own error replies as ResponseError."""
         if not commands:
             return []
-        link = self._link
-        if link is None or link.closed:
-            link = await self._connect()
-        replies = await self._exchange(link, commands)
+        probe = self.breaker.admit()
+        try:
+            link = self._link
+            if link is None or link.closed:
+                link = await self._connect()
+            replies = await self._exchange(link, commands)
+        except (TimeoutError, _Unreachable) as error:
+            # No answer, or no connection to be had: Redis is down or frozen.
+            if self._link is not None:
+                self._link.close()  # a late reply must not land on a later caller
+            self.breaker.failed()
+            if isinstance(error, _Unreachable):
+                raise error.cause from None
+            raise
+        except BaseException:
+            # Cancelled, or the connection dropped under this call (a Redis
+            # restart, CLIENT KILL): the next call connects anew, and trips the
+            # breaker if it cannot.
+            if probe:
+                self.breaker.done()
+            raise
+        self.breaker.succeeded()
         for reply in replies:
             if isinstance(reply, ResponseError):
                 raise NoScriptError(*reply.args) if str(reply).startswith("NOSCRIPT") else reply
@@ -167,19 +197,13 @@ class RedisPipe:
 
     async def _exchange(self, link: _Link, commands: tuple[Command, ...]) -> list[Any]:
         waiter = link.send(commands)
-        try:
-            async with asyncio.timeout(self._timeout):
-                return await waiter
-        except TimeoutError:
-            link.close()
-            raise
+        async with asyncio.timeout(self.timeout):
+            return await waiter
 
     async def _connect(self) -> _Link:
         async with self._connecting:
             if self._link is not None and not self._link.closed:
                 return self._link  # another caller connected while this one waited
-            if time.monotonic() < self._retry_at:
-                raise ConnectionError("Redis was unreachable a moment ago")
             link = None
             try:
                 async with asyncio.timeout(self._connect_timeout):
@@ -187,16 +211,14 @@ class RedisPipe:
                     if self._address.setup:
                         for reply in await self._exchange(link, self._address.setup):
                             if isinstance(reply, ResponseError):
-                                raise reply
+                                raise _Unreachable(reply)
             except BaseException as error:
                 # Half set up (refused AUTH, a timeout, the caller cancelled): close it.
                 if link is not None:
                     link.close()
-                if isinstance(error, OSError | ResponseError):
-                    self._retry_at = time.monotonic() + self._backoff
-                    self._backoff = min(self._backoff * 2, RECONNECT_AFTER_MAX)
+                if isinstance(error, OSError):
+                    raise _Unreachable(error) from None
                 raise
-            self._backoff = RECONNECT_AFTER
             self._link = link
             return link
 

@@ -1,4 +1,4 @@
-"""Per-IP request limits by plan, on the `limits` library.
+"""Per-IP request limits by plan, and the sign-in throttle.
 
 Counters live in this process by default and in Redis when FORMSAPI_REDIS_URL is
 set, so every worker and every machine shares one limit.
@@ -10,15 +10,25 @@ is refused); across a window boundary the previous window's count is
 pro-rated. The moving window was measured first and dropped: it keeps one
 entry per request and scans them on every check, which cost more per request
 the higher the limit (see bench/RESULTS.md).
+
+In this process the `limits` library counts. In Redis the limiter runs a
+script of its own (sliding_window.lua: the library's counting, plus the read
+of the auth epoch) on the process's shared connection: one script per
+request, where the library's calls take two round trips and the epoch a
+third (bench/RESULTS.md). Redis down or frozen must not take the API down:
+the limiter then counts per process, and the connection's circuit breaker
+keeps requests from waiting on Redis meanwhile.
 """
 
+import asyncio
 import hashlib
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from pathlib import Path
+from typing import Any, TypeVar
 
 from limits import RateLimitItem, RateLimitItemPerMinute
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
@@ -35,12 +45,16 @@ from redis.exceptions import NoScriptError, RedisError
 
 from formsapi.config import Settings
 from formsapi.errors import RateLimited
-from formsapi.kit.redis_pipe import Command, RedisPipe
+from formsapi.kit.breaker import CircuitBreaker, Open
+from formsapi.kit.crypto import sha1_hex
+from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.models import Plan
 
 log = logging.getLogger("formsapi")
 T = TypeVar("T")
 STORE_ERRORS = (StorageError, RedisError, OSError)
+SCRIPT = (Path(__file__).parent / "sliding_window.lua").read_text()
+SCRIPT_SHA = sha1_hex(SCRIPT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,23 +76,11 @@ class Decision:
 
 
 class RateLimiter:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, pipe: RedisPipe | None = None) -> None:
         self.enabled = settings.rate_limit_enabled
-        self.storage: Storage
-        self._pipe: RedisPipe | None = None  # the hot path's connection (kit/redis_pipe.py)
-        if settings.redis_url:
-            redis_url = settings.redis_url.get_secret_value()
-            self.storage = RedisStorage(
-                _async_scheme(redis_url),
-                implementation="redispy",
-                key_prefix=settings.redis_prefix,
-            )
-            self._pipe = RedisPipe(redis_url)
-        else:
-            self.storage = MemoryStorage()
-        self._strategy = SlidingWindowCounterRateLimiter(self.storage)
-        # Redis down must not take the API down: limit per process meanwhile.
-        self._fallback = SlidingWindowCounterRateLimiter(MemoryStorage())
+        self._pipe = pipe  # the process's shared Redis connection (kit/redis_pipe.py)
+        self._prefix = settings.redis_prefix
+        self._memory = SlidingWindowCounterRateLimiter(MemoryStorage())
         self._warned_at = 0.0
         self._items: dict[str, RateLimitItem] = {
             Plan.standard: RateLimitItemPerMinute(settings.rate_limit_standard, namespace="ip"),
@@ -91,71 +93,54 @@ class RateLimiter:
     def _item(self, plan: str) -> RateLimitItem:
         return self._items.get(plan, self._items[Plan.standard])
 
-    async def hit(self, client_ip: str, plan: str, read: str | None = None) -> tuple[Decision, Any]:
-        """Count one request. `read` names a key of ours to fetch from Redis in
-        the same round trip (the auth epoch); its value comes back with the
-        decision, None when it was not read."""
+    async def hit(
+        self, client_ip: str, plan: str, read: str | None = None, *, cost: int = 1
+    ) -> tuple[Decision, Any]:
+        """Count one request (`cost` 0: only look). `read` names a key of ours
+        to fetch from Redis in the same call (the auth epoch); its value comes
+        back with the decision, None when it was not read."""
         item = self._item(plan)
         value = None
         try:
-            if self._pipe is not None:
-                allowed, (reset_at, remaining), value = await self._redis_hit(item, client_ip, read)
-            else:
-                allowed = await self._strategy.hit(item, client_ip)
-                reset_at, remaining = await self._strategy.get_window_stats(item, client_ip)
-        except STORE_ERRORS as error:
-            if time.monotonic() - self._warned_at > 30:
+            if self._pipe is None:
+                raise _NoRedis
+            allowed, (reset_at, remaining), value = await self._redis_hit(
+                item, client_ip, read, cost
+            )
+        except (_NoRedis, *STORE_ERRORS) as error:
+            if not isinstance(error, _NoRedis | Open) and time.monotonic() - self._warned_at > 30:
                 self._warned_at = time.monotonic()
                 log.warning("rate-limit store unavailable (%s): limiting per process", error)
-            allowed = await self._fallback.hit(item, client_ip)
-            reset_at, remaining = await self._fallback.get_window_stats(item, client_ip)
+            allowed = True if cost == 0 else await self._memory.hit(item, client_ip)
+            reset_at, remaining = await self._memory.get_window_stats(item, client_ip)
         reset_after = max(1, math.ceil(reset_at - time.time()))
         return Decision(allowed, item.amount, max(0, remaining), reset_after), value
 
     async def _redis_hit(
-        self, item: RateLimitItem, client_ip: str, read: str | None
+        self, item: RateLimitItem, client_ip: str, read: str | None, cost: int
     ) -> tuple[bool, WindowStats, Any]:
-        """The library's hit and window read (its own Lua scripts and keys), plus
-        `read`, in one exchange on the process's shared connection, where the
-        library's calls take two round trips and the epoch a third."""
         assert self._pipe is not None
-        storage = cast(RedisStorage, self.storage)
-        bridge = cast(Any, storage.bridge)  # the redis-py bridge: its scripts and key prefix
-        key = item.key_for(client_ip)
-        keys = (
-            bridge.prefixed_key(storage._previous_window_key(key)),
-            bridge.prefixed_key(storage._current_window_key(key)),
-        )
-        expiry = item.get_expiry()
-        acquire, window_of = bridge.lua_acquire_sliding_window, bridge.lua_sliding_window
-        for attempt in range(2):
-            commands: list[Command] = [
-                ("EVALSHA", acquire.sha, 2, *keys, item.amount, expiry, 1),
-                ("EVALSHA", window_of.sha, 2, *keys, expiry),
-            ]
-            if read is not None:
-                commands.append(("GET", read))
-            try:
-                results = await self._pipe.execute(*commands)
-                break
-            except NoScriptError:
-                if attempt:
-                    raise
-                # Redis restarted or was flushed: load the library's scripts again.
-                await self._pipe.execute(
-                    *(("SCRIPT", "LOAD", script.script) for script in (acquire, window_of))
-                )
-        acquired, window = results[0], results[1]
-        return bool(acquired), _window_stats(item, window), results[2] if read is not None else None
-
-    async def close(self) -> None:
-        if self._pipe is not None:
-            await self._pipe.close()
+        current = f"{self._prefix}:limit:{item.amount}/{item.get_expiry()}:{client_ip}"
+        keys = (f"{current}/-1", current, *((read,) if read is not None else ()))
+        arguments = (item.amount, item.get_expiry() * 1000, cost)
+        try:
+            [answer] = await self._pipe.execute(
+                ("EVALSHA", SCRIPT_SHA, len(keys), *keys, *arguments)
+            )
+        except NoScriptError:
+            # Redis restarted or was flushed: EVAL sends the script, and caches it again.
+            [answer] = await self._pipe.execute(("EVAL", SCRIPT, len(keys), *keys, *arguments))
+        allowed, *window, value = answer
+        return bool(allowed), _window_stats(item, window), value or None
 
     async def check(self, client_ip: str, plan: str) -> Decision:
         """Count the request; raise RateLimited (429) past the plan's limit."""
         decision, _ = await self.hit(client_ip, plan)
         return enforce(decision)
+
+
+class _NoRedis(Exception):
+    """No Redis is configured: count in this process."""
 
 
 def enforce(decision: Decision) -> Decision:
@@ -170,9 +155,9 @@ def enforce(decision: Decision) -> Decision:
 
 
 def _window_stats(item: RateLimitItem, window: list[Any] | None) -> WindowStats:
-    """(reset time, remaining) from the library's sliding-window script answer
-    (counts, TTLs in ms), by its own SlidingWindowCounterRateLimiter.get_window_stats
-    arithmetic; a test holds the two equal."""
+    """(reset time, remaining) from the script's window (counts, TTLs in ms), by
+    the `limits` library's own SlidingWindowCounterRateLimiter.get_window_stats
+    arithmetic, so both stores answer alike; a test holds the two equal."""
     previous, previous_ttl, current, current_ttl = window or (0, 0, 0, 0)
     previous, current = int(previous or 0), int(current or 0)
     previous_expires_in = max(0.0, float(previous_ttl or 0)) / 1000
@@ -188,36 +173,60 @@ def _window_stats(item: RateLimitItem, window: list[Any] | None) -> WindowStats:
     return WindowStats(now + min(previous_reset_in, current_reset_in), remaining)
 
 
-def _async_scheme(url: str) -> str:
-    # limits picks its async Redis client from the scheme: redis:// -> async+redis://
-    return url if url.startswith("async+") else f"async+{url}"
-
-
 class SignInThrottle:
     """Sign-in attempts, counted per account and per address.
 
     Five attempts for one email in 15 minutes, or 20 from one address, make the
     next one wait; an account's count clears when it signs in. Any email is
     counted, existing or not, so the throttle reveals nothing about who has an
-    account. Counts live where the request limits live (Redis when set), so
-    every worker shares them; a Redis outage falls back to this process.
+    account. Counts live where the request limits live (Redis when set, through
+    the `limits` library's own client), so every worker shares them; a Redis
+    outage falls back to this process, and the process's Redis circuit breaker
+    and timeout bound what an outage costs, as for every Redis call.
     """
 
     PER_ACCOUNT = RateLimitItemPerMinute(5, 15, namespace="signin-account")
     PER_ADDRESS = RateLimitItemPerMinute(20, 15, namespace="signin-ip")
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, settings: Settings, pipe: RedisPipe | None = None) -> None:
+        storage: Storage = MemoryStorage()
+        self._breaker: CircuitBreaker | None = None
+        self._timeout = 1.0
+        if settings.redis_url is not None and pipe is not None:
+            self._breaker, self._timeout = pipe.breaker, pipe.timeout
+            storage = RedisStorage(
+                _async_scheme(settings.redis_url.get_secret_value()),
+                implementation="redispy",
+                key_prefix=settings.redis_prefix,
+                socket_timeout=pipe.timeout,
+                socket_connect_timeout=pipe.timeout,
+            )
         # Exact windows: these limits are small, and a moving window has no
         # boundary at which twice the allowance fits.
         self._strategy: Strategy = MovingWindowRateLimiter(storage)
         self._fallback: Strategy = MovingWindowRateLimiter(MemoryStorage())
 
     async def _run(self, call: Callable[[Strategy], Awaitable[T]]) -> T:
-        try:
+        breaker = self._breaker
+        if breaker is None:
             return await call(self._strategy)
+        try:
+            probe = breaker.admit()
+        except Open:
+            return await call(self._fallback)
+        try:
+            async with asyncio.timeout(self._timeout):
+                result = await call(self._strategy)
         except STORE_ERRORS as error:
+            breaker.failed()
             log.warning("sign-in throttle store unavailable (%s): counting per process", error)
             return await call(self._fallback)
+        except BaseException:
+            if probe:
+                breaker.done()
+            raise
+        breaker.succeeded()
+        return result
 
     def _counters(self, email: str, address: str) -> list[tuple[RateLimitItem, str]]:
         # The email hashed: the store is no place for a list of who tried to sign in.
@@ -247,3 +256,8 @@ class SignInThrottle:
             await strategy.clear(item, key)
 
         await self._run(clear)
+
+
+def _async_scheme(url: str) -> str:
+    # limits picks its async Redis client from the scheme: redis:// -> async+redis://
+    return url if url.startswith("async+") else f"async+{url}"
