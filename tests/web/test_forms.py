@@ -172,7 +172,19 @@ async def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_quoted(
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     form = await create_form(session, organization)
-    dangerous = ['=HYPERLINK("http://evil.example","x")', "+1+1", "-2+3", "@SUM(A1)", "\t=1"]
+    dangerous = [
+        '=HYPERLINK("http://evil.example","x")',
+        "+1+1",
+        "-2+3",
+        "@SUM(A1)",
+        "\t=1",
+        "  =1+1",  # spaces a spreadsheet trims
+        "\u00a0=1+1",  # a non-breaking space
+        "\u200b=1+1",  # a zero-width space
+        "\ufeff@SUM(A1)",  # a byte order mark
+        "\uff1d1+1",  # a full-width equals sign
+        "\u3000\uff0b1",  # an ideographic space, then a full-width plus
+    ]
     for value in dangerous:
         await create_submission(session, form, answers={"name": value, "colors": "a=b"})
     await session.commit()

@@ -7,6 +7,8 @@ transaction open while a slow client downloads.
 
 import csv
 import io
+import re
+import unicodedata
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime, time, timedelta
@@ -36,9 +38,24 @@ async def columns(session: AsyncSession, organization_id: str, form_id: str) -> 
 
 
 def _cell(value: object) -> object:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """A text answer a spreadsheet would run as a formula, neutralized: one
+    starting with a formula character, also after the spaces and invisible
+    characters a spreadsheet trims (non-breaking and zero-width spaces, a byte
+    order mark), and in the full-width forms it reads alike (U+FF1D and kin)."""
+    if not isinstance(value, str):
+        return value
+    skipped = _SKIPPED.match(value)
+    first = value[skipped.end() if skipped else 0 :][:1]
+    formula = first and unicodedata.normalize("NFKC", first) in "=+-@"
+    if value.startswith(_FORMULA_START) or formula:
         return "'" + value
     return value
+
+
+# What a spreadsheet skips before a formula: whitespace of every kind (\s is
+# Unicode's) and the invisible format characters (soft hyphen, zero-width
+# spaces and joiners, direction marks, word joiner, byte order mark).
+_SKIPPED = re.compile(r"[\s\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]*")
 
 
 async def csv_chunks(
