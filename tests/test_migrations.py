@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import BindParameter, Connection, bindparam, insert, select, text
 
 from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.kit.crypto import hash_secret
 from formsapi.models import Base, SubmissionCount, SubmissionDayCount
+from formsapi.models.base import UTCDateTime
 from tests.conftest import scratch_postgres
-from tests.factories import create_form, create_org
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -48,24 +49,68 @@ def _at(day: int, hour: int) -> datetime:
     return datetime(2026, 3, day, hour, tzinfo=UTC)
 
 
+def _time(name: str) -> BindParameter[datetime]:
+    return bindparam(name, type_=UTCDateTime())
+
+
+async def _insert(url: str, *rows: tuple[str, dict[str, object]]) -> None:
+    """Rows as a database of an earlier revision takes them (today's models
+    have columns it lacks): (table, {column: value}); datetimes are times."""
+    engine = create_engine(url)
+    async with engine.begin() as connection:
+        for table, values in rows:
+            names = ", ".join(values)
+            statement = text(
+                f"INSERT INTO {table} ({names}) VALUES ({', '.join(':' + k for k in values)})"  # noqa: S608
+            ).bindparams(*(_time(k) for k, v in values.items() if isinstance(v, datetime)))
+            await connection.execute(statement, values)
+    await engine.dispose()
+
+
+async def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    engine = create_engine(url)
+    async with engine.connect() as connection:
+        rows = [tuple(row) for row in await connection.execute(text(sql))]
+    await engine.dispose()
+    return rows
+
+
 def test_day_counts_are_backfilled_from_the_hourly_counts(empty_database: str) -> None:
     migrate(empty_database, "0004")  # before the daily counts
 
     async def seed() -> str:
         engine = create_engine(empty_database)
+        at = _at(1, 0)
+        await _insert(
+            empty_database,
+            ("organizations", {"id": "org_1", "name": "Org", "plan": "standard", "created_at": at}),
+            (
+                "forms",
+                {
+                    "id": "frm_1",
+                    "organization_id": "org_1",
+                    "title": "F",
+                    "slug": "f",
+                    "status": "published",
+                    "version": 1,
+                    "blocks": "[]",
+                    "response_count": 9,
+                    "created_at": at,
+                    "updated_at": at,
+                },
+            ),
+        )
         async with create_sessionmaker(engine)() as session:
-            org = await create_org(session)
-            form = await create_form(session, org)
             await session.execute(
                 insert(SubmissionCount),
                 [
-                    {"organization_id": org.id, "form_id": form.id, "hour": hour, "count": n}
+                    {"organization_id": "org_1", "form_id": "frm_1", "hour": hour, "count": n}
                     for hour, n in [(_at(1, 23), 3), (_at(2, 0), 2), (_at(2, 13), 4)]
                 ],
             )
             await session.commit()
         await engine.dispose()
-        return form.id
+        return "frm_1"
 
     async def day_counts(form_id: str) -> list[tuple[datetime, int]]:
         engine = create_engine(empty_database)
@@ -83,3 +128,92 @@ def test_day_counts_are_backfilled_from_the_hourly_counts(empty_database: str) -
     migrate(empty_database)
 
     assert asyncio.run(day_counts(form_id)) == [(_at(1, 0), 3), (_at(2, 0), 6)]
+
+
+def test_members_who_never_chose_a_password_become_pending_invitations(
+    empty_database: str,
+) -> None:
+    """The release before 0006 made a membership at once and mailed nobody: an
+    invited person with no password yet was a member. Now they are invited,
+    their sent link still works, and their keys are revoked with the rest of
+    those of people no longer members (0007)."""
+    migrate(empty_database, "0005")
+    now, later = datetime.now(UTC), datetime(2099, 1, 1, tzinfo=UTC)
+    people = {
+        "usr_owner": ("x", "owner"),
+        "usr_linked": (None, "editor"),
+        "usr_lapsed": (None, "viewer"),
+    }
+    key = {"name": "k", "prefix": "fapi_x", "scopes": "[]", "created_at": now}
+    asyncio.run(
+        _insert(
+            empty_database,
+            ("organizations", {"id": "org_a", "name": "A", "plan": "standard", "created_at": now}),
+            *(
+                (
+                    "users",
+                    {
+                        "id": user,
+                        "email": f"{user}@example.com",
+                        "password_hash": hashed,
+                        "created_at": now,
+                    },
+                )
+                for user, (hashed, _) in people.items()
+            ),
+            *(
+                (
+                    "memberships",
+                    {"organization_id": "org_a", "user_id": user, "role": role, "created_at": now},
+                )
+                for user, (_, role) in people.items()
+            ),
+            (
+                "invitations",
+                {
+                    "id": hash_secret("the-link"),
+                    "organization_id": "org_a",
+                    "user_id": "usr_linked",
+                    "created_at": now,
+                    "expires_at": later,
+                },
+            ),
+            (
+                "api_keys",
+                {
+                    "id": "key_gone",
+                    "organization_id": "org_a",
+                    "user_id": "usr_linked",
+                    "secret_hash": "h1",
+                    **key,
+                },
+            ),
+            (
+                "api_keys",
+                {
+                    "id": "key_kept",
+                    "organization_id": "org_a",
+                    "user_id": "usr_owner",
+                    "secret_hash": "h2",
+                    **key,
+                },
+            ),
+        )
+    )
+
+    migrate(empty_database)
+
+    members = asyncio.run(_rows(empty_database, "SELECT user_id, role FROM memberships"))
+    invited = asyncio.run(
+        _rows(empty_database, "SELECT email, role, token_hash FROM invitations ORDER BY email")
+    )
+    revoked = asyncio.run(
+        _rows(empty_database, "SELECT id FROM api_keys WHERE revoked_at IS NOT NULL")
+    )
+    assert members == [("usr_owner", "owner")]
+    assert [(email, role) for email, role, _ in invited] == [
+        ("usr_lapsed@example.com", "viewer"),
+        ("usr_linked@example.com", "editor"),
+    ]
+    assert invited[1][2] == hash_secret("the-link")  # the link they were sent still works
+    assert revoked == [("key_gone",)]

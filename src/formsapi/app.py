@@ -24,7 +24,7 @@ from formsapi.db import create_engine, create_sessionmaker
 from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
 from formsapi.form.endpoints import router as forms_router
-from formsapi.hosted.routes import router as hosted_router
+from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.request_body import RequestBody
@@ -106,7 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
     app.include_router(v1)
-    app.include_router(hosted_router)
+    hosted.install(app)
     web.install(app)
     _mount_docs(app)
     _mount_probes(app)

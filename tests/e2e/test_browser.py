@@ -6,10 +6,15 @@ Every page visited is saved as a screenshot under test-artifacts/screenshots/
 is not done.
 """
 
+import contextlib
 import csv
+import functools
+import http.server
 import io
 import re
 import shutil
+import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,3 +295,52 @@ def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
     assert "overall" in rows[0]
     assert len(rows) - 1 == responses
     assert len({row[0] for row in rows[1:]}) == responses
+
+
+@contextlib.contextmanager
+def another_site(html: str) -> Iterator[str]:
+    """A page served by another origin (another port on loopback): the address."""
+    directory = Path(tempfile.mkdtemp(prefix="embedder-"))
+    (directory / "index.html").write_text(html)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    page.get_by_role("link", name="Customer satisfaction survey").click()
+    public = page.get_by_role("link", name="Public page").get_attribute("href")
+    assert public is not None
+    embed = f'<h1>A partner site</h1><iframe src="{site.url}{public}" width=800 height=600>'
+
+    with another_site(embed) as elsewhere:
+        visitor = browser.new_context(viewport=LAPTOP).new_page()
+        visitor.goto(elsewhere)
+        refused = visitor.frame_locator("iframe").get_by_role(
+            "heading", name="Customer satisfaction survey"
+        )
+        expect(refused).to_have_count(0)
+        shoot(visitor, "13-frame-refused")
+
+        page.goto(f"{site.url}/settings/org")
+        page.get_by_label(re.compile("^Origins")).fill(elsewhere)
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator(".notice")).to_contain_text("on 1 site")
+        shoot(page, "14-organization")
+
+        visitor.reload()
+        shown = visitor.frame_locator("iframe").get_by_role(
+            "heading", name="Customer satisfaction survey"
+        )
+        expect(shown).to_be_visible()
+        shoot(visitor, "15-frame-allowed")

@@ -11,6 +11,7 @@ from formsapi.models import (
     Form,
     FormStatus,
     FormVersion,
+    Organization,
     Submission,
     SubmissionCount,
     SubmissionDayCount,
@@ -124,15 +125,17 @@ async def delete(session: AsyncSession, organization_id: str, form_id: str) -> N
     )
 
 
-async def get_public(session: AsyncSession, form_id: str) -> Form | None:
-    """A form by id alone, for its public page: the one lookup without an
-    organization, because the respondent has none. Drafts and archived forms
-    are not public. Everything after it uses the form's organization."""
-    return await session.scalar(
-        select(Form).where(
-            Form.id == form_id, Form.status.in_([FormStatus.published, FormStatus.closed])
-        )
+async def get_public(session: AsyncSession, form_id: str) -> Row[Form, list[str]] | None:
+    """A form by id alone, for its public page, with the origins its
+    organization lets frame it: the one lookup without an organization, because
+    the respondent has none. Drafts and archived forms are not public.
+    Everything after it uses the form's organization."""
+    statement = (
+        select(Form, Organization.embed_origins)
+        .join(Organization, Organization.id == Form.organization_id)
+        .where(Form.id == form_id, Form.status.in_([FormStatus.published, FormStatus.closed]))
     )
+    return (await session.execute(statement)).first()
 
 
 async def all_versions(

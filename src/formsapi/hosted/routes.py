@@ -1,16 +1,24 @@
 """The public page of each form, at /f/{formId}: no key, rendered on the
-server, working without JavaScript, limited per IP like the API."""
+server, working without JavaScript, limited per IP like the API.
+
+Every response under /f/ says what a browser may do with it
+(HostedPageHeaders): no script, styles and images from here only, forms
+posted here only, never sniffed as another type, and shown in a frame only by
+the sites the form's organization lists (none by default).
+"""
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formsapi.dependencies import ReadSessionDep, SessionDep, client_ip
 from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
@@ -100,9 +108,19 @@ def _render(
     return templates.TemplateResponse(request, "form.html", context, status_code=status)
 
 
+async def _public(request: Request, session: AsyncSession, form_id: str) -> Form | None:
+    """The public form at this address, if any; its organization's framing
+    rule goes to the response's headers (HostedPageHeaders)."""
+    found = await service.public_form(session, form_id)
+    if found is None:
+        return None
+    form, request.state.frame_ancestors = found
+    return form
+
+
 async def _open_form(request: Request, session: AsyncSession, form_id: str) -> Form | Response:
     """The form taking answers at this address, or the page saying why not."""
-    form = await service.public_form(session, form_id)
+    form = await _public(request, session, form_id)
     if form is None:
         return _unavailable(request)
     if form.status == FormStatus.closed:
@@ -160,7 +178,49 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
 async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
     if (limited := await _limited(request)) is not None:
         return limited
-    form = await service.public_form(session, form_id)
+    form = await _public(request, session, form_id)
     if form is None:
         return _unavailable(request)
     return _page(request, "Thank you", f"Your answers to “{form.title}” were received.", 200)
+
+
+# The policy of every page under /f/: nothing runs, everything comes from here.
+_CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors "
+)
+
+
+class HostedPageHeaders:
+    """Security headers on every response under /f/, errors and static files
+    included; frame-ancestors from the organization of the form the route
+    found (request.state.frame_ancestors), else 'none'."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/f/"):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                origins = scope.get("state", {}).get("frame_ancestors") or []
+                headers = MutableHeaders(scope=message)
+                headers["Content-Security-Policy"] = _CSP + (" ".join(origins) or "'none'")
+                headers["X-Content-Type-Options"] = "nosniff"
+                headers["Referrer-Policy"] = "same-origin"
+                if not origins:
+                    headers["X-Frame-Options"] = "DENY"  # for browsers without CSP 3
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def install(app: FastAPI) -> None:
+    app.include_router(router)
+    app.mount(
+        "/f/static", StaticFiles(directory=Path(__file__).parent / "static"), name="form-static"
+    )
+    app.add_middleware(HostedPageHeaders)

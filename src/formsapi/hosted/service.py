@@ -22,8 +22,10 @@ from formsapi.models import Form
 HONEYPOT = "website"  # a field people never see and bots fill in
 
 
-async def public_form(session: AsyncSession, form_id: str) -> Form | None:
-    return await form_repository.get_public(session, form_id) if is_plausible(form_id) else None
+async def public_form(session: AsyncSession, form_id: str) -> tuple[Form, list[str]] | None:
+    """The form, if public, and the origins allowed to show it in a frame."""
+    found = await form_repository.get_public(session, form_id) if is_plausible(form_id) else None
+    return None if found is None else (found[0], list(found[1] or []))
 
 
 def blocks_of(form: Form) -> list[Block]:

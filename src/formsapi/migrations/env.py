@@ -10,6 +10,13 @@ target_metadata = Base.metadata
 
 
 def _run(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        # Batch migrations rebuild a SQLite table (copy, drop, rename): with
+        # foreign keys enforced, dropping a parent table would cascade-delete
+        # its children's rows. The pragma only takes effect outside a
+        # transaction, so it goes to the driver before anything begins one.
+        _pragma(connection, "foreign_keys=OFF")
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
@@ -18,6 +25,14 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+    if sqlite:
+        _pragma(connection, "foreign_keys=ON")
+
+
+def _pragma(connection: Connection, setting: str) -> None:
+    cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor.execute(f"PRAGMA {setting}")
+    cursor.close()
 
 
 async def _run_async() -> None:

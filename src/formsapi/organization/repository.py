@@ -1,3 +1,4 @@
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Organization
@@ -5,3 +6,11 @@ from formsapi.models import Organization
 
 async def get(session: AsyncSession, organization_id: str) -> Organization | None:
     return await session.get(Organization, organization_id)
+
+
+async def set_embed_origins(
+    session: AsyncSession, organization_id: str, origins: list[str]
+) -> None:
+    await session.execute(
+        update(Organization).where(Organization.id == organization_id).values(embed_origins=origins)
+    )

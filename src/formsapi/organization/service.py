@@ -1,11 +1,13 @@
 """Organizations: the tenants, each on a plan. Who belongs to one is the
 member domain's concern."""
 
+import re
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.errors import BadRequest, NotFound
+from formsapi.errors import BadRequest, Forbidden, NotFound
 from formsapi.kit.ids import new_id
-from formsapi.models import Organization, Plan
+from formsapi.models import Organization, Plan, Role
 from formsapi.organization import repository
 
 MAX_NAME_LENGTH = 200
@@ -28,3 +30,47 @@ async def get(session: AsyncSession, organization_id: str) -> Organization:
     if organization is None:
         raise NotFound(f"No organization with id '{organization_id}'.")
     return organization
+
+
+MAX_EMBED_ORIGINS = 20
+# scheme://host[:port], the host optionally led by "*." (its subdomains): what
+# CSP's frame-ancestors takes as a source, and nothing it would read otherwise.
+_ORIGIN = re.compile(
+    r"https?://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?"
+)
+
+
+def parse_origins(text: str) -> list[str]:
+    """One origin a line (or separated by spaces or commas), normalized;
+    BadRequest naming each one that is not an origin."""
+    origins: list[str] = []
+    wrong: list[str] = []
+    for raw in re.split(r"[\s,]+", text.strip()):
+        if not raw:
+            continue
+        origin = raw.lower().rstrip("/")
+        if _ORIGIN.fullmatch(origin):
+            if origin not in origins:
+                origins.append(origin)
+        else:
+            wrong.append(raw)
+    if wrong:
+        raise BadRequest(
+            "Not an origin (scheme://host[:port], no path): "
+            + ", ".join(w[:100] for w in wrong[:5])
+            + "."
+        )
+    if len(origins) > MAX_EMBED_ORIGINS:
+        raise BadRequest(f"At most {MAX_EMBED_ORIGINS} origins.")
+    return origins
+
+
+async def set_embed_origins(
+    session: AsyncSession, organization_id: str, actor_role: str, text: str
+) -> list[str]:
+    """The sites whose pages may show the organization's hosted forms in a frame."""
+    if actor_role not in (Role.owner, Role.admin):
+        raise Forbidden("Only owners and admins change the organization's settings.")
+    origins = parse_origins(text)
+    await repository.set_embed_origins(session, organization_id, origins)
+    return origins

@@ -8,11 +8,11 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
-from formsapi.web import account, forms, invitations, keys, members
+from formsapi.web import account, forms, invitations, keys, members, organization
 from formsapi.web.context import BadCSRF, SignInRequired, render, see_other, sign_in_path
 
 router = APIRouter(include_in_schema=False)
-for module in (account, forms, invitations, keys, members):
+for module in (account, forms, invitations, keys, members, organization):
     router.include_router(module.router)
 
 _LINK_TOKEN = re.compile(r"/(invitations|reset-password)/[^\s?&\"]+")

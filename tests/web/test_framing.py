@@ -1,0 +1,124 @@
+"""What a browser may do with the hosted form pages: no script runs, nothing
+loads from elsewhere, nothing is sniffed, and the page shows in a frame only
+on the sites its organization lists."""
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.config import Settings
+from formsapi.models import Role
+from tests.conftest import Api
+from tests.factories import create_form, create_org
+from tests.web.conftest import SignedIn, add_member
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, redis_url=None, rate_limit_standard=100_000)
+
+
+def _policy(response: object) -> dict[str, str]:
+    headers = response.headers  # type: ignore[attr-defined]
+    csp = headers["content-security-policy"]
+    return {part.split(" ", 1)[0]: part.split(" ", 1)[1] for part in csp.split("; ")}
+
+
+async def test_every_hosted_response_forbids_framing_scripts_and_sniffing_by_default(
+    api: Api, session: AsyncSession
+) -> None:
+    org = await create_org(session)
+    published = await create_form(session, org)
+    closed = await create_form(session, org, status="closed")
+    await session.commit()
+
+    responses = {
+        "form": await api.get(f"/f/{published.id}"),
+        "invalid post": await api.post(f"/f/{published.id}", data={}),
+        "thanks": await api.get(f"/f/{published.id}/thanks"),
+        "closed": await api.get(f"/f/{closed.id}"),
+        "missing": await api.get("/f/frm_missing"),
+        "stylesheet": await api.get("/f/static/form.css"),
+    }
+
+    assert {name: r.status_code for name, r in responses.items()} == {
+        "form": 200,
+        "invalid post": 422,
+        "thanks": 200,
+        "closed": 410,
+        "missing": 404,
+        "stylesheet": 200,
+    }
+    for name, response in responses.items():
+        policy = _policy(response)
+        assert policy["frame-ancestors"] == "'none'", name
+        assert policy["default-src"] == "'none'", name
+        assert "script-src" not in policy, name  # default-src 'none': no script at all
+        assert policy["style-src"] == "'self'", name
+        assert response.headers["x-frame-options"] == "DENY", name
+        assert response.headers["x-content-type-options"] == "nosniff", name
+    assert "<style>" not in responses["form"].text  # its CSS is the stylesheet, allowed by 'self'
+
+
+async def test_an_organization_lists_the_sites_that_may_frame_its_forms(
+    api: Api, session: AsyncSession, signed_in: SignedIn
+) -> None:
+    org = await create_org(session)
+    owner = await add_member(session, org, Role.owner)
+    form = await create_form(session, org)
+    other = await create_form(session, await create_org(session))
+    await session.commit()
+    browser = await signed_in(owner)
+
+    saved = await browser.submit(
+        "/settings/org/embedding",
+        {
+            "origins": "https://www.example.com/\nHTTPS://*.Example.org:8443, https://www.example.com"
+        },
+    )
+    page = await api.get(f"/f/{form.id}")
+    elsewhere = await api.get(f"/f/{other.id}")
+
+    assert "Your forms may be shown in a frame on 2 sites." in saved.text
+    assert _policy(page)["frame-ancestors"] == "https://www.example.com https://*.example.org:8443"
+    assert "x-frame-options" not in page.headers  # it cannot name sites; CSP does
+    assert _policy(elsewhere)["frame-ancestors"] == "'none'"  # another organization's form
+
+
+@pytest.mark.parametrize(
+    "origins",
+    [
+        "https://example.com/path",
+        "javascript:alert(1)",
+        "*",
+        "'self'",
+        "https://a.com; script-src *",
+    ],
+)
+async def test_what_is_not_an_origin_is_refused(
+    api: Api, session: AsyncSession, signed_in: SignedIn, origins: str
+) -> None:
+    org = await create_org(session)
+    owner = await add_member(session, org, Role.owner)
+    form = await create_form(session, org)
+    await session.commit()
+    browser = await signed_in(owner)
+
+    refused = await browser.submit("/settings/org/embedding", {"origins": origins})
+
+    assert "Not an origin" in refused.text
+    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'none'"
+
+
+async def test_only_owners_and_admins_change_where_forms_may_be_framed(
+    api: Api, session: AsyncSession, signed_in: SignedIn
+) -> None:
+    org = await create_org(session)
+    editor = await add_member(session, org, Role.editor)
+    form = await create_form(session, org)
+    await session.commit()
+    browser = await signed_in(editor)
+
+    refused = await browser.submit("/settings/org/embedding", {"origins": "https://evil.example"})
+
+    assert "Only owners and admins" in refused.text
+    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'none'"
