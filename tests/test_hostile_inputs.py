@@ -81,6 +81,7 @@ SITE_CASES = {
     "hosted: NUL in a field": Case("POST", "/f/{form}", 422, data={"name": "a\x00"}),
     "hosted: huge number": Case("POST", "/f/{form}", 422, data={"n": "9" * 309}),
     "hosted: NUL in the form id": Case("GET", "/f/frm_%00", 404),
+    "hosted: a newline after the form id": Case("GET", "/f/{form}%0A", 404),
     "site: NUL in a key id": Case("GET", "/settings/keys/key_%00/revoke", 400),
     "site: NUL in a member id": Case("GET", "/settings/members/usr_%00/remove", 400),
     "site: NUL in a form id": Case("GET", "/forms/frm_%00", 400),

@@ -62,8 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.database_pool_size,
         settings.database_pool_timeout,
     )
-    # One Redis connection per process, with one timeout and one circuit
-    # breaker, for every Redis call: limits, the auth epoch, sign-in counts.
+    # One Redis connection per process for limits and the auth epoch; its
+    # timeout and circuit breaker also guard the sign-in throttle's client.
     redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
     rate_limiter = RateLimiter(settings, redis)
     auth_epoch = AuthEpoch(redis, settings.redis_prefix)
@@ -117,6 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         RequestBody, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout
     )
+    app.add_middleware(hosted.HostedPageHeaders)
     if settings.trusted_proxies:
         # Outermost, so every layer below sees the real client address.
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)

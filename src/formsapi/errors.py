@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from formsapi.db import locked, unreachable
+from formsapi.kit.redact import redact_link_tokens
 
 log = logging.getLogger("formsapi")
 
@@ -305,6 +306,11 @@ def _validation_problem(request: Request, exc: RequestValidationError) -> Respon
     )
 
 
+def _logged(request: Request) -> str:
+    """The path as a log line may quote it: without the secret of a link."""
+    return redact_link_tokens(request.url.path)
+
+
 def install_handlers(app: FastAPI) -> None:
     async def on_formsapi_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, FormsAPIError)
@@ -340,7 +346,7 @@ def install_handlers(app: FastAPI) -> None:
 
     async def on_pool_timeout(request: Request, exc: Exception) -> Response:
         # Every database connection stayed busy for the whole pool timeout.
-        log.warning("no database connection free for %s %s", request.method, request.url.path)
+        log.warning("no database connection free for %s %s", request.method, _logged(request))
         busy = Busy(
             "Every database connection is busy. Retry in a second.", headers={"Retry-After": "1"}
         )
@@ -349,7 +355,7 @@ def install_handlers(app: FastAPI) -> None:
     async def on_database_error(request: Request, exc: Exception) -> Response:
         if locked(exc):
             # SQLite's write lock stayed taken for the whole busy timeout.
-            log.warning("database busy for %s %s", request.method, request.url.path)
+            log.warning("database busy for %s %s", request.method, _logged(request))
             busy = Busy(
                 "The database is busy with other writes. Retry in a second.",
                 headers={"Retry-After": "1"},
@@ -363,7 +369,7 @@ def install_handlers(app: FastAPI) -> None:
         log.warning(
             "database unavailable for %s %s: %s",
             request.method,
-            request.url.path,
+            _logged(request),
             type(cause).__name__,
         )
         if request.method in ("GET", "HEAD") or request.headers.get("idempotency-key"):
@@ -382,7 +388,7 @@ def install_handlers(app: FastAPI) -> None:
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         request_id = request.headers.get("x-request-id", "")
         log.exception(
-            "unhandled error on %s %s (request id %r)", request.method, request.url.path, request_id
+            "unhandled error on %s %s (request id %r)", request.method, _logged(request), request_id
         )
         return problem_response(
             500,

@@ -2,6 +2,7 @@
 interleaves, and a lost or stuck connection fails its callers and is replaced."""
 
 import asyncio
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -151,3 +152,22 @@ async def test_the_urls_timeout_is_honored(redis_url: str) -> None:
 def test_url_options_it_cannot_honor_are_refused() -> None:
     with pytest.raises(ValueError, match="protocol"):
         RedisPipe("redis://127.0.0.1:6379/0?protocol=3")  # replies are read as RESP2
+
+
+async def test_callers_queued_behind_a_hanging_connect_fail_at_once_when_it_fails() -> None:
+    # A server that takes the connection (the kernel's backlog) and never
+    # answers: the AUTH the URL asks for waits out the timeout.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    pipe = RedisPipe(f"redis://:secret@127.0.0.1:{port}/0", timeout=0.3)
+
+    answers = await asyncio.gather(
+        *(pipe.execute(("PING",)) for _ in range(6)), return_exceptions=True
+    )
+
+    kinds = sorted(type(answer).__name__ for answer in answers)
+    assert kinds == ["Open"] * 5 + ["TimeoutError"]  # one waited; the rest were not tried
+    silent.close()
+    await pipe.close()

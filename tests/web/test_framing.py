@@ -38,6 +38,9 @@ async def test_every_hosted_response_forbids_framing_scripts_and_sniffing_by_def
         "closed": await api.get(f"/f/{closed.id}"),
         "missing": await api.get("/f/frm_missing"),
         "stylesheet": await api.get("/f/static/form.css"),
+        "too large": await api.post(
+            f"/f/{published.id}", content=b"x", headers={"Content-Length": str(2 * 1024 * 1024)}
+        ),
     }
 
     assert {name: r.status_code for name, r in responses.items()} == {
@@ -47,6 +50,7 @@ async def test_every_hosted_response_forbids_framing_scripts_and_sniffing_by_def
         "closed": 410,
         "missing": 404,
         "stylesheet": 200,
+        "too large": 413,
     }
     for name, response in responses.items():
         policy = _policy(response)

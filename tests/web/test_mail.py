@@ -183,3 +183,23 @@ async def test_creating_an_account_through_a_mailed_invitation_needs_no_other_ch
     await create_account(browsers(), "http://testserver" + _path(inbox.link_in(message)))
 
     assert (await browsers().sign_in_attempt(NEW_EMAIL, CHOSEN)).status_code == 303
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["new@example.com\r\nBcc: everyone@example.com", "a@example.com, b@example.com", "<a@b.co>"],
+    ids=["header injection", "two recipients", "brackets"],
+)
+async def test_an_address_that_is_not_one_mailbox_is_refused(
+    session: AsyncSession, signed_in: SignedIn, inbox: Inbox, address: str
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    await session.commit()
+
+    page = await (await signed_in(owner)).submit(
+        "/settings/members", {"email": address, "role": "viewer"}
+    )
+
+    assert "is not an email address" in page.text
+    assert inbox.messages == []

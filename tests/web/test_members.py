@@ -1,6 +1,7 @@
 """The members page: who may manage whom, the last owner, invitations, and API
 keys that follow their creator's role at once."""
 
+import asyncio
 import re
 from datetime import timedelta
 
@@ -633,3 +634,61 @@ def _pending_invitation_id(page: httpx.Response) -> str:
     match = re.search(r'action="/settings/members/invitations/([^/"]+)/renew"', page.text)
     assert match, "no pending invitation on the page"
     return match.group(1)
+
+
+async def test_an_admin_cannot_replace_an_owners_pending_invitation(
+    session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    admin = await add_member(session, organization, Role.admin)
+    await session.commit()
+    link = await invite(await signed_in(owner), NEW_EMAIL, "owner")
+
+    replaced = await (await signed_in(admin)).submit(
+        "/settings/members", {"email": NEW_EMAIL, "role": "viewer"}
+    )
+
+    assert ONLY_OWNERS in replaced.text
+    assert "as <strong>owner</strong>" in (await browsers().get(path_of(link))).text
+
+
+async def test_inviting_the_same_address_twice_at_once_answers_both_without_error(
+    session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    await session.commit()
+    first, second = await signed_in(owner), await signed_in(owner)
+
+    answers = await asyncio.gather(
+        first.post("/settings/members", {"email": NEW_EMAIL, "role": "viewer"}),
+        second.post("/settings/members", {"email": NEW_EMAIL, "role": "editor"}),
+    )
+    page = await first.get("/settings/members")
+
+    assert [answer.status_code for answer in answers] == [303, 303]
+    assert page.text.count(f'<td data-label="Email">{NEW_EMAIL}</td>') == 1  # one pending
+
+
+async def test_two_links_racing_to_create_one_account_leave_one_password(
+    session: AsyncSession, signed_in: SignedIn, browsers: BrowserFactory
+) -> None:
+    acme = await organization_service.create(session, "Acme")
+    beta = await organization_service.create(session, "Beta")
+    acme_owner = await add_member(session, acme, Role.owner)
+    beta_owner = await add_member(session, beta, Role.owner)
+    await session.commit()
+    acme_link = await invite(await signed_in(acme_owner), NEW_EMAIL, "viewer")
+    beta_link = await invite(await signed_in(beta_owner), NEW_EMAIL, "viewer")
+
+    answers = await asyncio.gather(
+        create_account(browsers(), acme_link, "the first password"),
+        create_account(browsers(), beta_link, "the second password"),
+    )
+
+    assert sorted(answer.status_code for answer in answers) == [303, 400]
+    winner = "the first password" if answers[0].status_code == 303 else "the second password"
+    loser = "the second password" if winner == "the first password" else "the first password"
+    assert (await browsers().sign_in_attempt(NEW_EMAIL, winner)).status_code == 303
+    assert (await browsers().sign_in_attempt(NEW_EMAIL, loser)).status_code == 400

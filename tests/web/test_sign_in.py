@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.db import create_sessionmaker
 from formsapi.kit.time import utcnow
 from formsapi.models import Role, WebSession
+from formsapi.user import service as user_service
 from tests.factories import create_org, create_user
 from tests.web.conftest import (
     CSRF_COOKIE,
@@ -38,6 +39,14 @@ def _error(page: httpx.Response) -> str:
 def _set_cookie(response: httpx.Response, name: str) -> str:
     [header] = [h for h in response.headers.get_list("set-cookie") if h.startswith(f"{name}=")]
     return header
+
+
+async def _reset_link(session: AsyncSession, email: str) -> str:
+    """The path of a fresh password reset link for `email`, as the CLI makes one."""
+    started = await user_service.start_reset(session, email)
+    assert started is not None
+    await session.commit()
+    return f"/reset-password/{started[1]}"
 
 
 async def _member(session: AsyncSession, email: str | None = None) -> str:
@@ -371,3 +380,40 @@ async def test_without_mail_forgot_password_says_how_to_get_a_reset_link(
     assert "formsapi user reset-link --email" in form.text
     assert 'name="email"' not in form.text
     assert posted.status_code == 404
+
+
+async def test_an_address_padded_past_its_length_is_not_the_account(
+    browser: Browser, session: AsyncSession
+) -> None:
+    email = await _member(session)
+
+    padded = await browser.sign_in_attempt(email + " " * 400 + "0", PASSWORD)
+
+    assert padded.status_code == 400  # another address, so another throttle count: no account
+
+
+async def test_guessing_a_new_password_through_a_link_is_throttled_like_signing_in(
+    session: AsyncSession, browsers: BrowserFactory
+) -> None:
+    """Each post through a valid reset link hashes a password: it takes a
+    sign-in throttle slot first, and a link that opens nothing hashes nothing."""
+    organization = await create_org(session)
+    user = await add_member(session, organization, Role.owner)
+    await session.commit()
+    link = await _reset_link(session, user.email)
+    browser = browsers()
+    token = csrf_field((await browser.get("/sign-in")).text)
+
+    answers = [
+        await browser.client.post(
+            link, data={"new_password": "x", "confirm_password": "x", "csrf_token": token}
+        )
+        for _ in range(6)
+    ]
+    garbage = await browser.client.post(
+        "/reset-password/garbage",
+        data={"new_password": NEW_PASSWORD, "confirm_password": NEW_PASSWORD, "csrf_token": token},
+    )
+
+    assert [a.status_code for a in answers] == [400] * 5 + [429]
+    assert garbage.status_code == 404

@@ -74,11 +74,13 @@ async def get_in(session: AsyncSession, organization_id: str, key_id: str) -> AP
 
 
 async def role_of(session: AsyncSession, organization_id: str, user_id: str) -> str | None:
-    """The role of a key's creator in the key's organization, None if not a member."""
+    """The role of a key's creator in the key's organization, None if not a member.
+    The membership row is share-locked until commit: a removal (which revokes
+    the member's keys) waits for the key being made, or this for the removal."""
     return await session.scalar(
-        select(Membership.role).where(
-            Membership.organization_id == organization_id, Membership.user_id == user_id
-        )
+        select(Membership.role)
+        .where(Membership.organization_id == organization_id, Membership.user_id == user_id)
+        .with_for_update(read=True)
     )
 
 

@@ -219,8 +219,9 @@ class HostedPageHeaders:
 
 
 def install(app: FastAPI) -> None:
+    """The routes and their stylesheet. HostedPageHeaders is put on by the app,
+    outside every layer that may answer on its own (a 413 before any route)."""
     app.include_router(router)
     app.mount(
         "/f/static", StaticFiles(directory=Path(__file__).parent / "static"), name="form-static"
     )
-    app.add_middleware(HostedPageHeaders)

@@ -34,11 +34,19 @@ class CircuitBreaker:
         return True
 
     def succeeded(self) -> None:
-        self._retry_at, self._cool_down, self._probing = 0.0, self._first, False
+        self._retry_at, self._probing = 0.0, False
 
-    def failed(self) -> None:
+    def failed(self, probe: bool) -> None:
+        """A call found the dependency gone. From closed: open for the first
+        cool-down. The probe failing: open again for twice as long. Another
+        call that was in flight when the breaker opened changes nothing."""
+        if self._retry_at == 0.0:
+            self._cool_down = self._first
+        elif probe:
+            self._cool_down = min(self._cool_down * 2, self._max)
+        else:
+            return
         self._retry_at = monotonic() + self._cool_down
-        self._cool_down = min(self._cool_down * 2, self._max)
         self._probing = False
 
     def done(self) -> None:

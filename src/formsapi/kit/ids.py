@@ -6,8 +6,8 @@ from ulid import ULID
 
 # What any id of ours can look like; anything else cannot name a row. Checking
 # first keeps bytes PostgreSQL rejects (NUL) away from the database.
-ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
-_PLAUSIBLE = re.compile(ID_PATTERN)
+ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"  # for OpenAPI and pydantic: $ is the very end there
+_PLAUSIBLE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def new_id(prefix: str) -> str:
@@ -16,4 +16,4 @@ def new_id(prefix: str) -> str:
 
 
 def is_plausible(value: str) -> bool:
-    return _PLAUSIBLE.match(value) is not None
+    return _PLAUSIBLE.fullmatch(value) is not None

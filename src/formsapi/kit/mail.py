@@ -64,13 +64,13 @@ class Mailer:
         server = self._server
         if server is None:
             raise MailNotSent("no mail server is configured")
-        message = EmailMessage()
-        message["From"] = self.sender
-        message["To"] = to
-        message["Subject"] = subject
-        message["Message-ID"] = make_msgid(domain="formsapi")
-        message.set_content(text)
         try:
+            message = EmailMessage()
+            message["From"] = self.sender
+            message["To"] = to
+            message["Subject"] = subject
+            message["Message-ID"] = make_msgid(domain="formsapi")
+            message.set_content(text)
             await aiosmtplib.send(
                 message,
                 hostname=server.host,
@@ -81,7 +81,7 @@ class Mailer:
                 start_tls=False if server.tls else server.start_tls,
                 timeout=server.timeout,
             )
-        except (aiosmtplib.SMTPException, OSError) as error:
+        except (aiosmtplib.SMTPException, OSError, ValueError) as error:
             # The type and the server's reply code only: no address or credential.
             code = getattr(error, "code", None)
             raise MailNotSent(f"{type(error).__name__}{f' {code}' if code else ''}") from None

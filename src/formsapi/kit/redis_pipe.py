@@ -28,7 +28,7 @@ import hiredis
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection, parse_url
 from redis.exceptions import NoScriptError, ResponseError
 
-from formsapi.kit.breaker import CircuitBreaker
+from formsapi.kit.breaker import CircuitBreaker, Open
 
 Command = tuple[str | bytes | int | float, ...]  # a command and its arguments
 
@@ -172,13 +172,13 @@ class RedisPipe:
         try:
             link = self._link
             if link is None or link.closed:
-                link = await self._connect()
+                link = await self._connect(probe)
             replies = await self._exchange(link, commands)
         except (TimeoutError, _Unreachable) as error:
             # No answer, or no connection to be had: Redis is down or frozen.
             if self._link is not None:
                 self._link.close()  # a late reply must not land on a later caller
-            self.breaker.failed()
+            self.breaker.failed(probe)
             if isinstance(error, _Unreachable):
                 raise error.cause from None
             raise
@@ -200,10 +200,13 @@ class RedisPipe:
         async with asyncio.timeout(self.timeout):
             return await waiter
 
-    async def _connect(self) -> _Link:
+    async def _connect(self, probe: bool) -> _Link:
         async with self._connecting:
             if self._link is not None and not self._link.closed:
                 return self._link  # another caller connected while this one waited
+            if not (self.breaker.closed or probe):
+                # Another caller's attempt failed while this one waited its turn.
+                raise Open("Redis failed a moment ago")
             link = None
             try:
                 async with asyncio.timeout(self._connect_timeout):

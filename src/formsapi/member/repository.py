@@ -88,6 +88,16 @@ async def get_invitation_in(
     )
 
 
+async def get_invitation_by_email(
+    session: AsyncSession, organization_id: str, email: str
+) -> Invitation | None:
+    return await session.scalar(
+        select(Invitation).where(
+            Invitation.organization_id == organization_id, Invitation.email == email
+        )
+    )
+
+
 async def delete_invitation(session: AsyncSession, organization_id: str, email: str) -> None:
     await session.execute(
         delete(Invitation).where(

@@ -143,13 +143,16 @@ async def invite(
     email = user_service.normalize_email(email)
     if await repository.is_member_by_email(session, organization_id, email):
         raise Conflict(f"{email} is already a member of this organization.")
-    await repository.delete_invitation(session, organization_id, email)
+    pending = await repository.get_invitation_by_email(session, organization_id, email)
+    if pending is not None:
+        _check_may_change(actor_role, pending.role, None)  # an admin cannot replace an owner's
     return await _issue(session, organization_id, email, new_role, actor_user_id)
 
 
 async def _issue(
     session: AsyncSession, organization_id: str, email: str, role: str, invited_by: str | None
 ) -> IssuedInvitation:
+    """A new invitation of `email`, replacing any other it had here."""
     token, token_hash = new_link_token()
     now = utcnow()
     invitation = Invitation(
@@ -162,8 +165,15 @@ async def _issue(
         created_at=now,
         expires_at=now + INVITATION_LIFETIME,
     )
-    session.add(invitation)
-    await session.flush()
+    try:
+        async with session.begin_nested():
+            await repository.delete_invitation(session, organization_id, email)
+            session.add(invitation)
+    except IntegrityError:
+        # Another request invited the address at the same moment (a double click).
+        raise Conflict(
+            f"{email} was invited by another request just now; see the pending invitations."
+        ) from None
     return IssuedInvitation(invitation, token)
 
 
@@ -179,9 +189,7 @@ async def renew(
     if invitation is None:
         raise InvitationNotFound()
     _check_may_change(actor_role, invitation.role, None)
-    email, role = invitation.email, invitation.role
-    await repository.delete_invitation(session, organization_id, email)
-    return await _issue(session, organization_id, email, role, actor_user_id)
+    return await _issue(session, organization_id, invitation.email, invitation.role, actor_user_id)
 
 
 async def cancel(
@@ -235,8 +243,10 @@ async def join_with_new_account(
         async with session.begin_nested():
             if user is None:
                 user = await user_service.create_with_hash(session, invitation.email, password_hash)
-            else:  # a row left from before invitations named addresses: never signed in
-                user.password_hash = password_hash
+            elif not await user_service.set_first_password(session, user.id, password_hash):
+                # A row from before invitations named addresses, never signed in to,
+                # whose password another link set a moment ago.
+                raise AccountExists(invitation.email)
     except IntegrityError:
         raise AccountExists(invitation.email) from None  # created meanwhile
     await _join(session, invitation, user)

@@ -218,7 +218,7 @@ class SignInThrottle:
             async with asyncio.timeout(self._timeout):
                 result = await call(self._strategy)
         except STORE_ERRORS as error:
-            breaker.failed()
+            breaker.failed(probe)
             log.warning("sign-in throttle store unavailable (%s): counting per process", error)
             return await call(self._fallback)
         except BaseException:

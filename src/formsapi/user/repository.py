@@ -10,10 +10,18 @@ async def get_by_email(session: AsyncSession, email: str) -> User | None:
     return await session.scalar(select(User).where(User.email == email.strip().lower()))
 
 
-async def set_password_hash(session: AsyncSession, user_id: str, password_hash: str) -> None:
-    await session.execute(
-        update(User).where(User.id == user_id).values(password_hash=password_hash)
+async def set_password_hash(
+    session: AsyncSession, user_id: str, password_hash: str, *, only_if_none: bool = False
+) -> bool:
+    """Whether the account now has this password (with `only_if_none`, not when
+    it had one already: a condition the database checks as it writes)."""
+    statement = update(User).where(User.id == user_id)
+    if only_if_none:
+        statement = statement.where(User.password_hash.is_(None))
+    changed = await session.execute(
+        statement.values(password_hash=password_hash).returning(User.id)
     )
+    return changed.first() is not None
 
 
 async def find_reset(

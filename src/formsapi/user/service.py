@@ -8,7 +8,10 @@ PostgreSQL connection) that long.
 """
 
 import asyncio
+import re
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
@@ -20,6 +23,8 @@ from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
 from formsapi.models import PasswordReset, User
 from formsapi.user import repository
+
+T = TypeVar("T")
 
 MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; a cap keeps hashing cheap to refuse
@@ -37,12 +42,25 @@ def use_hasher(hasher: Argon2Hasher) -> None:
     _DUMMY_HASH = _password_hash.hash("no account has this password")
 
 
-def normalize_email(email: str) -> str:
+# An address as mail headers and our lookups take it: no whitespace, control
+# characters, commas, quotes, brackets or colons (one recipient, nothing to
+# inject); letters of any script are fine.
+_LOCAL = r"[^\s@,;:<>()\[\]\\\"\x00-\x1f\x7f]"
+_LABEL = r"[^\s@,;:<>()\[\]\\\"\x00-\x1f\x7f.]+"
+_EMAIL = re.compile(rf"{_LOCAL}{{1,64}}@{_LABEL}(?:\.{_LABEL})+")
+
+
+def canonical_email(email: str) -> str | None:
+    """The address as stored (trimmed, lower case), or None if it is not one."""
     email = email.strip().lower()
-    local, _, domain = email.partition("@")
-    if not local or "." not in domain or " " in email or len(email) > 320 or "\x00" in email:
-        raise BadRequest(f"'{email}' is not an email address.")
-    return email
+    return email if len(email) <= 320 and _EMAIL.fullmatch(email) else None
+
+
+def normalize_email(email: str) -> str:
+    canonical = canonical_email(email)
+    if canonical is None:
+        raise BadRequest(f"'{email.strip()[:320]}' is not an email address.")
+    return canonical
 
 
 async def create(session: AsyncSession, email: str, password: str) -> User:
@@ -61,13 +79,19 @@ async def create_with_hash(session: AsyncSession, email: str, password_hash: str
 
 
 async def find(session: AsyncSession, email: str) -> User | None:
-    """The account with `email`, if any; None for anything that is not an address."""
-    return await repository.get_by_email(session, email[:320])
+    """The account with `email` (as canonical_email has it), if any."""
+    canonical = canonical_email(email)
+    return await repository.get_by_email(session, canonical) if canonical else None
 
 
 async def set_password_hash(session: AsyncSession, user_id: str, password_hash: str) -> None:
     """Store a password hashed beforehand (hash_password), outside any transaction."""
     await repository.set_password_hash(session, user_id, password_hash)
+
+
+async def set_first_password(session: AsyncSession, user_id: str, password_hash: str) -> bool:
+    """Give an account its first password; False if it has one already."""
+    return await repository.set_password_hash(session, user_id, password_hash, only_if_none=True)
 
 
 async def get_by_email(session: AsyncSession, email: str) -> User:
@@ -84,19 +108,30 @@ def check_password(password: str) -> None:
         raise BadRequest(f"The password must have at most {MAX_PASSWORD_LENGTH} characters.")
 
 
+# argon2 takes tens of megabytes and milliseconds a hash: at most this many run
+# at once in a process, so a flood of posts queues instead of taking every core
+# and the memory with it.
+_HASHING = asyncio.Semaphore(2)
+
+
+async def _off_loop(work: Callable[..., T], *args: str) -> T:
+    async with _HASHING:
+        return await asyncio.to_thread(work, *args)
+
+
 async def hash_password(password: str) -> str:
     """The hash of an acceptable password (BadRequest otherwise), computed off the loop."""
     check_password(password)
-    return await asyncio.to_thread(_password_hash.hash, password)
+    return await _off_loop(_password_hash.hash, password)
 
 
 async def verify_password(user: User | None, password: str) -> bool:
     """Whether `password` is `user`'s. No user, an account without a password and
     a wrong password take the same time and answer alike."""
     if user is None or user.password_hash is None or len(password) > MAX_PASSWORD_LENGTH:
-        await asyncio.to_thread(_password_hash.verify, password[:MAX_PASSWORD_LENGTH], _DUMMY_HASH)
+        await _off_loop(_password_hash.verify, password[:MAX_PASSWORD_LENGTH], _DUMMY_HASH)
         return False
-    return await asyncio.to_thread(_password_hash.verify, password, user.password_hash)
+    return await _off_loop(_password_hash.verify, password, user.password_hash)
 
 
 async def start_reset(session: AsyncSession, email: str) -> tuple[User, str] | None:

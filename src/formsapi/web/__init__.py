@@ -1,21 +1,19 @@
 """The settings area: a server-rendered web UI for people (the API is for programs)."""
 
 import logging
-import re
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
+from formsapi.kit.redact import redact_link_tokens
 from formsapi.web import account, forms, invitations, keys, members, organization
 from formsapi.web.context import BadCSRF, SignInRequired, render, see_other, sign_in_path
 
 router = APIRouter(include_in_schema=False)
 for module in (account, forms, invitations, keys, members, organization):
     router.include_router(module.router)
-
-_LINK_TOKEN = re.compile(r"/(invitations|reset-password)/[^\s?&\"]+")
 
 
 class RedactLinkTokens(logging.Filter):
@@ -24,8 +22,7 @@ class RedactLinkTokens(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                _LINK_TOKEN.sub(r"/\1/[redacted]", arg) if isinstance(arg, str) else arg
-                for arg in record.args
+                redact_link_tokens(arg) if isinstance(arg, str) else arg for arg in record.args
             )
         return True
 

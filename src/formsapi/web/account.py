@@ -3,6 +3,7 @@ link), and switching organization."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
+from starlette.background import BackgroundTask
 
 from formsapi.dependencies import client_ip
 from formsapi.errors import FormsAPIError
@@ -44,6 +45,14 @@ def _wait_message(seconds: int) -> str:
     minutes = max(1, round(seconds / 60))
     unit = "minute" if minutes == 1 else "minutes"
     return f"Too many failed sign-in attempts. Wait {minutes} {unit} and try again."
+
+
+async def throttled(request: Request, email: str) -> str | None:
+    """Take a sign-in throttle slot for an attempt on `email` from this address:
+    None when it may go ahead, else what to tell the person."""
+    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    wait = await throttle.attempt(email, client_ip(request))
+    return _wait_message(wait) if wait else None
 
 
 def anonymous_page(
@@ -196,20 +205,29 @@ async def forgot_password(request: Request, session: DbDep, email: FormText = ""
     except FormsAPIError as error:
         return anonymous_page(request, "forgot_password.html", 400, mail=True, error=error.detail)
     await session.commit()  # the link must exist before anyone can follow it
+    response = anonymous_page(request, "forgot_password.html", mail=True, sent=email)
     if started is not None:
+        # Sent after the response: how long the answer takes tells nothing of
+        # whether the address has an account.
         user, token = started
-        try:
-            await mailer.send(
-                user.email,
-                "Choose a new formsapi password",
-                "Someone (we hope you) asked to reset the password of the formsapi account "
-                f"{user.email}.\n\nChoose a new one here within the hour; the link works "
-                f"once:\n\n{public_link(request, f'/reset-password/{token}')}\n\n"
-                "If you did not ask for this, ignore this message: your password stays as it is.",
-            )
-        except MailNotSent as error:
-            log.warning("password reset mail not sent: %s", error)
-    return anonymous_page(request, "forgot_password.html", mail=True, sent=email)
+        response.background = BackgroundTask(
+            _send_reset, mailer, user.email, public_link(request, f"/reset-password/{token}")
+        )
+    return response
+
+
+async def _send_reset(mailer: Mailer, email: str, link: str) -> None:
+    try:
+        await mailer.send(
+            email,
+            "Choose a new formsapi password",
+            "Someone (we hope you) asked to reset the password of the formsapi account "
+            f"{email}.\n\nChoose a new one here within the hour; the link works "
+            f"once:\n\n{link}\n\n"
+            "If you did not ask for this, ignore this message: your password stays as it is.",
+        )
+    except MailNotSent as error:
+        log.warning("password reset mail not sent: %s", error)
 
 
 async def _reset_page(
@@ -244,6 +262,14 @@ async def reset_password(
         return await _reset_page(request, reader, token, 403, "This page had expired. Try again.")
     if new_password != confirm_password:
         return await _reset_page(request, reader, token, 400, "The passwords do not match.")
+    # A link that opens nothing costs no hash; one that does is throttled as sign-in is.
+    try:
+        holder = await user_service.open_reset(reader, token)
+    except FormsAPIError:
+        return await _reset_page(request, reader, token)
+    await reader.close()
+    if wait := await throttled(request, holder.email):
+        return await _reset_page(request, reader, token, 429, wait)
     try:
         password_hash = await user_service.hash_password(new_password)
         user = await user_service.finish_reset(session, token, password_hash)

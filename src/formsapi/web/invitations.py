@@ -12,7 +12,7 @@ from fastapi.responses import Response
 from formsapi.errors import FormsAPIError
 from formsapi.member import service as member_service
 from formsapi.user import service as user_service
-from formsapi.web.account import anonymous_page
+from formsapi.web.account import anonymous_page, throttled
 from formsapi.web.context import (
     CSRF_COOKIE,
     CSRF_FIELD,
@@ -85,6 +85,14 @@ async def respond(
         return await _page(request, reader, token, 403, "This page had expired. Try again.")
     if new_password != confirm_password:
         return await _page(request, reader, token, 400, "The passwords do not match.")
+    # A link that opens nothing costs no hash; one that does is throttled as sign-in is.
+    try:
+        invited = (await member_service.open_invitation(reader, token)).invitation.email
+    except FormsAPIError as error:
+        return _not_valid(request, error)
+    await reader.close()
+    if wait := await throttled(request, invited):
+        return await _page(request, reader, token, 429, wait)
     try:
         password_hash = await user_service.hash_password(new_password)  # before the transaction
         user, joined = await member_service.join_with_new_account(session, token, password_hash)
