@@ -20,14 +20,17 @@ import asyncpg
 import httpx
 import pytest
 from pwdlib.hashers.argon2 import Argon2Hasher
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from formsapi import tenancy
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.models import Base
 from formsapi.user import service as user_service
+from tests.contract import Contract
 
 IN_CI = bool(os.environ.get("CI"))
 
@@ -59,6 +62,37 @@ async def _reset(engine: AsyncEngine) -> None:
     async with engine.begin() as connection:
         await connection.run_sync(Base.metadata.drop_all)
         await connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+
+
+# Every statement the suite runs on tenant tables must be limited to one
+# organization (formsapi.tenancy): a forgotten filter fails the test that ran it.
+_UNSCOPED: list[str] = []
+
+
+def _check_tenant_scope(
+    connection: object, statement: object, multiparams: object, params: object, options: Any
+) -> None:
+    tables = tenancy.violations(statement, dict(options))
+    if tables:
+        try:
+            text = str(statement)
+        except Exception:  # a construct only a dialect can render
+            text = repr(statement)
+        _UNSCOPED.append(f"{', '.join(tables)} not limited to an organization in: {text}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tenant_scope_checked() -> Iterator[None]:
+    event.listen(Engine, "before_execute", _check_tenant_scope)
+    yield
+    event.remove(Engine, "before_execute", _check_tenant_scope)
+
+
+@pytest.fixture(autouse=True)
+def _every_statement_scoped() -> Iterator[None]:
+    _UNSCOPED.clear()
+    yield
+    assert not _UNSCOPED, "\n\n".join(_UNSCOPED)
 
 
 @pytest.fixture(scope="session")
@@ -145,10 +179,12 @@ async def session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
 
 @dataclass
 class Api:
-    """An ASGI client on an app built with the given settings."""
+    """An ASGI client on an app built with the given settings. Every /v1
+    response it gets must keep the app's OpenAPI document (tests/contract.py)."""
 
     client: httpx.AsyncClient
     settings: Settings
+    contract: Contract
 
     async def request(
         self, method: str, path: str, secret: str | None = None, **kwargs: Any
@@ -156,7 +192,11 @@ class Api:
         headers = dict(kwargs.pop("headers", {}) or {})
         if secret is not None:
             headers["Authorization"] = f"Bearer {secret}"
-        return await self.client.request(method, path, headers=headers, **kwargs)
+        response = await self.client.request(method, path, headers=headers, **kwargs)
+        if response.url.path.startswith("/v1/"):
+            broken = self.contract.problems(method, response.url.path, response)
+            assert not broken, "the response breaks the OpenAPI document:\n" + "\n".join(broken)
+        return response
 
     async def get(self, path: str, secret: str | None = None, **kwargs: Any) -> httpx.Response:
         return await self.request("GET", path, secret, **kwargs)
@@ -181,7 +221,7 @@ async def api(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Api]:
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        yield Api(client, settings)
+        yield Api(client, settings, Contract(app.openapi()))
     await release(app)
 
 

@@ -15,6 +15,7 @@ from formsapi.member import service as member_service
 from formsapi.models import Form, Organization, Plan, Role, Submission, User
 from formsapi.organization import service as organization_service
 from formsapi.submission import repository as submission_repository
+from formsapi.tenancy import scoped
 from formsapi.user import service as user_service
 
 BLOCKS: list[dict[str, Any]] = [
@@ -104,7 +105,9 @@ async def create_submission(
         {submission_repository.hour_of(submission.submitted_at): 1},
     )
     await session.execute(
-        update(Form).where(Form.id == form.id).values(response_count=Form.response_count + 1)
+        update(Form)
+        .where(scoped(Form, form.organization_id), Form.id == form.id)
+        .values(response_count=Form.response_count + 1)
     )
     await session.flush()
     return submission

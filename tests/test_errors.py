@@ -1,6 +1,8 @@
 """Bad input answers a clear problem document, never a 500."""
 
+import re
 import uuid
+from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]
 import httpx
@@ -9,9 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
+from formsapi.errors import registry
 from formsapi.kit.crypto import generate_secret
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
+
+SRC = Path(registry.__code__.co_filename).parent
 
 
 @pytest.fixture
@@ -287,3 +292,20 @@ async def test_a_database_that_cannot_be_reached_answers_503_with_retry_after() 
     assert response.headers["content-type"] == "application/problem+json"
     assert response.headers["retry-after"] == "1"
     assert response.json()["type"].endswith("/database-unavailable")
+
+
+async def test_every_problem_type_uri_answers_with_a_page_about_it(api: Api) -> None:
+    pages = {slug: await api.client.get(f"/problems/{slug}") for slug in registry()}
+    framework = await api.client.get("/problems/http-405")
+    unknown = await api.client.get("/problems/no-such-problem")
+
+    for slug, page in pages.items():
+        assert page.status_code == 200, slug
+        assert page.headers["content-type"].startswith("text/html")
+        assert registry()[slug].title in page.text
+        assert f"/problems/{slug}" in page.text
+    assert "Method Not Allowed" in framework.text
+    assert unknown.status_code == 404
+    # The slugs the handlers name outright are problem types with pages too.
+    named = set(re.findall(r'slug="([a-z-]+)"', (SRC / "problems.py").read_text()))
+    assert named <= set(registry())

@@ -15,6 +15,7 @@ from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.kit.crypto import hash_secret
 from formsapi.models import Base, SubmissionCount, SubmissionDayCount
 from formsapi.models.base import UTCDateTime
+from formsapi.tenancy import scoped
 from tests.conftest import scratch_postgres
 
 
@@ -117,7 +118,7 @@ def test_day_counts_are_backfilled_from_the_hourly_counts(empty_database: str) -
         async with create_sessionmaker(engine)() as session:
             rows = await session.execute(
                 select(SubmissionDayCount.day, SubmissionDayCount.count)
-                .where(SubmissionDayCount.form_id == form_id)
+                .where(scoped(SubmissionDayCount, "org_1"), SubmissionDayCount.form_id == form_id)
                 .order_by(SubmissionDayCount.day)
             )
             found = [(day, count) for day, count in rows]

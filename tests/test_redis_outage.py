@@ -57,16 +57,18 @@ def private_redis(tmp_path: object) -> Iterator[tuple[str, subprocess.Popen[byte
         stderr=subprocess.DEVNULL,
     )
     url = f"redis://127.0.0.1:{port}/0"
-    for _ in range(200):
-        try:
-            if Redis.from_url(url, socket_timeout=1).ping():
-                break
-        except (OSError, RedisError):
-            time.sleep(0.02)
-    yield url, process
-    process.send_signal(signal.SIGCONT)
-    process.terminate()
-    process.wait(timeout=10)
+    try:
+        for _ in range(200):
+            try:
+                if Redis.from_url(url, socket_timeout=1).ping():
+                    break
+            except (OSError, RedisError):
+                time.sleep(0.02)
+        yield url, process
+    finally:
+        process.send_signal(signal.SIGCONT)
+        process.terminate()
+        process.wait(timeout=10)
 
 
 # What a client sends Redis at the top level (never from inside a script, as

@@ -22,14 +22,15 @@ from formsapi.api_key.epoch import AuthEpoch
 from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.dependencies import CloseReadSession
-from formsapi.errors import PROBLEM_JSON, install_handlers, problem_response
+from formsapi.errors import PROBLEM_JSON, NotReady
 from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
-from formsapi.kit.request_body import RequestBody
+from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
+from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
 
 DESCRIPTION = """Read your organization's forms, their schemas and their submissions.
@@ -71,8 +72,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Leave what startup built (models, routes, schemas: most of the heap) out
-        # of garbage collection: full collections walked it all, mid-request. The
-        # page-1 p99 at 32 connections fell from 130-166 ms to 54-96 ms.
+        # of garbage collection: full collections walked it all, mid-request, and
+        # set the p99 (bench/RESULTS.md).
         gc.collect()
         gc.freeze()
         yield
@@ -124,6 +125,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+_UNAVAILABLE = {
+    "description": "The database is busy or cannot be reached; see `Retry-After`.",
+    "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+}
+
+
 def _openapi(app: FastAPI) -> dict[str, Any]:
     """FastAPI's document, less its automatic 422 (bad parameters answer 400
     here, declared by each endpoint), with errors typed as problem+json."""
@@ -155,6 +162,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             if path_name.startswith("/v1/"):
                 for operation in path.values():
                     operation.setdefault("security", [{"HTTPBearer": []}])
+                    # Any operation may find the database busy or away.
+                    operation["responses"].setdefault("503", _UNAVAILABLE)
         app.openapi_schema = schema
     return app.openapi_schema
 
@@ -201,10 +210,10 @@ def _mount_probes(app: FastAPI) -> None:
                 await connection.execute(text("SELECT 1"))
         except Exception as error:  # any failure means "not ready", never a crash
             return problem_response(
-                503,
-                "Service Unavailable",
+                NotReady.status,
+                NotReady.title,
                 f"The database is not reachable: {type(error).__name__}.",
-                slug="not-ready",
+                slug=NotReady.slug,
                 components={"database": "unreachable", **components},
             )
         return JSONResponse({"status": "ready", "components": {"database": "ok", **components}})

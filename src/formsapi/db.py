@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.util import greenlet_spawn
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
@@ -73,7 +73,7 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
     """`pool_size` (PostgreSQL) is how many connections the process keeps; past
     that a request waits up to `pool_timeout` seconds for one to come back
     rather than opening another: overflow connections, opened and closed under
-    load, cost a tenth of page-1 throughput (bench/RESULTS.md). On SQLite a
+    load, cost page-1 throughput (bench/RESULTS.md). On SQLite a
     write waits up to `pool_timeout` seconds for the write lock."""
     url = async_url(url)
     if url.startswith("sqlite"):
@@ -91,9 +91,9 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
         hide_parameters=True,
         # Prepared statements keep one plan. Left to choose, PostgreSQL planned the
         # `since` page afresh on every execution (its generic plan's estimate lost
-        # to the custom one's): 0.44-0.47 ms of server CPU a request, 0.27 with
-        # the generic plan (bench/RESULTS.md). Every statement here is an indexed
-        # lookup or range whose plan does not depend on the values bound.
+        # to the custom one's), at a cost bench/RESULTS.md records. Every statement
+        # here is an indexed lookup or range whose plan does not depend on the
+        # values bound.
         connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
     )
 
@@ -241,11 +241,11 @@ class HotStatement:
     run on the asyncpg connection itself.
 
     SQLAlchemy's execution layer (parameter and result processing, row objects)
-    cost more CPU than the page query it ran: 860 against 410 us a page-1 read
-    (bench/RESULTS.md). What it did for these statements is done here: the
-    parameters are already in the driver's types and the rows are read by
-    position. SQLite keeps the ordinary path, which stores times as text and
-    needs the column types' processing."""
+    cost more CPU than the page query it ran (bench/RESULTS.md). What it did
+    for these statements is done here: the parameters are already in the
+    driver's types and the rows are read by position. SQLite keeps the
+    ordinary path, which stores times as text and needs the column types'
+    processing."""
 
     def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self.statement = statement
@@ -272,8 +272,8 @@ class HotStatement:
 
         A read session (autocommit) with no connection of its own yet borrows
         one from the pool for this statement alone: the session's transaction
-        and connection bookkeeping cost ~90 us a page-1 read, more than the
-        fetch itself (bench/RESULTS.md)."""
+        and connection bookkeeping cost more than the fetch itself
+        (bench/RESULTS.md)."""
         engine = session.bind
         if not isinstance(engine, AsyncEngine):
             raise TypeError("HotStatement needs a session bound to an engine")
@@ -290,8 +290,23 @@ class HotStatement:
         try:
             return await _fetch_pooled(engine, sql, values)
         except ConnectionDropped:
-            # An autocommit read has nothing to lose: once more, on a fresh connection.
-            return await _fetch_pooled(engine, sql, values)
+            # A restart closed the pool's connections. An autocommit read has
+            # nothing to lose: again, through SQLAlchemy's ordinary execution,
+            # which on meeting another dropped connection has the pool replace
+            # every connection opened before it, at once.
+            return await self._ordinary(engine, parameters)
+
+    async def _ordinary(
+        self, engine: AsyncEngine, parameters: Mapping[str, object]
+    ) -> Sequence[Sequence[Any]]:
+        for attempt in range(2):
+            try:
+                async with engine.connect() as connection:
+                    return (await connection.execute(self.statement, parameters)).all()
+            except DBAPIError as error:
+                if attempt or not error.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _autocommit(engine: AsyncEngine) -> bool:
@@ -311,22 +326,12 @@ async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> 
         rows: list[Any] = await driver.fetch(sql, *values)
     except Exception as error:
         if _closed(driver, error):
-            await greenlet_spawn(_invalidate_generation, engine, pooled, error)
+            await greenlet_spawn(pooled.invalidate, error)
             raise ConnectionDropped(str(error)) from error
         raise
     finally:
         await greenlet_spawn(pooled.close)
     return rows
-
-
-def _invalidate_generation(
-    engine: AsyncEngine, pooled: PoolProxiedConnection, error: BaseException
-) -> None:
-    # What SQLAlchemy's execution does on a disconnect: invalidate this
-    # connection, and have the pool replace every connection opened before it
-    # (a restart closed them all) at their next checkout, once, however many
-    # requests meet the restart at the same time.
-    engine.sync_engine.pool._invalidate(pooled, error)
 
 
 def _closed(driver: Any, error: Exception) -> bool:

@@ -40,8 +40,8 @@ async def get_read_session(request: Request) -> AsyncSession:
     """A session for endpoints that only read: each statement in autocommit,
     one round trip instead of BEGIN, SELECT, COMMIT.
 
-    Not a `yield` dependency: FastAPI's exit handling for those cost ~5% of a
-    page-1 read, whose statements borrow a pooled connection of their own and
+    Not a `yield` dependency: FastAPI's exit handling for those cost a share of
+    a page-1 read, whose statements borrow a pooled connection of their own and
     leave the session unused (bench/RESULTS.md). CloseReadSession closes it
     after the response, when it was used."""
     session: AsyncSession = request.app.state.read_sessionmaker()

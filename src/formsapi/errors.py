@@ -1,28 +1,15 @@
-"""The error tree and its RFC 9457 problem+json rendering.
+"""The error tree: each kind of problem the service answers, with its status,
+title and `type` slug, and its OpenAPI description.
 
-Services raise FormsAPIError subclasses; one handler renders them. Bad query,
-path or header parameters answer 400 naming each parameter; a bad JSON body
-answers 422 with a JSON pointer per field (400 when it is not JSON at all).
+Services raise FormsAPIError subclasses; formsapi.problems renders them as
+RFC 9457 problem documents. Each class's docstring is what its problem type
+URI (`/problems/{slug}`) shows people.
 """
 
-import json
-import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import orjson
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
-
-from formsapi.db import locked, unreachable
-from formsapi.kit.redact import redact_link_tokens
-
-log = logging.getLogger("formsapi")
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -71,6 +58,10 @@ DEFAULT_DESCRIPTIONS = {
 
 
 class FormsAPIError(Exception):
+    """Something went wrong on the service's side. Nothing you sent caused it;
+    the error is logged with the request's id. Retry later, and if it persists,
+    tell whoever runs the service."""
+
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Internal Server Error"
     slug: ClassVar[str] = "internal"
@@ -89,24 +80,38 @@ class FormsAPIError(Exception):
 
 
 class BadRequest(FormsAPIError):
+    """The request cannot be taken as it is; `detail` says what is wrong."""
+
     status = 400
     title = "Bad Request"
     slug = "bad-request"
 
 
 class MalformedJSON(FormsAPIError):
+    """The body is not JSON the service takes: it must be I-JSON (RFC 7493:
+    UTF-8, no lone surrogates, no NaN or Infinity, numbers a double holds),
+    nested at most 32 levels deep. `detail` says where it went wrong."""
+
     status = 400
     title = "Malformed JSON"
     slug = "malformed-json"
 
 
 class InvalidParameters(FormsAPIError):
+    """A query, path or header parameter is invalid (`limit=0`, `page=abc`, an
+    id with characters no id has, ...). `invalidParams` names each one, where it
+    was and why."""
+
     status = 400
     title = "Invalid parameters"
     slug = "invalid-parameters"
 
 
 class Unauthorized(FormsAPIError):
+    """The API key is missing, malformed, unknown or revoked. Send it as
+    `Authorization: Bearer fapi_...`; a revoked key needs replacing in the
+    settings area under API keys."""
+
     status = 401
     title = "Unauthorized"
     slug = "unauthorized"
@@ -117,36 +122,51 @@ class Unauthorized(FormsAPIError):
 
 
 class Forbidden(FormsAPIError):
+    """The key (or person) may not do this: the key lacks the scope the endpoint
+    needs (`requiredScope` names it), or its creator's role does not allow it."""
+
     status = 403
     title = "Forbidden"
     slug = "forbidden"
 
 
 class NotFound(FormsAPIError):
+    """There is no such form, submission, key, member or invitation in your
+    organization. Another organization's object answers exactly the same."""
+
     status = 404
     title = "Not Found"
     slug = "not-found"
 
 
 class FormNotFound(NotFound):
+    """There is no such form in your organization."""
+
     def __init__(self, form_id: str) -> None:
         super().__init__(f"No form with id '{form_id}'.")
 
 
 class MethodNotAllowed(FormsAPIError):
+    """The path exists, but not for this HTTP method; the `Allow` header lists
+    those it takes."""
+
     status = 405
     title = "Method Not Allowed"
     slug = "method-not-allowed"
 
 
 class Conflict(FormsAPIError):
+    """The request conflicts with the current state of what it acts on;
+    `detail` says how."""
+
     status = 409
     title = "Conflict"
     slug = "conflict"
 
 
 class ValidationFailed(FormsAPIError):
-    """422 listing every error, each with the JSON pointer of what it is about."""
+    """The body is JSON but invalid: `errors` lists every problem, each with the
+    JSON pointer (RFC 6901) of the field it is about. Fix them all and send again."""
 
     status = 422
     title = "Validation failed"
@@ -157,253 +177,75 @@ class ValidationFailed(FormsAPIError):
 
 
 class RequestTimeout(FormsAPIError):
+    """The request body did not arrive in full within the time the service
+    allows (`FORMSAPI_BODY_TIMEOUT`, 10 s by default). Send it again."""
+
     status = 408
     title = "Request Timeout"
     slug = "request-timeout"
 
 
 class PayloadTooLarge(FormsAPIError):
+    """The body is larger than the service accepts (`FORMSAPI_MAX_BODY_BYTES`,
+    1 MiB by default)."""
+
     status = 413
     title = "Payload Too Large"
     slug = "payload-too-large"
 
 
 class UnsupportedMediaType(FormsAPIError):
+    """The body is not JSON: send it with `Content-Type: application/json`."""
+
     status = 415
     title = "Unsupported Media Type"
     slug = "unsupported-media-type"
 
 
 class Busy(FormsAPIError):
+    """Every database connection (or SQLite's write lock) stayed busy for the
+    whole wait the service allows. Nothing was done: retry after `Retry-After`."""
+
     status = 503
     title = "Service Busy"
     slug = "busy"
 
 
 class DatabaseUnavailable(FormsAPIError):
+    """The database cannot be reached right now. A read, or a write sent with an
+    `Idempotency-Key`, can be retried after `Retry-After`; a write without one
+    may or may not have been saved, so read before retrying it."""
+
     status = 503
     title = "Database Unavailable"
     slug = "database-unavailable"
 
 
 class RateLimited(FormsAPIError):
+    """Too many requests from this address in the last minute (120 a minute on
+    the standard plan, 1,200 on pro). Wait `Retry-After` seconds."""
+
     status = 429
     title = "Too Many Requests"
     slug = "rate-limited"
 
 
-_STATUS_SLUGS: dict[int, type[FormsAPIError]] = {
-    400: BadRequest,
-    401: Unauthorized,
-    403: Forbidden,
-    404: NotFound,
-    405: MethodNotAllowed,
-    409: Conflict,
-    408: RequestTimeout,
-    413: PayloadTooLarge,
-    415: UnsupportedMediaType,
-    429: RateLimited,
-}
+class NotReady(FormsAPIError):
+    """The instance cannot serve requests: its database does not answer. A load
+    balancer takes it out of rotation until `/readyz` answers 200 again."""
+
+    status = 503
+    title = "Service Unavailable"
+    slug = "not-ready"
 
 
-def problem_response(
-    status: int,
-    title: str,
-    detail: str,
-    *,
-    slug: str,
-    instance: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    **extensions: Any,
-) -> Response:
-    body: dict[str, Any] = {
-        # Relative URIs resolve against the service; /problems/{slug} documents each.
-        "type": f"/problems/{slug}",
-        "title": title,
-        "status": status,
-        "detail": detail,
-    }
-    if instance:
-        body["instance"] = instance
-    body.update(extensions)
-    try:
-        content = orjson.dumps(body)
-    except orjson.JSONEncodeError:
-        # Text from the request that no UTF-8 encoder takes (a lone surrogate in
-        # a name the problem quotes): the standard library escapes it instead.
-        content = json.dumps(body, default=str).encode()
-    return Response(content, status_code=status, headers=headers, media_type=PROBLEM_JSON)
-
-
-def _location_text(loc: Sequence[Any]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
-def _json_pointer(loc: Sequence[Any], body: Any = None, missing: bool = False) -> str:
-    """RFC 6901 pointer into the request body. Pydantic puts the tag of a
-    discriminated union into the location (blocks/0/short_text/title); such a
-    segment names nothing in the body, so it is dropped, unless it is the
-    missing field the error is about."""
-    parts: list[str] = []
-    node = body
-    for index, part in enumerate(loc):
-        names_missing_field = missing and index == len(loc) - 1
-        if (
-            isinstance(node, dict)
-            and isinstance(part, str)
-            and part not in node
-            and not names_missing_field
-        ):
-            continue
-        parts.append(str(part))
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            node = None
-    return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-def _validation_problem(request: Request, exc: RequestValidationError) -> Response:
-    errors = exc.errors()
-    if any(error["type"] == "json_invalid" for error in errors):
-        return problem_response(
-            400,
-            MalformedJSON.title,
-            "The request body is not valid JSON.",
-            slug=MalformedJSON.slug,
-            instance=request.url.path,
-        )
-    body_errors = [e for e in errors if e["loc"] and e["loc"][0] == "body"]
-    if body_errors:
-        return problem_response(
-            422,
-            "Validation failed",
-            "The request body has invalid fields.",
-            slug="validation-failed",
-            instance=request.url.path,
-            errors=[
-                {
-                    "pointer": _json_pointer(e["loc"][1:], exc.body, e["type"] == "missing"),
-                    "detail": e["msg"].removeprefix("Value error, "),
-                }
-                for e in body_errors
-            ],
-        )
-    invalid = [
-        {"name": _location_text(e["loc"][1:]), "in": e["loc"][0], "reason": e["msg"]}
-        for e in errors
-    ]
-    names = ", ".join(f"'{p['name']}'" for p in invalid)
-    return problem_response(
-        400,
-        InvalidParameters.title,
-        f"Invalid value for {names}: " + "; ".join(p["reason"] for p in invalid) + ".",
-        slug=InvalidParameters.slug,
-        instance=request.url.path,
-        invalidParams=invalid,
-    )
-
-
-def _logged(request: Request) -> str:
-    """The path as a log line may quote it: without the secret of a link."""
-    return redact_link_tokens(request.url.path)
-
-
-def install_handlers(app: FastAPI) -> None:
-    async def on_formsapi_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, FormsAPIError)
-        return problem_response(
-            exc.status,
-            exc.title,
-            exc.detail,
-            slug=exc.slug,
-            instance=request.url.path,
-            headers=exc.headers,
-            **exc.extensions,
-        )
-
-    async def on_validation_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestValidationError)
-        return _validation_problem(request, exc)
-
-    async def on_http_error(request: Request, exc: Exception) -> Response:
-        # Starlette's own errors: unknown route, wrong method.
-        assert isinstance(exc, StarletteHTTPException)
-        kind = _STATUS_SLUGS.get(exc.status_code)
-        slug = kind.slug if kind else f"http-{exc.status_code}"
-        title = kind.title if kind else "HTTP Error"
-        detail = exc.detail if isinstance(exc.detail, str) else title
-        return problem_response(
-            exc.status_code,
-            title,
-            detail,
-            slug=slug,
-            instance=request.url.path,
-            headers=exc.headers,
-        )
-
-    async def on_pool_timeout(request: Request, exc: Exception) -> Response:
-        # Every database connection stayed busy for the whole pool timeout.
-        log.warning("no database connection free for %s %s", request.method, _logged(request))
-        busy = Busy(
-            "Every database connection is busy. Retry in a second.", headers={"Retry-After": "1"}
-        )
-        return await on_formsapi_error(request, busy)
-
-    async def on_database_error(request: Request, exc: Exception) -> Response:
-        if locked(exc):
-            # SQLite's write lock stayed taken for the whole busy timeout.
-            log.warning("database busy for %s %s", request.method, _logged(request))
-            busy = Busy(
-                "The database is busy with other writes. Retry in a second.",
-                headers={"Retry-After": "1"},
-            )
-            return await on_formsapi_error(request, busy)
-        if not unreachable(exc):
-            return await on_unexpected(request, exc)
-        # A restart or an outage, not a bug: the pool reconnects on its next checkout.
-        cause = exc.orig if isinstance(exc, DBAPIError) else exc
-        # The type only: a statement's text stays out of the log.
-        log.warning(
-            "database unavailable for %s %s: %s",
-            request.method,
-            _logged(request),
-            type(cause).__name__,
-        )
-        if request.method in ("GET", "HEAD") or request.headers.get("idempotency-key"):
-            detail = "The database cannot be reached right now. Retry in a second."
-            headers = {"Retry-After": "1"}
-        else:
-            # A write whose commit lost its connection may have been saved:
-            # no Retry-After to invite a blind retry that could save it twice.
-            detail = (
-                "The database cannot be reached right now; the write may or may not "
-                "have been saved. Retry with an Idempotency-Key, or read before retrying."
-            )
-            headers = {}
-        return await on_formsapi_error(request, DatabaseUnavailable(detail, headers=headers))
-
-    async def on_unexpected(request: Request, exc: Exception) -> Response:
-        request_id = request.headers.get("x-request-id", "")
-        log.exception(
-            "unhandled error on %s %s (request id %r)", request.method, _logged(request), request_id
-        )
-        return problem_response(
-            500,
-            "Internal Server Error",
-            "Something went wrong on our side.",
-            slug="internal",
-            instance=request.url.path,
-        )
-
-    app.add_exception_handler(FormsAPIError, on_formsapi_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(PoolTimeout, on_pool_timeout)
-    # OSError: refused, reset, timed out or unresolved connections, and the
-    # hot reads' DatabaseUnreachable; on_database_error sends the rest on to 500.
-    for error in (DBAPIError, OSError):
-        app.add_exception_handler(error, on_database_error)
-    app.add_exception_handler(Exception, on_unexpected)
+def registry() -> dict[str, type[FormsAPIError]]:
+    """Every problem type by slug: each class that names its own."""
+    found: dict[str, type[FormsAPIError]] = {}
+    queue: list[type[FormsAPIError]] = [FormsAPIError]
+    while queue:
+        kind = queue.pop()
+        if "slug" in vars(kind):
+            found.setdefault(kind.slug, kind)
+        queue.extend(kind.__subclasses__())
+    return found

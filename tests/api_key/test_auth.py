@@ -5,6 +5,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.api_key import service as api_key_service
 from formsapi.kit import crypto
 from formsapi.models import APIKey, Membership
+from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_key, create_org
 
@@ -72,7 +73,7 @@ async def test_keys_of_a_removed_member_stop_working(api: Api, session: AsyncSes
     org = await create_org(session)
     _, secret = await create_key(session, org)
     await session.commit()
-    membership = await session.scalar(select(Membership))
+    membership = await session.scalar(select(Membership).where(scoped(Membership, org.id)))
     assert membership is not None
 
     await session.delete(membership)
@@ -86,7 +87,7 @@ async def test_only_a_hash_of_the_secret_is_stored(api: Api, session: AsyncSessi
     key_id, secret = await create_key(session, org)
     await session.commit()
 
-    key = await session.get(APIKey, key_id)
+    key = await session.scalar(select(APIKey).where(scoped(APIKey, org.id), APIKey.id == key_id))
 
     assert key is not None
     assert secret not in {key.secret_hash, key.prefix, key.name, key.id}
@@ -102,8 +103,11 @@ async def test_use_is_recorded(api: Api, session: AsyncSession) -> None:
 
     await api.get("/v1/forms", secret)
 
-    session.expire_all()
-    key = await session.get(APIKey, key_id)
+    key = await session.scalar(
+        select(APIKey)
+        .where(scoped(APIKey, org.id), APIKey.id == key_id)
+        .execution_options(populate_existing=True)
+    )
     assert key is not None
     assert key.last_used_at is not None
 

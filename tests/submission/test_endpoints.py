@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Submission
 from formsapi.submission import repository as submission_repository
+from formsapi.submission.repository import paging
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_submission
 
@@ -245,7 +246,7 @@ async def test_deep_pages_match_the_order_of_shallow_ones(
     # A seek reads the daily counts `chunk` days at a time, then the found day's
     # hours as many at a time; two a step makes it walk many steps of each, as
     # it would on a sparse form.
-    monkeypatch.setattr(submission_repository, "SEEK_CHUNK", chunk)
+    monkeypatch.setattr(paging, "SEEK_CHUNK", chunk)
     # Deep offsets are found through the daily and hourly counts (the rows span
     # twelve days); pages must still tile the same newest-first order, ties by id.
     org = await create_org(session)

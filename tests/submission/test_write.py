@@ -13,6 +13,7 @@ from formsapi.idempotency.service import RETENTION
 from formsapi.kit.time import shift
 from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.submission import repository as submission_repository
+from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
@@ -231,14 +232,22 @@ async def test_counts_stay_exact_under_concurrent_posts_and_deletes(
     assert all(r.status_code == 204 for r in results[160:])
 
     rows = await session.scalar(
-        select(func.count()).select_from(Submission).where(Submission.form_id == form_id)
+        select(func.count())
+        .select_from(Submission)
+        .where(scoped(Submission, org_id), Submission.form_id == form_id)
     )
-    counted = await session.scalar(select(Form.response_count).where(Form.id == form_id))
+    counted = await session.scalar(
+        select(Form.response_count).where(scoped(Form, org_id), Form.id == form_id)
+    )
     hourly = await session.scalar(
-        select(func.sum(SubmissionCount.count)).where(SubmissionCount.form_id == form_id)
+        select(func.sum(SubmissionCount.count)).where(
+            scoped(SubmissionCount, org_id), SubmissionCount.form_id == form_id
+        )
     )
     daily = await session.scalar(
-        select(func.sum(SubmissionDayCount.count)).where(SubmissionDayCount.form_id == form_id)
+        select(func.sum(SubmissionDayCount.count)).where(
+            scoped(SubmissionDayCount, org_id), SubmissionDayCount.form_id == form_id
+        )
     )
     listed = (await api.get(url, secret)).json()["pagination"]["total"]
     assert rows == counted == hourly == daily == listed == 200 - 25
@@ -311,7 +320,7 @@ async def test_counts_added_for_many_hours_at_once_land_in_their_days(
     await submission_repository.add_counts(session, org.id, form.id, {day + timedelta(hours=5): -1})
     rows = await session.execute(
         select(SubmissionDayCount.day, SubmissionDayCount.count)
-        .where(SubmissionDayCount.form_id == form.id)
+        .where(scoped(SubmissionDayCount, org.id), SubmissionDayCount.form_id == form.id)
         .order_by(SubmissionDayCount.day)
     )
 

@@ -23,6 +23,7 @@ from formsapi.db import create_sessionmaker
 from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, User
 from tests.conftest import Api
+from tests.contract import Contract
 from tests.factories import create_user
 
 PASSWORD = "correct horse battery"  # what tests.factories.create_user gives everyone
@@ -162,7 +163,7 @@ async def api(app: FastAPI, settings: Settings) -> AsyncIterator[Api]:
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url=BASE_URL
     ) as client:
-        yield Api(client, settings)
+        yield Api(client, settings, Contract(app.openapi()))
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from formsapi.db import create_sessionmaker
 from formsapi.kit.time import utcnow
 from formsapi.models import Invitation, Role
 from formsapi.organization import service as organization_service
+from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_user
 from tests.web.conftest import (
@@ -476,7 +477,9 @@ async def test_an_expired_or_bogus_invitation_link_shows_a_clear_page(
     if link == "expired":
         async with create_sessionmaker(engine)() as other, other.begin():
             await other.execute(
-                update(Invitation).values(expires_at=utcnow() - timedelta(seconds=1))
+                update(Invitation)
+                .where(scoped(Invitation, organization.id))
+                .values(expires_at=utcnow() - timedelta(seconds=1))
             )
     else:
         path = "/invitations/not-a-real-token"

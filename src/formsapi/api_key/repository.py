@@ -5,6 +5,7 @@ from sqlalchemy import Row, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import APIKey, Membership, Organization, User
+from formsapi.tenancy import same_organization, scoped, unscoped
 
 
 async def find_for_request(session: AsyncSession, secret_hash: str) -> Row[APIKey, str, str] | None:
@@ -17,19 +18,21 @@ async def find_for_request(session: AsyncSession, secret_hash: str) -> Row[APIKe
         .join(Organization, Organization.id == APIKey.organization_id)
         .join(
             Membership,
-            (Membership.organization_id == APIKey.organization_id)
-            & (Membership.user_id == APIKey.user_id),
+            same_organization(Membership, APIKey) & (Membership.user_id == APIKey.user_id),
         )
         .where(APIKey.secret_hash == secret_hash)
     )
+    statement = unscoped(statement, "the key's hash is how the caller's organization is found")
     return (await session.execute(statement)).first()
 
 
-async def touch(session: AsyncSession, key_id: str, now: datetime, stale_before: datetime) -> None:
+async def touch(
+    session: AsyncSession, organization_id: str, key_id: str, now: datetime, stale_before: datetime
+) -> None:
     # Conditional, so a busy key writes at most once per interval.
     await session.execute(
         update(APIKey)
-        .where(APIKey.id == key_id)
+        .where(scoped(APIKey, organization_id), APIKey.id == key_id)
         .where(or_(APIKey.last_used_at.is_(None), APIKey.last_used_at < stale_before))
         .values(last_used_at=now)
     )
@@ -38,14 +41,16 @@ async def touch(session: AsyncSession, key_id: str, now: datetime, stale_before:
 async def list_for_organization(session: AsyncSession, organization_id: str) -> list[APIKey]:
     statement = (
         select(APIKey)
-        .where(APIKey.organization_id == organization_id)
+        .where(scoped(APIKey, organization_id))
         .order_by(APIKey.created_at.desc(), APIKey.id.desc())
     )
     return list(await session.scalars(statement))
 
 
 async def get(session: AsyncSession, key_id: str) -> APIKey | None:
-    return await session.get(APIKey, key_id)
+    """A key by id alone: the operator's command line names no organization."""
+    statement = unscoped(select(APIKey).where(APIKey.id == key_id), "the operator names a key")
+    return await session.scalar(statement)
 
 
 async def list_with_creators(
@@ -58,10 +63,9 @@ async def list_with_creators(
         .join(User, User.id == APIKey.user_id)
         .outerjoin(
             Membership,
-            (Membership.organization_id == APIKey.organization_id)
-            & (Membership.user_id == APIKey.user_id),
+            same_organization(Membership, APIKey) & (Membership.user_id == APIKey.user_id),
         )
-        .where(APIKey.organization_id == organization_id)
+        .where(scoped(APIKey, organization_id))
         .order_by(APIKey.created_at.desc(), APIKey.id.desc())
     )
     return (await session.execute(statement)).all()
@@ -69,7 +73,7 @@ async def list_with_creators(
 
 async def get_in(session: AsyncSession, organization_id: str, key_id: str) -> APIKey | None:
     return await session.scalar(
-        select(APIKey).where(APIKey.organization_id == organization_id, APIKey.id == key_id)
+        select(APIKey).where(scoped(APIKey, organization_id), APIKey.id == key_id)
     )
 
 
@@ -79,7 +83,7 @@ async def role_of(session: AsyncSession, organization_id: str, user_id: str) -> 
     the member's keys) waits for the key being made, or this for the removal."""
     return await session.scalar(
         select(Membership.role)
-        .where(Membership.organization_id == organization_id, Membership.user_id == user_id)
+        .where(scoped(Membership, organization_id), Membership.user_id == user_id)
         .with_for_update(read=True)
     )
 
@@ -90,7 +94,7 @@ async def revoke_all_of(
     await session.execute(
         update(APIKey)
         .where(
-            APIKey.organization_id == organization_id,
+            scoped(APIKey, organization_id),
             APIKey.user_id == user_id,
             APIKey.revoked_at.is_(None),
         )

@@ -153,7 +153,9 @@ async def authenticate(
             if not cache.due_for_touch(principal.key_id):
                 return principal
         now = utcnow()
-        await repository.touch(session, principal.key_id, now, now - LAST_USED_RESOLUTION)
+        await repository.touch(
+            session, principal.organization_id, principal.key_id, now, now - LAST_USED_RESOLUTION
+        )
     return principal
 
 

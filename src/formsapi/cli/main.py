@@ -13,7 +13,6 @@ from typing import Annotated, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -37,7 +36,6 @@ from formsapi.kit.time import isoformat_z
 from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, Plan, Role, User
 from formsapi.organization import service as organization_service
-from formsapi.user import repository as user_repository
 from formsapi.user import service as user_service
 
 T = TypeVar("T")
@@ -316,7 +314,7 @@ async def _fill_with_progress(
 
 async def _create_demo_org(session: AsyncSession) -> tuple[Organization, User]:
     organization = await organization_service.create(session, "Acme (demo)", Plan.standard)
-    user = await user_repository.get_by_email(session, DEMO_EMAIL)
+    user = await user_service.find(session, DEMO_EMAIL)
     if user is None:
         user = await user_service.create(session, DEMO_EMAIL, secrets.token_urlsafe(12))
     await member_service.add_directly(session, organization.id, user, Role.owner)
@@ -327,19 +325,19 @@ async def _ensure_demo(session: AsyncSession) -> tuple[str, str, str, str]:
     """The demo organization, created and filled on first use, with a fresh key
     and a fresh password for its owner: `--demo` is for trying things out, and
     a password printed by an earlier run is easily lost."""
-    owner = await user_repository.get_by_email(session, DEMO_EMAIL)
-    membership = None
-    if owner is not None:
-        membership = await session.scalar(
-            select(Membership)
-            .where(Membership.user_id == owner.id, Membership.role == Role.owner)
-            .limit(1)
+    owner = await user_service.find(session, DEMO_EMAIL)
+    owned = [
+        organization
+        for organization, role in (
+            await member_service.organizations_of(session, owner.id) if owner else []
         )
-    if owner is None or membership is None:
+        if role == Role.owner
+    ]
+    if owner is None or not owned:
         organization, owner = await _create_demo_org(session)
         await _fill_with_progress(session, organization.id, 8, 2000, seed=None)
     else:
-        organization = await organization_service.get(session, membership.organization_id)
+        organization = owned[0]
     return (organization.id, DEMO_EMAIL, *await _demo_access(session, organization, owner))
 
 

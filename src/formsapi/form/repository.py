@@ -16,6 +16,7 @@ from formsapi.models import (
     SubmissionCount,
     SubmissionDayCount,
 )
+from formsapi.tenancy import scoped, unscoped
 
 SummaryRow = Row[str, str, str, str, int, datetime, int]
 
@@ -23,7 +24,7 @@ SummaryRow = Row[str, str, str, str, int, datetime, int]
 @cache
 def _page_statement() -> Select[str, str, str, str, int, datetime, int]:
     """Built once; each row carries the organization's form count."""
-    of_organization = Form.organization_id == bindparam("organization_id")
+    of_organization = scoped(Form, bindparam("organization_id"))
     total = select(func.count()).select_from(Form).where(of_organization).scalar_subquery()
     return (
         select(
@@ -51,16 +52,14 @@ async def list_page(
 
 
 async def count(session: AsyncSession, organization_id: str) -> int:
-    statement = (
-        select(func.count()).select_from(Form).where(Form.organization_id == organization_id)
-    )
+    statement = select(func.count()).select_from(Form).where(scoped(Form, organization_id))
     return int(await session.scalar(statement) or 0)
 
 
 async def get(
     session: AsyncSession, organization_id: str, form_id: str, *, for_update: bool = False
 ) -> Form | None:
-    statement = select(Form).where(Form.organization_id == organization_id, Form.id == form_id)
+    statement = select(Form).where(scoped(Form, organization_id), Form.id == form_id)
     if for_update:
         # Orders this change against concurrent submissions and edits of the form.
         statement = statement.with_for_update()
@@ -70,7 +69,7 @@ async def get(
 async def slug_taken(
     session: AsyncSession, organization_id: str, slug: str, except_form: str | None = None
 ) -> bool:
-    statement = select(Form.id).where(Form.organization_id == organization_id, Form.slug == slug)
+    statement = select(Form.id).where(scoped(Form, organization_id), Form.slug == slug)
     if except_form is not None:
         statement = statement.where(Form.id != except_form)
     return await session.scalar(statement.limit(1)) is not None
@@ -90,7 +89,7 @@ async def lock_for_submission(
     and a rollback (invalid answers) takes the count back."""
     statement = (
         update(Form)
-        .where(Form.organization_id == organization_id, Form.id == form_id)
+        .where(scoped(Form, organization_id), Form.id == form_id)
         .where(Form.status == FormStatus.published)
         .values(response_count=Form.response_count + 1)
         .returning(Form.id, Form.version, Form.blocks)
@@ -104,7 +103,7 @@ async def add_to_count(
     """Move the form's counter (taking its row lock); False if there is no such form."""
     moved = await session.execute(
         update(Form)
-        .where(Form.organization_id == organization_id, Form.id == form_id)
+        .where(scoped(Form, organization_id), Form.id == form_id)
         .values(response_count=Form.response_count + delta)
         .returning(Form.id)
     )
@@ -116,13 +115,9 @@ async def delete(session: AsyncSession, organization_id: str, form_id: str) -> N
     alone), so each delete uses an index that starts with the organization."""
     for table in (Submission, SubmissionCount, SubmissionDayCount, FormVersion):
         await session.execute(
-            sa_delete(table).where(
-                table.organization_id == organization_id, table.form_id == form_id
-            )
+            sa_delete(table).where(scoped(table, organization_id), table.form_id == form_id)
         )
-    await session.execute(
-        sa_delete(Form).where(Form.organization_id == organization_id, Form.id == form_id)
-    )
+    await session.execute(sa_delete(Form).where(scoped(Form, organization_id), Form.id == form_id))
 
 
 async def get_public(session: AsyncSession, form_id: str) -> Row[Form, list[str]] | None:
@@ -135,6 +130,7 @@ async def get_public(session: AsyncSession, form_id: str) -> Row[Form, list[str]
         .join(Organization, Organization.id == Form.organization_id)
         .where(Form.id == form_id, Form.status.in_([FormStatus.published, FormStatus.closed]))
     )
+    statement = unscoped(statement, "a public form's page, found by its id alone")
     return (await session.execute(statement)).first()
 
 
@@ -143,7 +139,7 @@ async def all_versions(
 ) -> Sequence[FormVersion]:
     statement = (
         select(FormVersion)
-        .where(FormVersion.organization_id == organization_id, FormVersion.form_id == form_id)
+        .where(scoped(FormVersion, organization_id), FormVersion.form_id == form_id)
         .order_by(FormVersion.version.desc())
     )
     return (await session.scalars(statement)).all()

@@ -102,16 +102,26 @@ TRANSITIONS: dict[str, tuple[str, ...]] = {
 
 
 class InvalidTransition(Conflict):
+    """A form's status cannot move that way: draft to published, published to
+    closed, closed to published, anything to archived. `allowedTransitions`
+    lists where this form may go."""
+
     title = "Invalid status transition"
     slug = "invalid-transition"
 
 
 class FormArchived(Conflict):
+    """The form is archived, and archived forms are read-only: its blocks,
+    title, slug and status stay as they are."""
+
     title = "Form archived"
     slug = "form-archived"
 
 
 class SlugTaken(Conflict):
+    """Another form of your organization has this slug: choose another, or
+    leave it out to have one made from the title."""
+
     title = "Slug taken"
     slug = "slug-taken"
 
@@ -225,6 +235,10 @@ async def update(
 
 
 class HasSubmissions(Conflict):
+    """The form has submissions, which deleting it would delete too. Archive it
+    to keep them (PATCH its status to `archived`), or repeat the DELETE with
+    `?deleteSubmissions=true` to delete both for good."""
+
     title = "Form has submissions"
     slug = "form-has-submissions"
 

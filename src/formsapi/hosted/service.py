@@ -1,10 +1,9 @@
 """The respondent's side: a form's public page turns posted fields into
 answers and takes them through the same validation as the API."""
 
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.datastructures import FormData
 
 from formsapi.form import repository as form_repository
 from formsapi.form.blocks import (
@@ -19,7 +18,15 @@ from formsapi.form.blocks import (
 from formsapi.kit.ids import is_plausible
 from formsapi.models import Form
 
-HONEYPOT = "website"  # a field people never see and bots fill in
+HONEYPOT = "website"
+
+
+class Posted(Protocol):
+    """The fields of a posted form (the web framework's FormData fits)."""
+
+    def get(self, key: str) -> object: ...
+
+    def getlist(self, key: str) -> list[Any]: ...  # a field people never see and bots fill in
 
 
 async def public_form(session: AsyncSession, form_id: str) -> tuple[Form, list[str]] | None:
@@ -44,7 +51,7 @@ def _typed(question: Question, raw: str) -> Any:
     return raw
 
 
-def answers_from(blocks: list[Block], posted: FormData) -> dict[str, Any]:
+def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
     """Posted fields to answers: empty fields are no answer; checkboxes join."""
     answers: dict[str, Any] = {}
     for question in questions(blocks):
@@ -59,5 +66,5 @@ def answers_from(blocks: list[Block], posted: FormData) -> dict[str, Any]:
     return answers
 
 
-def is_spam(posted: FormData) -> bool:
+def is_spam(posted: Posted) -> bool:
     return bool(posted.get(HONEYPOT))

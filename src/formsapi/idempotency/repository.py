@@ -5,6 +5,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import IdempotencyKey
+from formsapi.tenancy import scoped
 
 
 async def get_live(
@@ -12,7 +13,7 @@ async def get_live(
 ) -> IdempotencyKey | None:
     return await session.scalar(
         select(IdempotencyKey).where(
-            IdempotencyKey.organization_id == organization_id,
+            scoped(IdempotencyKey, organization_id),
             IdempotencyKey.key == key,
             IdempotencyKey.created_at >= since,
         )
@@ -57,7 +58,7 @@ async def record(
 ) -> None:
     await session.execute(
         update(IdempotencyKey)
-        .where(IdempotencyKey.organization_id == organization_id, IdempotencyKey.key == key)
+        .where(scoped(IdempotencyKey, organization_id), IdempotencyKey.key == key)
         .values(status=status, body=body, location=location)
     )
 
@@ -65,7 +66,7 @@ async def record(
 async def delete_expired(session: AsyncSession, organization_id: str, before: datetime) -> None:
     await session.execute(
         delete(IdempotencyKey).where(
-            IdempotencyKey.organization_id == organization_id,
+            scoped(IdempotencyKey, organization_id),
             IdempotencyKey.created_at < before,
         )
     )

@@ -26,6 +26,10 @@ RETENTION = timedelta(hours=24)
 
 
 class IdempotencyKeyReused(FormsAPIError):
+    """This Idempotency-Key was used in the last 24 hours for a different
+    request (another path or body). A key stands for one request: use a new
+    key for a new one."""
+
     status = 422
     title = "Idempotency-Key reused"
     slug = "idempotency-key-reused"

@@ -50,7 +50,7 @@ def shift(by: timedelta) -> Iterator[None]:
 def isoformat_z(value: datetime) -> str:
     """`2026-11-21T14:17:19.123Z`: what every timestamp in the API looks like."""
     # One C call and a slice for the usual UTC value: this runs for every row
-    # of a page (strftime cost a third of the page-1 loop; replace() a fifth).
+    # of a page, where strftime and replace() were measurable (bench/RESULTS.md).
     text = value.isoformat(timespec="milliseconds")
     if text.endswith("+00:00"):
         return text[:-6] + "Z"

@@ -5,15 +5,17 @@ from sqlalchemy import Row, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Invitation, Membership, Organization, Role, User
+from formsapi.tenancy import scoped, unscoped
 
 
 async def organizations_of(session: AsyncSession, user_id: str) -> Sequence[Row[Organization, str]]:
     statement = (
         select(Organization, Membership.role)
-        .join(Membership, Membership.organization_id == Organization.id)
+        .join(Membership, Organization.id == Membership.organization_id)
         .where(Membership.user_id == user_id)
         .order_by(Organization.name, Organization.id)
     )
+    statement = unscoped(statement, "a person's own memberships, in every organization")
     return (await session.execute(statement)).all()
 
 
@@ -23,7 +25,7 @@ async def list_members(
     statement = (
         select(User, Membership)
         .join(Membership, Membership.user_id == User.id)
-        .where(Membership.organization_id == organization_id)
+        .where(scoped(Membership, organization_id))
         .order_by(User.email)
     )
     return (await session.execute(statement)).all()
@@ -35,7 +37,7 @@ async def get_member(
     statement = (
         select(User, Membership)
         .join(Membership, Membership.user_id == User.id)
-        .where(Membership.organization_id == organization_id, Membership.user_id == user_id)
+        .where(scoped(Membership, organization_id), Membership.user_id == user_id)
     )
     if for_update:
         statement = statement.with_for_update(of=Membership)
@@ -46,7 +48,7 @@ async def is_member_by_email(session: AsyncSession, organization_id: str, email:
     statement = (
         select(Membership.user_id)
         .join(User, User.id == Membership.user_id)
-        .where(Membership.organization_id == organization_id, User.email == email)
+        .where(scoped(Membership, organization_id), User.email == email)
     )
     return await session.scalar(statement) is not None
 
@@ -55,7 +57,7 @@ async def lock_owners(session: AsyncSession, organization_id: str) -> int:
     """How many owners the organization has, their rows locked until commit, so
     two owners demoting each other at once cannot leave it with none."""
     owners = select(Membership.user_id).where(
-        Membership.organization_id == organization_id, Membership.role == Role.owner
+        scoped(Membership, organization_id), Membership.role == Role.owner
     )
     rows = (await session.execute(owners.with_for_update())).all()
     return len(rows)
@@ -63,17 +65,13 @@ async def lock_owners(session: AsyncSession, organization_id: str) -> int:
 
 async def delete_membership(session: AsyncSession, organization_id: str, user_id: str) -> None:
     await session.execute(
-        delete(Membership).where(
-            Membership.organization_id == organization_id, Membership.user_id == user_id
-        )
+        delete(Membership).where(scoped(Membership, organization_id), Membership.user_id == user_id)
     )
 
 
 async def pending_invitations(session: AsyncSession, organization_id: str) -> Sequence[Invitation]:
     statement = (
-        select(Invitation)
-        .where(Invitation.organization_id == organization_id)
-        .order_by(Invitation.email)
+        select(Invitation).where(scoped(Invitation, organization_id)).order_by(Invitation.email)
     )
     return (await session.scalars(statement)).all()
 
@@ -83,7 +81,7 @@ async def get_invitation_in(
 ) -> Invitation | None:
     return await session.scalar(
         select(Invitation).where(
-            Invitation.organization_id == organization_id, Invitation.id == invitation_id
+            scoped(Invitation, organization_id), Invitation.id == invitation_id
         )
     )
 
@@ -92,17 +90,13 @@ async def get_invitation_by_email(
     session: AsyncSession, organization_id: str, email: str
 ) -> Invitation | None:
     return await session.scalar(
-        select(Invitation).where(
-            Invitation.organization_id == organization_id, Invitation.email == email
-        )
+        select(Invitation).where(scoped(Invitation, organization_id), Invitation.email == email)
     )
 
 
 async def delete_invitation(session: AsyncSession, organization_id: str, email: str) -> None:
     await session.execute(
-        delete(Invitation).where(
-            Invitation.organization_id == organization_id, Invitation.email == email
-        )
+        delete(Invitation).where(scoped(Invitation, organization_id), Invitation.email == email)
     )
 
 
@@ -119,4 +113,5 @@ async def find_invitation(
     )
     if for_update:
         statement = statement.with_for_update(of=Invitation)
+    statement = unscoped(statement, "the link's token is how its organization is found")
     return (await session.execute(statement)).first()

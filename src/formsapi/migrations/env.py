@@ -5,11 +5,14 @@ from sqlalchemy.engine import Connection
 
 from formsapi.db import create_engine
 from formsapi.models import Base
+from formsapi.tenancy import UNSCOPED
 
 target_metadata = Base.metadata
 
 
 def _run(connection: Connection) -> None:
+    # A migration works on every organization's rows at once.
+    connection.execution_options(**{UNSCOPED: "a migration"})
     sqlite = connection.dialect.name == "sqlite"
     if sqlite:
         # Batch migrations rebuild a SQLite table (copy, drop, rename): with

@@ -58,6 +58,12 @@ class iso_utc(FunctionElement[str]):
     inherit_cache = True
 
 
+@compiles(iso_utc)
+def _iso_utc_default(element: iso_utc, compiler: SQLCompiler, **kw: Any) -> str:
+    # Engines above have their own; this one renders a statement as text (logs, tests).
+    return f"iso_utc({compiler.process(element.clauses, **kw)})"
+
+
 @compiles(iso_utc, "postgresql")
 def _iso_utc_postgresql(element: iso_utc, compiler: SQLCompiler, **kw: Any) -> str:
     column = compiler.process(element.clauses, **kw)

@@ -1,4 +1,5 @@
 from datetime import datetime
+from typing import Any
 
 from pydantic import Field
 
@@ -13,3 +14,18 @@ class SubmissionOut(Schema):
     answers: dict[str, str | int | float] = Field(
         description="Answers by question key: strings or numbers, see the form's schema."
     )
+
+
+def wire(
+    id_: str, form_id: str, form_version: int, submitted_at: str, answers: object
+) -> dict[str, Any]:
+    """A submission as the API sends it (SubmissionOut), built here alone.
+    `submitted_at` comes formatted (by the database on the hot read);
+    `answers` may be the JSON text as stored, in an orjson.Fragment."""
+    return {
+        "id": id_,
+        "formId": form_id,
+        "formVersion": form_version,
+        "submittedAt": submitted_at,
+        "answers": answers,
+    }

@@ -1,31 +1,29 @@
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+"""A form's submissions a page at a time, newest first, with exact totals:
+shallow pages from the rows, deep ones found by walking the daily, then the
+hourly counts."""
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
-    Row,
     Text,
     bindparam,
     cast,
-    delete,
     func,
-    insert,
     select,
-    tuple_,
-    update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.db import HotStatement
 from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.models.base import iso_utc
+from formsapi.submission.repository.counts import DAY, HOUR, day_of, hour_of
+from formsapi.tenancy import scoped
 
-HOUR = timedelta(hours=1)
-DAY = timedelta(days=1)
 # From here on the next hour or day would not exist; no submission is that late.
 LAST_DAY = datetime(9999, 12, 31, tzinfo=UTC)
 SEEK_CHUNK = 1000  # days, or a day's hours, read per step of a seek
@@ -34,17 +32,9 @@ SEEK_CHUNK = 1000  # days, or a day's hours, read per step of a seek
 PageRow = Sequence[Any]
 
 
-def hour_of(moment: datetime) -> datetime:
-    return moment.replace(minute=0, second=0, microsecond=0)
-
-
-def day_of(moment: datetime) -> datetime:
-    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
 def _of_form(since: bool) -> list[ColumnElement[bool]]:
     conditions = [
-        Submission.organization_id == bindparam("organization_id"),
+        scoped(Submission, bindparam("organization_id")),
         Submission.form_id == bindparam("form_id"),
     ]
     if since:
@@ -56,7 +46,7 @@ def _counts_of_form(
     table: type[SubmissionCount] | type[SubmissionDayCount] = SubmissionCount,
 ) -> list[ColumnElement[bool]]:
     return [
-        table.organization_id == bindparam("organization_id"),
+        scoped(table, bindparam("organization_id")),
         table.form_id == bindparam("form_id"),
     ]
 
@@ -68,7 +58,7 @@ def _total(since: bool) -> ColumnElement[int]:
         return (
             select(Form.response_count)
             .where(
-                Form.organization_id == bindparam("organization_id"),
+                scoped(Form, bindparam("organization_id")),
                 Form.id == bindparam("form_id"),
             )
             .scalar_subquery()
@@ -275,194 +265,3 @@ async def seek(
         return None  # what the day held past the offset was at or before `since`
     start, newer_hours = hour
     return start + HOUR, newer_days + newer_hours
-
-
-async def rebuild_counts(session: AsyncSession, organization_id: str) -> None:
-    """Recompute an organization's hourly and daily counts and form counters
-    from its rows: for bulk loaders that write rows directly."""
-    hour: ColumnElement[datetime]
-    day: ColumnElement[datetime]
-    if session.get_bind().dialect.name == "postgresql":
-        # The three-argument form: UTC hours and days whatever the server's zone.
-        hour = func.date_trunc("hour", Submission.submitted_at, "UTC")
-        day = func.date_trunc("day", SubmissionCount.hour, "UTC")
-    else:
-        # SQLite stores 'YYYY-MM-DD HH:MM:SS.ffffff' (UTC), as the column writes it.
-        hour = func.strftime("%Y-%m-%d %H:00:00.000000", Submission.submitted_at)
-        day = func.strftime("%Y-%m-%d 00:00:00.000000", SubmissionCount.hour)
-    for table in (SubmissionCount, SubmissionDayCount):
-        await session.execute(delete(table).where(table.organization_id == organization_id))
-    hours = (
-        select(Submission.organization_id, Submission.form_id, hour, func.count())
-        .where(Submission.organization_id == organization_id)
-        .group_by(Submission.organization_id, Submission.form_id, hour)
-    )
-    await session.execute(
-        insert(SubmissionCount).from_select(["organization_id", "form_id", "hour", "count"], hours)
-    )
-    days = (
-        select(
-            SubmissionCount.organization_id,
-            SubmissionCount.form_id,
-            day,
-            func.sum(SubmissionCount.count),
-        )
-        .where(SubmissionCount.organization_id == organization_id)
-        .group_by(SubmissionCount.organization_id, SubmissionCount.form_id, day)
-    )
-    await session.execute(
-        insert(SubmissionDayCount).from_select(["organization_id", "form_id", "day", "count"], days)
-    )
-    counted = (
-        select(func.count())
-        .where(Submission.organization_id == organization_id, Submission.form_id == Form.id)
-        .scalar_subquery()
-    )
-    await session.execute(
-        update(Form).where(Form.organization_id == organization_id).values(response_count=counted)
-    )
-
-
-@cache
-def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
-    """What a write runs to add :count at :hour and :day to a form's counts,
-    after inserting a new row when `with_row`. Built once: building and keying
-    these per post cost more CPU than running them.
-
-    On PostgreSQL they are one statement, the others in WITH clauses (which it
-    runs whether or not they are read): a write holds its form's row lock until
-    commit, and each round trip inside that lock costs posts per second."""
-    upsert = postgresql.insert if postgres else sqlite.insert
-    statements = []
-    if with_row:
-        columns = ("id", "organization_id", "form_id", "form_version", "submitted_at", "answers")
-        statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
-    for table, column in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
-        statement = upsert(table).values(
-            organization_id=bindparam("organization_id"),
-            form_id=bindparam("form_id"),
-            count=bindparam("count"),
-            **{column: bindparam(column)},
-        )
-        statements.append(
-            statement.on_conflict_do_update(
-                index_elements=["organization_id", "form_id", column],
-                set_={"count": table.count + statement.excluded.count},
-            )
-        )
-    if postgres:
-        first, *others = statements
-        return (first.add_cte(*(s.cte(f"w{i}") for i, s in enumerate(others))),)
-    return tuple(statements)
-
-
-def _on_postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
-
-
-async def add_counts(
-    session: AsyncSession, organization_id: str, form_id: str, hours: Mapping[datetime, int]
-) -> None:
-    """Add (or, negative, remove) submissions to the hourly and daily counts,
-    in the caller's transaction: the counts move with the rows they count."""
-    if not hours:
-        return
-    parameters = [
-        {"organization_id": organization_id, "form_id": form_id}
-        | {"hour": hour, "day": day_of(hour), "count": n}
-        for hour, n in hours.items()
-    ]
-    for statement in _counting(_on_postgres(session), with_row=False):
-        await session.execute(statement, parameters)
-
-
-async def insert_counted(session: AsyncSession, submission: Submission) -> None:
-    """Store a new submission and add it to its form's hourly and daily counts."""
-    at = submission.submitted_at
-    parameters = {
-        "id": submission.id,
-        "organization_id": submission.organization_id,
-        "form_id": submission.form_id,
-        "form_version": submission.form_version,
-        "submitted_at": at,
-        "answers": submission.answers,
-    } | {"hour": hour_of(at), "day": day_of(at), "count": 1}
-    for statement in _counting(_on_postgres(session), with_row=True):
-        await session.execute(statement, parameters)
-
-
-async def get(
-    session: AsyncSession, organization_id: str, form_id: str, submission_id: str
-) -> Submission | None:
-    return await session.scalar(
-        select(Submission).where(
-            Submission.organization_id == organization_id,
-            Submission.form_id == form_id,
-            Submission.id == submission_id,
-        )
-    )
-
-
-async def delete_row(
-    session: AsyncSession, organization_id: str, form_id: str, submission_id: str
-) -> datetime | None:
-    """Delete one submission; its time, or None if there was none to delete."""
-    deleted = await session.execute(
-        delete(Submission)
-        .where(
-            Submission.organization_id == organization_id,
-            Submission.form_id == form_id,
-            Submission.id == submission_id,
-        )
-        .returning(Submission.submitted_at)
-    )
-    return deleted.scalar_one_or_none()
-
-
-async def recent(
-    session: AsyncSession, organization_id: str, form_id: str, limit: int
-) -> Sequence[Submission]:
-    statement = (
-        select(Submission)
-        .where(Submission.organization_id == organization_id, Submission.form_id == form_id)
-        .order_by(Submission.submitted_at.desc(), Submission.id.desc())
-        .limit(limit)
-    )
-    return (await session.scalars(statement)).all()
-
-
-async def hourly_counts(
-    session: AsyncSession, organization_id: str, form_id: str, start: datetime
-) -> Sequence[Row[datetime, int]]:
-    """The form's hourly counts from `start` on: at most 24 rows a day, whatever its volume."""
-    statement = select(SubmissionCount.hour, SubmissionCount.count).where(
-        SubmissionCount.organization_id == organization_id,
-        SubmissionCount.form_id == form_id,
-        SubmissionCount.hour >= start,
-    )
-    return (await session.execute(statement)).all()
-
-
-ExportRow = Row[str, int, datetime, dict[str, object]]
-
-
-async def export_chunk(
-    session: AsyncSession,
-    organization_id: str,
-    form_id: str,
-    after: tuple[datetime, str] | None,
-    limit: int,
-) -> Sequence[ExportRow]:
-    """The next `limit` submissions, newest first, after the (time, id) of the
-    last one read: a seek on the page index, equally fast at any depth."""
-    statement = select(
-        Submission.id, Submission.form_version, Submission.submitted_at, Submission.answers
-    ).where(Submission.organization_id == organization_id, Submission.form_id == form_id)
-    if after is not None:
-        statement = statement.where(
-            tuple_(Submission.submitted_at, Submission.id) < tuple_(after[0], after[1])
-        )
-    statement = statement.order_by(Submission.submitted_at.desc(), Submission.id.desc()).limit(
-        limit
-    )
-    return (await session.execute(statement)).all()

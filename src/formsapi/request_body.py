@@ -14,7 +14,8 @@ import asyncio
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from formsapi.errors import PayloadTooLarge, problem_response
+from formsapi.errors import PayloadTooLarge
+from formsapi.problems import problem_response
 
 
 class RequestBody:
