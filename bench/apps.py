@@ -62,6 +62,7 @@ def bare_floor() -> FastAPI:
         if connection.dialect.name == "postgresql":
             # On the driver, as the service's hot reads run.
             driver = (await connection.get_raw_connection()).driver_connection
+            assert driver is not None
             return [list(row) for row in await driver.fetch(statement["sql"], *params)]
         result = await connection.exec_driver_sql(
             statement["sql"], tuple(params) if isinstance(params, list) else params

@@ -18,7 +18,7 @@ from formsapi.db import HotStatement
 
 async def capture(
     database_url: str, redis_url: str, secret: str, paths: dict[str, str]
-) -> dict[str, list[dict]]:
+) -> dict[str, list[dict[str, Any]]]:
     # With Redis, as the service runs: the key lookup is cached after the warm-up
     # request, so only the scenario's own SQL is captured for the floors.
     app = create_app(
@@ -50,7 +50,7 @@ async def capture(
             seen.append({"sql": sql, "parameters": values})
         return await run_hot(hot, session, parameters)
 
-    HotStatement.all = recorded  # type: ignore[method-assign]
+    HotStatement.all = recorded  # type: ignore[method-assign,assignment]
     plans: dict[str, list[dict[str, Any]]] = {}
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
@@ -110,5 +110,5 @@ def pgbench_script(statements: list[dict[str, Any]]) -> str:
 
 def capture_sync(
     database_url: str, redis_url: str, secret: str, paths: dict[str, str]
-) -> dict[str, list[dict]]:
+) -> dict[str, list[dict[str, Any]]]:
     return asyncio.run(capture(database_url, redis_url, secret, paths))

@@ -150,6 +150,7 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
                     rows = submission_rows(form_id, size, rng, pool)
                     if engine.dialect.name == "postgresql":
                         # COPY is an order of magnitude faster than INSERT here.
+                        assert raw is not None
                         await raw.copy_records_to_table(
                             "submissions",
                             columns=columns,

@@ -24,8 +24,11 @@ class Contract:
 
     @cached_property
     def _registry(self) -> Registry[Any]:
-        resource = Resource.from_contents(self.document, default_specification=DRAFT202012)
-        return Registry().with_resource(_ROOT, resource)
+        resource: Resource[Any] = Resource.from_contents(
+            self.document, default_specification=DRAFT202012
+        )
+        registry: Registry[Any] = Registry().with_resource(_ROOT, resource)
+        return registry
 
     @cached_property
     def _paths(self) -> list[tuple[re.Pattern[str], str]]:

@@ -60,7 +60,7 @@ def test_the_kit_builds_runs_and_reports(
         *("--postgres", scratch_database, "--sqlite", str(sqlite), "--redis", redis_url),
         *("--duration", "1", "--warmup", "0", "--rounds", "1", "--connections", "2"),
         *("--workers", "1", "--json", str(raw), "--no-record", "--scenarios", "page1_50"),
-        *("since_9pct", "post_submission", "not_found", "unauthorized"),
+        "post_submission",
         timeout=600,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
@@ -74,11 +74,8 @@ def test_the_kit_builds_runs_and_reports(
     for m in measures:
         assert m["rps"] > 0, m
         assert m["socket_errors"] == 0, m
-        if m["scenario"] in ("page1_50", "since_9pct", "post_submission"):
-            # Real pages and 201s, not errors, were measured, comparators included.
-            assert m["non_2xx"] == 0, m
-        if m["target"] == "service" and m["scenario"] in ("not_found", "unauthorized"):
-            assert m["non_2xx"] > 0, m  # and the error scenarios really err
+        # Real pages and 201s, not errors, were measured, comparators included.
+        assert m["non_2xx"] == 0, m
     assert "| postgresql | page1_50 |" in ran.stdout  # the Markdown report
 
 

@@ -27,8 +27,8 @@ from tests.conftest import scratch_postgres
 from tests.servers import clean_env, cli, start_server, stop_servers
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
-# Per operation, and per phase: some 350 requests an engine. More: FORMSAPI_FUZZ_EXAMPLES.
-MAX_EXAMPLES = int(os.environ.get("FORMSAPI_FUZZ_EXAMPLES", "50"))
+# Per operation: some 250 requests an engine. More: FORMSAPI_FUZZ_EXAMPLES.
+MAX_EXAMPLES = int(os.environ.get("FORMSAPI_FUZZ_EXAMPLES", "30"))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -2,7 +2,7 @@
 forward: on SQLite and on a fresh PostgreSQL database of their own."""
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,7 +54,7 @@ def _time(name: str) -> BindParameter[datetime]:
     return bindparam(name, type_=UTCDateTime())
 
 
-async def _insert(url: str, *rows: tuple[str, dict[str, object]]) -> None:
+async def _insert(url: str, *rows: tuple[str, Mapping[str, object]]) -> None:
     """Rows as a database of an earlier revision takes them (today's models
     have columns it lacks): (table, {column: value}); datetimes are times."""
     engine = create_engine(url)
@@ -140,7 +140,7 @@ def test_members_who_never_chose_a_password_become_pending_invitations(
     those of people no longer members (0007)."""
     migrate(empty_database, "0005")
     now, later = datetime.now(UTC), datetime(2099, 1, 1, tzinfo=UTC)
-    people = {
+    people: dict[str, tuple[str | None, str]] = {
         "usr_owner": ("x", "owner"),
         "usr_linked": (None, "editor"),
         "usr_lapsed": (None, "viewer"),

@@ -3,6 +3,7 @@
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 from sqlalchemy.pool import QueuePool
+from starlette.routing import BaseRoute
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from formsapi import __version__, web
@@ -103,11 +105,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
     install_handlers(app)
 
-    v1 = APIRouter(prefix="/v1")
-    v1.include_router(forms_router)
-    v1.include_router(submissions_router)
-    app.include_router(v1)
-    hosted.install(app)
+    app.router.routes.extend(_shared_routes())
     web.install(app)
     _mount_docs(app)
     _mount_probes(app)
@@ -129,6 +127,21 @@ _UNAVAILABLE = {
     "description": "The database is busy or cannot be reached; see `Retry-After`.",
     "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
 }
+
+
+@cache
+def _shared_routes() -> list[BaseRoute]:
+    """The API's, the hosted pages' and the settings area's routes. They hold no
+    state of an app's (endpoints reach it through the request), so every app
+    of the process shares them: building them takes a fifth of a second."""
+    builder = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    v1 = APIRouter(prefix="/v1")
+    v1.include_router(forms_router)
+    v1.include_router(submissions_router)
+    builder.include_router(v1)
+    hosted.install(builder)
+    web.install_routes(builder)
+    return list(builder.router.routes)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -10,7 +12,9 @@ from tests.conftest import Api
 from tests.factories import create_key, create_org
 
 
-def assert_unauthorized(response_status: int, headers: dict[str, str], body: dict) -> None:
+def assert_unauthorized(
+    response_status: int, headers: dict[str, str], body: dict[str, Any]
+) -> None:
     assert response_status == 401
     assert headers["www-authenticate"].startswith("Bearer")
     assert headers["content-type"] == "application/problem+json"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from tests.conftest import service_unavailable
 from tests.servers import Server, clean_env, cli, start_server, stop_servers
@@ -29,8 +29,8 @@ from tests.servers import Server, clean_env, cli, start_server, stop_servers
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 DEMO_LOGIN = re.compile(r"email: (\S+)\s+password: (\S+)")
-PHONE = {"width": 390, "height": 844}
-LAPTOP = {"width": 1280, "height": 860}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+LAPTOP: ViewportSize = {"width": 1280, "height": 860}
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def shoot(page: Page, name: str) -> None:
 def shoot_phone(browser: Browser, page: Page, name: str) -> None:
     """The same page at a phone's width, in the same session."""
     phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    phone.add_cookies(page.context.cookies())
+    phone.add_cookies(page.context.cookies())  # type: ignore[arg-type]
     other = phone.new_page()
     other.goto(page.url)
     shoot(other, f"{name}-phone")

@@ -4,6 +4,7 @@ import jsonschema
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi import demo
+from formsapi.demo.data import TEMPLATES
 from formsapi.form.blocks import BlockList
 from formsapi.models import Role
 from tests.conftest import Api
@@ -156,11 +157,11 @@ async def test_every_demo_answer_satisfies_its_forms_schema(
 ) -> None:
     org = await create_org(session)
     _, secret = await create_key(session, org)
-    await demo.fill(session, org.id, forms=len(demo.TEMPLATES), submissions=400, seed=7)
+    await demo.fill(session, org.id, forms=len(TEMPLATES), submissions=400, seed=7)
     await session.commit()
 
     forms = (await api.get("/v1/forms", secret)).json()["data"]
-    assert len(forms) == len(demo.TEMPLATES)
+    assert len(forms) == len(TEMPLATES)
     assert sum(form["responseCount"] for form in forms) == 400
     for summary in forms:
         form = (await api.get(f"/v1/forms/{summary['id']}", secret)).json()

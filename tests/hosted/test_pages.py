@@ -2,6 +2,7 @@
 page, POST the form fields, follow the redirect."""
 
 import re
+from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -10,7 +11,7 @@ from formsapi.config import Settings
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
-BLOCKS = [
+BLOCKS: list[dict[str, Any]] = [
     {"type": "heading", "text": "About you"},
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},
     {"type": "email", "key": "email", "title": "Email", "description": "We reply here."},

@@ -71,15 +71,10 @@ async def test_headers_are_the_librarys_arithmetic(window: list[object]) -> None
     get_window_stats (its storage answering with that window)."""
     item = RateLimitItemPerMinute(10)
     storage = MemoryStorage()
-    previous, previous_ttl, current, current_ttl = window
+    previous, previous_ttl, current, current_ttl = (int(value or 0) for value in window)  # type: ignore[call-overload]
 
     async def answer(key: str, expiry: int) -> tuple[int, float, int, float]:
-        return (
-            int(previous or 0),
-            int(previous_ttl or 0) / 1000,
-            int(current or 0),
-            int(current_ttl or 0) / 1000,
-        )
+        return (previous, previous_ttl / 1000, current, current_ttl / 1000)
 
     storage.get_sliding_window = answer  # type: ignore[method-assign]
     reset_at, remaining = await SlidingWindowCounterRateLimiter(storage).get_window_stats(

@@ -8,6 +8,7 @@ import jsonschema
 import pytest
 
 from formsapi import demo
+from formsapi.demo.data import TEMPLATES
 from formsapi.form.blocks import BlockList, answers_schema
 from formsapi.submission.validation import validate_answers
 
@@ -106,7 +107,7 @@ def test_what_the_server_accepts_the_schema_accepts(key: str) -> None:
 
 def test_every_demo_answer_is_accepted_unchanged() -> None:
     rng = random.Random(3)  # noqa: S311 - test data
-    for _, _, raw in demo.TEMPLATES:
+    for _, _, raw in TEMPLATES:
         blocks = BlockList.validate_python(raw)
         for _ in range(200):
             answers = demo.answers_for(blocks, rng)

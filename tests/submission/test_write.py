@@ -4,6 +4,7 @@ import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -229,7 +230,7 @@ async def test_counts_stay_exact_under_concurrent_posts_and_deletes(
         *(post() for _ in range(160)),
         *(api.delete(f"{url}/{sid}", secret) for sid in first[:25]),
     )
-    assert all(r.status_code == 204 for r in results[160:])
+    assert all(isinstance(r, httpx.Response) and r.status_code == 204 for r in results[160:])
 
     rows = await session.scalar(
         select(func.count())

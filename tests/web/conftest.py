@@ -158,12 +158,12 @@ async def app(engine: AsyncEngine, settings: Settings) -> AsyncIterator[FastAPI]
 
 
 @pytest.fixture
-async def api(app: FastAPI, settings: Settings) -> AsyncIterator[Api]:
+async def api(app: FastAPI, settings: Settings, contract: Contract) -> AsyncIterator[Api]:
     """The root fixture's client, built on the app the browsers use."""
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url=BASE_URL
     ) as client:
-        yield Api(client, settings, Contract(app.openapi()))
+        yield Api(client, settings, contract)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
+from weakref import WeakKeyDictionary
 
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
@@ -108,14 +109,16 @@ def check_password(password: str) -> None:
         raise BadRequest(f"The password must have at most {MAX_PASSWORD_LENGTH} characters.")
 
 
-# argon2 takes tens of megabytes and milliseconds a hash: at most this many run
-# at once in a process, so a flood of posts queues instead of taking every core
-# and the memory with it.
-_HASHING = asyncio.Semaphore(2)
+# argon2 takes tens of megabytes and milliseconds a hash: at most two run at
+# once on an event loop, so a flood of posts queues instead of taking every
+# core and the memory with it. (One semaphore a loop: a semaphore is bound to
+# the loop it first waits on.)
+_HASHING: WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = WeakKeyDictionary()
 
 
 async def _off_loop(work: Callable[..., T], *args: str) -> T:
-    async with _HASHING:
+    limit = _HASHING.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(2))
+    async with limit:
         return await asyncio.to_thread(work, *args)
 
 

@@ -27,9 +27,13 @@ class RedactLinkTokens(logging.Filter):
         return True
 
 
-def install(app: FastAPI) -> None:
+def install_routes(app: FastAPI) -> None:
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="web-static")
+
+
+def install(app: FastAPI) -> None:
+    """What each app of the settings area needs besides its routes."""
     access_log = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactLinkTokens) for f in access_log.filters):
         access_log.addFilter(RedactLinkTokens())
