@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-from sqlalchemy import insert, text
+from sqlalchemy import insert, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 from ulid import ULID
 
@@ -26,8 +26,9 @@ from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.demo import answers_for
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
-from formsapi.models import Base, Membership, Organization, Submission, User
+from formsapi.models import Base, Form, Membership, Organization, Submission, User
 from formsapi.submission import repository as submission_repository
+from formsapi.tenancy import scoped
 
 ORG_ID = "org_bench"
 USER_ID = "usr_bench"
@@ -78,11 +79,11 @@ def shares(total: int, forms: int) -> list[int]:
 
 
 def submission_rows(
-    form_id: str, count: int, rng: random.Random, pool: list[bytes]
+    form_id: str, count: int, rng: random.Random, pool: list[bytes], first_seq: int = 1
 ) -> list[tuple[Any, ...]]:
     span = (END - START).total_seconds()
     rows = []
-    for _ in range(count):
+    for seq in range(first_seq, first_seq + count):
         moment = START + timedelta(seconds=rng.random() * span)
         moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
         rows.append(
@@ -93,6 +94,7 @@ def submission_rows(
                 1,
                 moment,
                 rng.choice(pool),
+                seq,
             )
         )
     return rows
@@ -132,7 +134,15 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
             )
         await session.commit()
 
-    columns = ("id", "organization_id", "form_id", "form_version", "submitted_at", "answers")
+    columns = (
+        "id",
+        "organization_id",
+        "form_id",
+        "form_version",
+        "submitted_at",
+        "answers",
+        "change_seq",
+    )
     bar = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -147,20 +157,20 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
                 done = 0
                 while done < count:
                     size = min(CHUNK, count - done)
-                    rows = submission_rows(form_id, size, rng, pool)
+                    rows = submission_rows(form_id, size, rng, pool, done + 1)
                     if engine.dialect.name == "postgresql":
                         # COPY is an order of magnitude faster than INSERT here.
                         assert raw is not None
                         await raw.copy_records_to_table(
                             "submissions",
                             columns=columns,
-                            records=[(*r[:5], r[5].decode()) for r in rows],
+                            records=[(*r[:5], r[5].decode(), r[6]) for r in rows],
                         )
                     else:
                         await connection.execute(
                             insert(Submission),
                             [
-                                dict(zip(columns, (*r[:5], orjson.loads(r[5])), strict=True))
+                                dict(zip(columns, (*r[:5], orjson.loads(r[5]), r[6]), strict=True))
                                 for r in rows
                             ],
                         )
@@ -169,6 +179,12 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
     async with create_sessionmaker(engine)() as session:
         # The rows went in by COPY; the counts are derived from them here.
         await submission_repository.rebuild_counts(session, ORG_ID)
+        for form_id, count in zip(form_ids, counts, strict=True):
+            await session.execute(
+                update(Form)
+                .where(scoped(Form, ORG_ID), Form.id == form_id)
+                .values(change_seq=count)
+            )
         await session.commit()
     async with engine.connect() as connection:
         if engine.dialect.name == "postgresql":

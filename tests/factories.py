@@ -3,10 +3,10 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import service as api_key_service
+from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
 from formsapi.kit.ids import new_id
@@ -15,7 +15,6 @@ from formsapi.member import service as member_service
 from formsapi.models import Form, Organization, Plan, Role, Submission, User
 from formsapi.organization import service as organization_service
 from formsapi.submission import repository as submission_repository
-from formsapi.tenancy import scoped
 from formsapi.user import service as user_service
 
 BLOCKS: list[dict[str, Any]] = [
@@ -89,12 +88,15 @@ async def create_submission(
     answers: dict[str, Any] | None = None,
     submission_id: str | None = None,
 ) -> Submission:
+    change_seq = await form_repository.next_change(session, form.organization_id, form.id, 1)
+    assert change_seq is not None
     submission = Submission(
         id=submission_id or new_id("sub"),
         organization_id=form.organization_id,
         form_id=form.id,
         submitted_at=submitted_at or utcnow(),
         answers=answers if answers is not None else {"name": "Ada", "colors": "red"},
+        change_seq=change_seq,
     )
     session.add(submission)
     await session.flush()
@@ -104,10 +106,4 @@ async def create_submission(
         form.id,
         {submission_repository.hour_of(submission.submitted_at): 1},
     )
-    await session.execute(
-        update(Form)
-        .where(scoped(Form, form.organization_id), Form.id == form.id)
-        .values(response_count=Form.response_count + 1)
-    )
-    await session.flush()
     return submission

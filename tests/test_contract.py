@@ -15,6 +15,7 @@ FORM = {
     "status": "published",
     "responseCount": 0,
     "createdAt": "2026-01-01T00:00:00.000Z",
+    "changeSeq": 0,
 }
 
 

@@ -1,8 +1,9 @@
 """create_app(): the ASGI application."""
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
 from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
+from formsapi.submission.retention import keep_purging
 
 DESCRIPTION = """Read your organization's forms, their schemas and their submissions.
 
@@ -78,8 +80,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # set the p99 (bench/RESULTS.md).
         gc.collect()
         gc.freeze()
-        yield
-        await release(app)
+        purging = asyncio.create_task(keep_purging(app.state.sessionmaker, settings.tombstone_days))
+        try:
+            yield
+        finally:
+            purging.cancel()
+            with suppress(asyncio.CancelledError):
+                await purging
+            await release(app)
 
     app = FastAPI(
         title="formsapi",

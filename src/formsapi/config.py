@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     body_timeout: float = Field(default=10.0, gt=0)
 
+    # The change feed reports a delete for this many days; a client whose
+    # cursor is older must copy the form again (410).
+    tombstone_days: int = Field(default=30, ge=1, le=36500)
+    # On shutdown, requests still running (a long export) get this many
+    # seconds to finish before they are cut.
+    shutdown_grace: int = Field(default=10, ge=0, le=3600)
+
     # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`,
     # and the base of links sent by mail (never the request's Host header, which a
     # client chooses).

@@ -6,8 +6,10 @@ autocommit session, and their busiest statements borrow a pooled connection
 for themselves (HotStatement).
 """
 
+import asyncio
 import socket
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -42,6 +44,18 @@ def async_url(url: str) -> str:
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise ValueError(f"unsupported database URL scheme: {parsed.drivername}")
     return parsed.render_as_string(hide_password=False)
+
+
+async def dispose(engine: AsyncEngine) -> None:
+    """Close the engine's connections, and wait for aiosqlite's worker threads
+    to finish: after a failed connect, aiosqlite hands its cleanup to its
+    thread without waiting for it, and a thread answering a loop that has
+    since closed prints a traceback (omnilib/aiosqlite#241)."""
+    await engine.dispose()
+    if engine.dialect.name == "sqlite":
+        for thread in threading.enumerate():
+            if thread.name.endswith("(_connection_worker_thread)"):
+                await asyncio.to_thread(thread.join, 5)
 
 
 def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, ConnectionPoolEntry], None]:

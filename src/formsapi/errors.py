@@ -48,6 +48,9 @@ DEFAULT_DESCRIPTIONS = {
     403: "The API key lacks the scope this endpoint needs.",
     404: "No such form (or submission) in this organization.",
     408: "The request body did not arrive in time (`FORMSAPI_BODY_TIMEOUT`).",
+    410: "The change feed cannot continue from `after`: copy the form again from "
+    "`after=0` (`/problems/cursor-expired`).",
+    412: "`If-Match` names a version of the submission that is no longer its latest.",
     409: "The request conflicts with the form's state: a status that does not allow it, "
     "a slug in use, or submissions that need confirming.",
     413: "The request body is larger than the service accepts.",

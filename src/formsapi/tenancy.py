@@ -17,7 +17,7 @@ that is, unless the statement is marked unscoped.
 
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, ColumnElement, Delete, Insert, Select, Table, Update
+from sqlalchemy import Column, ColumnElement, CompoundSelect, Delete, Insert, Select, Table, Update
 from sqlalchemy.sql import operators, visitors
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import BinaryExpression, BindParameter
@@ -34,6 +34,7 @@ TENANT_TABLES = frozenset(
         "memberships",
         "submission_counts",
         "submission_day_counts",
+        "submission_tombstones",
         "submissions",
     }
 )
@@ -81,7 +82,7 @@ def violations(statement: Any, options: dict[str, Any] | None = None) -> list[st
     options = options or {}
     if UNSCOPED in options or "compiled_cache" in options:  # the latter: a flush
         return []
-    if not isinstance(statement, Select | Update | Delete | Insert):
+    if not isinstance(statement, Select | CompoundSelect | Update | Delete | Insert):
         return []
     if UNSCOPED in statement.get_execution_options():
         return []

@@ -37,6 +37,7 @@ async def test_lists_forms_newest_first_with_tie_break_on_id(
         "status": "published",
         "responseCount": 0,
         "createdAt": "2026-03-01T12:00:00.000Z",
+        "changeSeq": 0,
     }
 
 

@@ -262,6 +262,7 @@ async def test_deep_pages_match_the_order_of_shallow_ones(
                 "form_id": form.id,
                 "submitted_at": moment,
                 "answers": {"n": i},
+                "change_seq": i + 1,
             }
             for i, moment in enumerate(times)
         ],

@@ -26,6 +26,7 @@ from formsapi.db import (
     check_schema,
     create_engine,
     create_sessionmaker,
+    dispose,
     migrate,
     session_scope,
 )
@@ -75,7 +76,7 @@ def run(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
             async with session_scope(create_sessionmaker(engine), epoch.after_commit) as session:
                 return await work(session)
         finally:
-            await engine.dispose()
+            await dispose(engine)
             if redis is not None:
                 await redis.close()
 
@@ -140,6 +141,8 @@ def serve(
         server_header=False,
         access_log=access_log,
         log_level="info",
+        # A long export must not hold the process past its grace.
+        timeout_graceful_shutdown=settings.shutdown_grace,
     )
 
 

@@ -156,7 +156,8 @@ async def fill(
         end = now if form.status == "published" else now - timedelta(days=rng.randint(10, 40))
         rows: list[dict[str, Any]] = []
         hours: Counter[datetime] = Counter()
-        for moment in _times(share, begin, end, rng):
+        # Numbered in time order, as they would have committed.
+        for seq, moment in enumerate(sorted(_times(share, begin, end, rng)), start=1):
             hours[submission_repository.hour_of(moment)] += 1
             rows.append(
                 {
@@ -166,6 +167,7 @@ async def fill(
                     "form_version": 1,
                     "submitted_at": moment,
                     "answers": answers_for(blocks, rng),
+                    "change_seq": seq,
                 }
             )
             if len(rows) == chunk_size:
@@ -178,7 +180,7 @@ async def fill(
         await session.execute(
             update(Form)
             .where(scoped(Form, organization_id), Form.id == form.id)
-            .values(response_count=Form.response_count + share)
+            .values(response_count=Form.response_count + share, change_seq=Form.change_seq + share)
         )
     return created
 

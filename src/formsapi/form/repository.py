@@ -15,14 +15,15 @@ from formsapi.models import (
     Submission,
     SubmissionCount,
     SubmissionDayCount,
+    SubmissionTombstone,
 )
 from formsapi.tenancy import scoped, unscoped
 
-SummaryRow = Row[str, str, str, str, int, datetime, int]
+SummaryRow = Row[str, str, str, str, int, datetime, int, int]
 
 
 @cache
-def _page_statement() -> Select[str, str, str, str, int, datetime, int]:
+def _page_statement() -> Select[str, str, str, str, int, datetime, int, int]:
     """Built once; each row carries the organization's form count."""
     of_organization = scoped(Form, bindparam("organization_id"))
     total = select(func.count()).select_from(Form).where(of_organization).scalar_subquery()
@@ -34,6 +35,7 @@ def _page_statement() -> Select[str, str, str, str, int, datetime, int]:
             Form.status,
             Form.response_count,
             Form.created_at,
+            Form.change_seq,
             total.label("total"),
         )
         .where(of_organization)
@@ -83,37 +85,44 @@ async def get_version(
 
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str
-) -> Row[str, int, list[dict[str, Any]]] | None:
-    """Count one more submission and read what it answers, atomically: the
-    row lock this takes orders concurrent submissions and edits of the form,
-    and a rollback (invalid answers) takes the count back."""
+) -> Row[int, list[dict[str, Any]], int] | None:
+    """Count one more submission, number the change, and read what it
+    answers, atomically: the row lock this takes orders concurrent writes to
+    the form's submissions until commit, so change numbers follow commit
+    order, and a rollback (invalid answers) takes both back."""
     statement = (
         update(Form)
         .where(scoped(Form, organization_id), Form.id == form_id)
         .where(Form.status == FormStatus.published)
-        .values(response_count=Form.response_count + 1)
-        .returning(Form.id, Form.version, Form.blocks)
+        .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
+        .returning(Form.version, Form.blocks, Form.change_seq)
     )
     return (await session.execute(statement)).first()
 
 
-async def add_to_count(
-    session: AsyncSession, organization_id: str, form_id: str, delta: int
-) -> bool:
-    """Move the form's counter (taking its row lock); False if there is no such form."""
+async def next_change(
+    session: AsyncSession, organization_id: str, form_id: str, count_delta: int = 0
+) -> int | None:
+    """Number a change to one of the form's submissions (moving its counter
+    by `count_delta`), taking the form's row lock until commit; None if there
+    is no such form."""
+    values: dict[str, Any] = {"change_seq": Form.change_seq + 1}
+    if count_delta:
+        values["response_count"] = Form.response_count + count_delta
     moved = await session.execute(
         update(Form)
         .where(scoped(Form, organization_id), Form.id == form_id)
-        .values(response_count=Form.response_count + delta)
-        .returning(Form.id)
+        .values(values)
+        .returning(Form.change_seq)
     )
-    return moved.first() is not None
+    return moved.scalar_one_or_none()
 
 
 async def delete(session: AsyncSession, organization_id: str, form_id: str) -> None:
     """The form and everything hanging off it, explicitly (not by cascade
     alone), so each delete uses an index that starts with the organization."""
-    for table in (Submission, SubmissionCount, SubmissionDayCount, FormVersion):
+    tables = (Submission, SubmissionTombstone, SubmissionCount, SubmissionDayCount, FormVersion)
+    for table in tables:
         await session.execute(
             sa_delete(table).where(scoped(table, organization_id), table.form_id == form_id)
         )

@@ -16,6 +16,10 @@ class FormSummary(Schema):
     status: FormStatus
     response_count: int
     created_at: datetime
+    change_seq: int = Field(
+        description="The number of the latest change to the form's submissions (0: none yet). "
+        "Unchanged since your last sync: nothing to fetch from its change feed."
+    )
 
 
 class FormDetail(FormSummary):

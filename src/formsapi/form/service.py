@@ -61,6 +61,7 @@ def summary(form: Form | repository.SummaryRow) -> dict[str, Any]:
         "status": form.status,
         "responseCount": form.response_count,
         "createdAt": isoformat_z(form.created_at),
+        "changeSeq": form.change_seq,
     }
 
 

@@ -10,6 +10,7 @@ from formsapi.models.password_reset import PasswordReset
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.submission_day_count import SubmissionDayCount
+from formsapi.models.submission_tombstone import SubmissionTombstone
 from formsapi.models.user import User
 from formsapi.models.web_session import WebSession
 
@@ -29,6 +30,7 @@ __all__ = [
     "Submission",
     "SubmissionCount",
     "SubmissionDayCount",
+    "SubmissionTombstone",
     "User",
     "WebSession",
 ]

@@ -2,7 +2,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from formsapi.kit.time import utcnow
@@ -35,5 +35,12 @@ class Form(Base):
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)
+    # The number of the form's latest submission change (create, edit, delete),
+    # bumped in the statement that takes the form's row lock, so numbers follow
+    # commit order: the change feed's cursor.
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Tombstones up to this number have been purged: a feed cursor below it
+    # may have missed a delete.
+    tombstone_horizon: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

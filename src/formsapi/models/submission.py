@@ -1,7 +1,7 @@
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from formsapi.kit.time import utcnow
@@ -19,6 +19,14 @@ class Submission(Base):
             "submitted_at",
             "id",
         ),
+        # The change feed: a form's changes in commit order, one per number.
+        Index(
+            "ix_submissions_organization_id_form_id_change_seq",
+            "organization_id",
+            "form_id",
+            "change_seq",
+            unique=True,
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -27,3 +35,9 @@ class Submission(Base):
     form_version: Mapped[int] = mapped_column(Integer, default=1)
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     answers: Mapped[dict[str, Any]] = mapped_column(JSONColumn)
+    # The form's change_seq of this submission's latest change (Form.change_seq).
+    change_seq: Mapped[int] = mapped_column(BigInteger)
+    # 1 when submitted, +1 per edit: the ETag.
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # The last edit's time; NULL until the first (the API shows submitted_at).
+    updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

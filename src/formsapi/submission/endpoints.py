@@ -1,9 +1,9 @@
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
@@ -17,14 +17,15 @@ from formsapi.dependencies import (
     requires,
 )
 from formsapi.errors import problem_responses
+from formsapi.form import service as form_service
 from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json, replay
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.schemas import Schema
 from formsapi.kit.time import parse_timestamp
-from formsapi.submission import service
-from formsapi.submission.schemas import SubmissionOut
+from formsapi.submission import export, service
+from formsapi.submission.schemas import Changes, SubmissionDetail, SubmissionOut
 
 router = APIRouter(
     prefix="/forms/{formId}/submissions", tags=["Submissions"], route_class=GuardedRoute
@@ -74,6 +75,118 @@ SubmissionId = Annotated[
 ]
 
 
+@router.get(
+    "/changes",
+    response_model=Changes,
+    responses=problem_responses(400, 401, 403, 404, 410, 429),
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def list_changes(
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    form_id: FormId,
+    after: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=2**63 - 1,
+            description="The `next` of your previous call; 0 (the default) for a full copy.",
+        ),
+    ] = 0,
+    limit: Annotated[
+        int, Query(ge=1, le=service.MAX_CHANGES, description="Changes per call, at most 1,000.")
+    ] = 100,
+) -> Response:
+    """The form's change feed: every submission created, edited or deleted
+    after change number `after`, oldest first, each once in its latest state
+    (a deleted one as a tombstone). Numbers follow commit order, so a client
+    that applies each page and then asks for the changes after its `next`
+    never misses one; repeat while `hasMore`, then poll. A cursor older than
+    the kept tombstones answers 410: copy the form again from `after=0`."""
+    body = await service.changes_document(session, principal.organization_id, form_id, after, limit)
+    return Response(body, media_type="application/json")
+
+
+EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Every live submission, streamed. NDJSON: one submission a line "
+        '(as the change feed shows them), then `{"end": true, "changeSeq": N, '
+        '"count": n}`; a download without that last line was cut short. CSV: the '
+        "settings area's columns.",
+        "headers": {
+            "X-Change-Seq": {
+                "description": "The form's change number the export covers up to: "
+                "continue with the change feed from `after` this number.",
+                "schema": {"type": "integer"},
+            }
+        },
+        "content": {
+            # The schema of each line.
+            "application/x-ndjson": {
+                "schema": {
+                    "oneOf": [
+                        {"$ref": "#/components/schemas/SubmissionDetail"},
+                        {
+                            "type": "object",
+                            "title": "ExportEnd",
+                            "properties": {
+                                "end": {"const": True},
+                                "changeSeq": {"type": "integer"},
+                                "count": {"type": "integer"},
+                            },
+                            "required": ["end", "changeSeq", "count"],
+                            "additionalProperties": False,
+                        },
+                    ]
+                }
+            },
+            "text/csv": {"schema": {"type": "string"}},
+        },
+    },
+    **problem_responses(400, 401, 403, 404, 429),
+}
+
+
+@router.get(
+    "/export",
+    response_class=StreamingResponse,
+    responses=EXPORT_RESPONSES,
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def export_submissions(
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    request: Request,
+    form_id: FormId,
+    export_format: Annotated[
+        Literal["ndjson", "csv"], Query(alias="format", description="ndjson (default) or csv.")
+    ] = "ndjson",
+) -> StreamingResponse:
+    """Every live submission of the form in one streamed response, in change
+    number order: the fastest way to make a first copy. `X-Change-Seq` says
+    where the export stands in the change feed; continue with the feed from
+    there and nothing is missed. If the download breaks, continue with the
+    feed from the last `changeSeq` you received."""
+    organization_id = principal.organization_id
+    form = await form_service.get(session, organization_id, form_id)
+    upto = form.change_seq
+    sessionmaker = request.app.state.read_sessionmaker
+    headers = {"X-Change-Seq": str(upto)}
+    if export_format == "ndjson":
+        return StreamingResponse(
+            export.ndjson_chunks(sessionmaker, organization_id, form_id, upto),
+            media_type="application/x-ndjson",
+            headers=headers,
+        )
+    keys = await export.columns(session, organization_id, form_id)
+    headers["Content-Disposition"] = f'attachment; filename="{export.filename(form.slug)}"'
+    return StreamingResponse(
+        export.csv_chunks(sessionmaker, organization_id, form_id, upto, keys),
+        media_type="text/csv; charset=utf-8",
+        headers=headers,
+    )
+
+
 class SubmissionCreate(Schema):
     answers: dict[str, Any] = Field(
         description="Answers by question key: strings or numbers, as the form's schema says. "
@@ -84,7 +197,7 @@ class SubmissionCreate(Schema):
 @router.post(
     "",
     status_code=201,
-    response_model=SubmissionOut,
+    response_model=SubmissionDetail,
     responses=problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429),
     openapi_extra=requires(Scope.submissions_write),
 )
@@ -119,16 +232,77 @@ async def create_submission(
 
 @router.get(
     "/{submissionId}",
-    response_model=SubmissionOut,
+    response_model=SubmissionDetail,
     responses=ERRORS_404,
     openapi_extra=requires(Scope.submissions_read),
 )
 async def get_submission(
     principal: PrincipalDep, session: ReadSessionDep, form_id: FormId, submission_id: SubmissionId
 ) -> Response:
-    """One submission."""
+    """One submission, with its `ETag` for an edit's `If-Match`."""
     submission = await service.get(session, principal.organization_id, form_id, submission_id)
-    return json(service.to_dict(submission))
+    response = json(service.to_dict(submission))
+    response.headers["ETag"] = service.etag(submission.version)
+    return response
+
+
+class SubmissionPatch(Schema):
+    answers: dict[str, Any] = Field(
+        description="A JSON merge patch (RFC 7396) of the answers: each key sent replaces "
+        "that answer, `null` removes it, keys not sent stay. The result is checked "
+        "against the form version the submission answered, like a new submission."
+    )
+
+
+IfMatchHeader = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        max_length=512,
+        pattern=r"^[\x20-\x7e]+$",
+        description="The submission's `ETag`: the edit is refused with 412 if it has "
+        "changed since.",
+    ),
+]
+
+
+@router.patch(
+    "/{submissionId}",
+    response_model=SubmissionDetail,
+    responses=problem_responses(400, 401, 403, 404, 408, 412, 413, 415, 422, 429),
+    openapi_extra=requires(Scope.submissions_write),
+)
+async def edit_submission(
+    principal: PrincipalDep,
+    session: SessionDep,
+    request: Request,
+    form_id: FormId,
+    submission_id: SubmissionId,
+    body: SubmissionPatch,
+    idempotency_key: IdempotencyKeyHeader = None,
+    if_match: IfMatchHeader = None,
+) -> Response:
+    """Correct a submission's answers (a typo, a respondent's right to
+    rectification), whatever the form's status. The submission's `version`
+    and `updatedAt` move and the change enters the form's change feed."""
+
+    async def work() -> Outcome:
+        submission = await service.edit(
+            session, principal.organization_id, form_id, submission_id, body.answers, if_match
+        )
+        return Outcome(200, orjson.dumps(service.to_dict(submission)))
+
+    request_print = body.model_dump(mode="json") | {"ifMatch": if_match}
+    outcome = await run_once(
+        session,
+        principal.organization_id,
+        idempotency_key,
+        fingerprint("PATCH", request.url.path, request_print),
+        work,
+    )
+    response = replay(outcome)
+    response.headers["ETag"] = service.etag(orjson.loads(outcome.body)["version"])
+    return response
 
 
 @router.delete(
@@ -140,6 +314,7 @@ async def get_submission(
 async def delete_submission(
     principal: PrincipalDep, session: SessionDep, form_id: FormId, submission_id: SubmissionId
 ) -> Response:
-    """Delete one submission; the form's totals follow at once."""
+    """Delete one submission; the form's totals follow at once, and its change
+    feed reports it as deleted."""
     await service.delete(session, principal.organization_id, form_id, submission_id)
     return Response(status_code=204)

@@ -1,8 +1,13 @@
-"""A form's submissions as CSV, streamed in constant memory, and its daily counts.
+"""A form's submissions streamed in constant memory, as CSV or NDJSON, and
+its daily counts.
 
-The export reads in chunks by seeking past the last (time, id) read, each
-chunk in its own short read: a million rows never sit in memory or hold one
-transaction open while a slow client downloads.
+An export reads the live submissions in change-number order, up to the
+form's number when it started, a chunk at a time past the last number read,
+each chunk in its own short read: a million rows never sit in memory, nor
+hold one transaction or connection while a slow client downloads. What
+changes meanwhile is in the change feed after that starting number, and
+because rows come in number order, a broken download resumes with the feed
+from the last number received.
 """
 
 import csv
@@ -10,15 +15,18 @@ import io
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.form import repository as form_repository
 from formsapi.form.blocks import BlockList, questions
-from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.kit.time import utcnow
 from formsapi.submission import repository
+from formsapi.submission.repository import ChangeRow
+from formsapi.submission.schemas import detail_wire
 
 CHUNK = 1000
 FIXED_COLUMNS = ["submission_id", "submitted_at", "form_version"]
@@ -58,33 +66,75 @@ def _cell(value: object) -> object:
 _SKIPPED = re.compile(r"[\s\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]*")
 
 
+async def _chunks(
+    sessionmaker: async_sessionmaker[AsyncSession], organization_id: str, form_id: str, upto: int
+) -> AsyncIterator[Sequence[ChangeRow]]:
+    after = 0
+    while True:
+        async with sessionmaker() as session:
+            rows = await repository.live_between(
+                session, organization_id, form_id, after, upto, CHUNK
+            )
+        if rows:
+            yield rows
+        if len(rows) < CHUNK:
+            return
+        after = rows[-1][5]
+
+
+async def ndjson_chunks(
+    sessionmaker: async_sessionmaker[AsyncSession], organization_id: str, form_id: str, upto: int
+) -> AsyncIterator[bytes]:
+    """One submission a line, as the change feed shows it, then a last line
+    `{"end": true, "changeSeq": upto, "count": n}`: without it, the download
+    was cut short."""
+    count = 0
+    for_line = orjson.OPT_APPEND_NEWLINE
+    async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
+        count += len(rows)
+        yield b"".join(
+            orjson.dumps(
+                detail_wire(
+                    id_,
+                    form_id,
+                    form_version,
+                    submitted,
+                    updated,
+                    version,
+                    seq,
+                    orjson.Fragment(answers),
+                ),
+                option=for_line,
+            )
+            for id_, form_version, submitted, updated, version, seq, answers, _ in rows
+        )
+    yield orjson.dumps({"end": True, "changeSeq": upto, "count": count}, option=for_line)
+
+
 async def csv_chunks(
     sessionmaker: async_sessionmaker[AsyncSession],
     organization_id: str,
     form_id: str,
+    upto: int,
     keys: list[str],
 ) -> AsyncIterator[bytes]:
+    """A header of FIXED_COLUMNS and the question keys, then a row per
+    submission, text a spreadsheet would run as a formula neutralized."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     # The byte order mark tells spreadsheets the file is UTF-8 (names with accents).
     buffer.write("\ufeff")
     writer.writerow(FIXED_COLUMNS + keys)
-    after: tuple[datetime, str] | None = None
-    while True:
-        async with sessionmaker() as session:
-            rows = await repository.export_chunk(session, organization_id, form_id, after, CHUNK)
-        for row in rows:
-            answers = row.answers
-            writer.writerow(
-                [row.id, isoformat_z(row.submitted_at), row.form_version]
-                + [_cell(answers.get(key, "")) for key in keys]
-            )
-        yield buffer.getvalue().encode()
+    yield buffer.getvalue().encode()
+    async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
         buffer.seek(0)
         buffer.truncate()
-        if len(rows) < CHUNK:
-            return
-        after = (rows[-1].submitted_at, rows[-1].id)
+        for id_, form_version, submitted, _, _, _, answers_json, _ in rows:
+            answers = orjson.loads(answers_json)
+            writer.writerow(
+                [id_, submitted, form_version] + [_cell(answers.get(key, "")) for key in keys]
+            )
+        yield buffer.getvalue().encode()
 
 
 async def daily_counts(

@@ -1,5 +1,5 @@
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -16,10 +16,39 @@ class SubmissionOut(Schema):
     )
 
 
+class SubmissionDetail(SubmissionOut):
+    """A submission with what a sync keeps: when it last changed and where
+    that change stands in its form's change feed."""
+
+    updated_at: datetime = Field(description="Its last edit; `submittedAt` until edited.")
+    version: int = Field(
+        description="1 when submitted, one more per edit. The `ETag` is this number, quoted."
+    )
+    change_seq: int = Field(description="The number of its latest change in the form's feed.")
+
+
+class SubmissionDeleted(Schema):
+    """What the change feed says of a deleted submission: delete it from your copy."""
+
+    id: str
+    change_seq: int
+    deleted: Literal[True]
+    deleted_at: datetime
+
+
+class Changes(Schema):
+    data: list[SubmissionDetail | SubmissionDeleted] = Field(
+        description="Changes oldest first, one per submission: its latest state, or a "
+        "tombstone if it was deleted."
+    )
+    next: int = Field(description="The `after` of your next call (also when `data` is empty).")
+    has_more: bool = Field(description="More changes are waiting: call again at once.")
+
+
 def wire(
     id_: str, form_id: str, form_version: int, submitted_at: str, answers: object
 ) -> dict[str, Any]:
-    """A submission as the API sends it (SubmissionOut), built here alone.
+    """A submission as the API lists it (SubmissionOut), built here alone.
     `submitted_at` comes formatted (by the database on the hot read);
     `answers` may be the JSON text as stored, in an orjson.Fragment."""
     return {
@@ -29,3 +58,31 @@ def wire(
         "submittedAt": submitted_at,
         "answers": answers,
     }
+
+
+def detail_wire(
+    id_: str,
+    form_id: str,
+    form_version: int,
+    submitted_at: str,
+    updated_at: str,
+    version: int,
+    change_seq: int,
+    answers: object,
+) -> dict[str, Any]:
+    """A submission with its sync fields (SubmissionDetail), built here alone."""
+    return {
+        "id": id_,
+        "formId": form_id,
+        "formVersion": form_version,
+        "submittedAt": submitted_at,
+        "updatedAt": updated_at,
+        "version": version,
+        "changeSeq": change_seq,
+        "answers": answers,
+    }
+
+
+def deleted_wire(id_: str, change_seq: int, deleted_at: str) -> dict[str, Any]:
+    """A tombstone (SubmissionDeleted), built here alone."""
+    return {"id": id_, "changeSeq": change_seq, "deleted": True, "deletedAt": deleted_at}

@@ -7,7 +7,13 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.errors import Conflict, NotFound, ValidationFailed
+from formsapi.errors import (
+    Conflict,
+    FormNotFound,
+    FormsAPIError,
+    NotFound,
+    ValidationFailed,
+)
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
@@ -17,7 +23,7 @@ from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
-from formsapi.submission.schemas import wire
+from formsapi.submission.schemas import deleted_wire, detail_wire, wire
 from formsapi.submission.validation import validate_answers
 
 # From this offset on, the page is found through the hourly counts: skipping
@@ -67,6 +73,63 @@ async def page_document(
     )
 
 
+class CursorExpired(FormsAPIError):
+    """The change feed cannot continue from this `after`: tombstones of
+    submissions deleted after it have been purged (they are kept
+    FORMSAPI_TOMBSTONE_DAYS, 30 by default), so your copy could keep rows
+    that are gone; or `after` is past the form's latest change (the database
+    was restored from a backup, or the number is another form's). Copy the
+    form again from `after=0` (or an export), replacing what you hold."""
+
+    status = 410
+    title = "Cursor expired"
+    slug = "cursor-expired"
+
+
+MAX_CHANGES = 1000
+
+
+async def changes_document(
+    session: AsyncSession, organization_id: str, form_id: str, after: int, limit: int
+) -> bytes:
+    """The JSON body of one page of the form's change feed.
+
+    The rows are read before the form's position: a purge that commits
+    between the two is seen by the second, so a page never silently lacks a
+    purged tombstone."""
+    if not is_plausible(form_id):
+        raise FormNotFound(form_id)
+    rows = await repository.changes_after(session, organization_id, form_id, after, limit + 1)
+    position = await repository.positions(session, organization_id, form_id)
+    if position is None:
+        raise FormNotFound(form_id)
+    latest, horizon = position
+    if 0 < after < horizon:
+        raise CursorExpired(
+            f"Deletes up to change {horizon} are no longer kept and you asked for the changes "
+            f"after {after}: copy the form again from after=0.",
+            tombstoneHorizon=horizon,
+        )
+    if after > latest:
+        raise CursorExpired(
+            f"The form's latest change is {latest}, before your after={after}: this copy "
+            "came from elsewhere (a restored database?). Copy the form again from after=0.",
+            changeSeq=latest,
+        )
+    page = rows[:limit]
+    data = [
+        detail_wire(
+            id_, form_id, form_version, submitted, updated, version, seq, orjson.Fragment(answers)
+        )
+        if deleted_at is None
+        else deleted_wire(id_, seq, deleted_at)
+        for id_, form_version, submitted, updated, version, seq, answers, deleted_at in page
+    ]
+    return orjson.dumps(
+        {"data": data, "next": page[-1][5] if page else after, "hasMore": len(rows) > limit}
+    )
+
+
 class FormNotAccepting(Conflict):
     """Only published forms take submissions; `formStatus` says what this one
     is. Publish it (PATCH its status) first."""
@@ -98,7 +161,7 @@ async def create(
             f"This form is {form.status}; only published forms take submissions.",
             formStatus=form.status,
         )
-    _, version, raw_blocks = locked
+    version, raw_blocks, change_seq = locked
     stored, errors = validate_answers(BlockList.validate_python(raw_blocks), answers)
     if errors:
         raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in errors])
@@ -110,6 +173,8 @@ async def create(
         form_version=version,
         submitted_at=now,
         answers=stored,
+        change_seq=change_seq,
+        version=1,
     )
     await repository.insert_counted(session, submission)
     return submission
@@ -137,7 +202,8 @@ async def get(
 async def delete(
     session: AsyncSession, organization_id: str, form_id: str, submission_id: str
 ) -> None:
-    """Delete one submission and take it off every total, exactly once.
+    """Delete one submission, take it off every total exactly once, and leave
+    a tombstone for the change feed.
 
     The form's counter moves first: that takes the form's row lock, so
     concurrent deletes of the same submission (and a delete of the form) are
@@ -145,19 +211,87 @@ async def delete(
     rollback restores the counter."""
     if not (is_plausible(form_id) and is_plausible(submission_id)):
         raise SubmissionNotFound(submission_id)
-    if not await form_repository.add_to_count(session, organization_id, form_id, -1):
-        await form_service.get(session, organization_id, form_id)  # raises: no such form
+    change_seq = await form_repository.next_change(session, organization_id, form_id, -1)
+    if change_seq is None:
+        raise FormNotFound(form_id)
     submitted_at = await repository.delete_row(session, organization_id, form_id, submission_id)
     if submitted_at is None:
         raise SubmissionNotFound(submission_id)
     await repository.add_counts(session, organization_id, form_id, {hour_of(submitted_at): -1})
+    await repository.bury(session, organization_id, form_id, submission_id, change_seq, utcnow())
+
+
+class StaleSubmission(FormsAPIError):
+    """`If-Match` named a version of the submission that is no longer its
+    latest: someone changed it since you read it. Read it again (its `ETag`
+    is its `version`, quoted), then decide whether to send your change."""
+
+    status = 412
+    title = "Precondition Failed"
+    slug = "stale-submission"
+
+
+def etag(version: int) -> str:
+    return f'"{version}"'
+
+
+def _matches(if_match: str, version: int) -> bool:
+    """RFC 9110 If-Match: `*`, or a list of entity tags one of which is this
+    version's (weak tags never match a strong comparison)."""
+    tags = [tag.strip() for tag in if_match.split(",")]
+    return "*" in tags or etag(version) in tags
+
+
+async def edit(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    submission_id: str,
+    changes: dict[str, object],
+    if_match: str | None,
+) -> Submission:
+    """Correct a submission's answers: a JSON merge patch (RFC 7396) of its
+    answers, where null removes one, checked like a new submission against
+    the form version it answered. One more version, a new change number.
+
+    The form's row lock comes first, as for every write to its submissions,
+    so the version `If-Match` is compared with cannot change before commit."""
+    if not (is_plausible(form_id) and is_plausible(submission_id)):
+        raise SubmissionNotFound(submission_id)
+    change_seq = await form_repository.next_change(session, organization_id, form_id)
+    if change_seq is None:
+        raise FormNotFound(form_id)
+    submission = await repository.get(session, organization_id, form_id, submission_id)
+    if submission is None:
+        raise SubmissionNotFound(submission_id)
+    if if_match is not None and not _matches(if_match, submission.version):
+        raise StaleSubmission(
+            f"The submission is at version {submission.version}; If-Match said {if_match}.",
+            headers={"ETag": etag(submission.version)},
+        )
+    answers = {**submission.answers, **changes}
+    answers = {key: value for key, value in answers.items() if value is not None}
+    snapshot = await form_repository.get_version(
+        session, organization_id, form_id, submission.form_version
+    )
+    assert snapshot is not None, "every version a submission answered is kept"
+    stored, errors = validate_answers(BlockList.validate_python(snapshot.blocks), answers)
+    if errors:
+        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in errors])
+    if stored != submission.answers:  # else nothing to record: its ETag stays
+        await repository.edit(session, submission, stored, change_seq, utcnow())
+    return submission
 
 
 def to_dict(submission: Submission) -> dict[str, Any]:
-    return wire(
+    submitted_at = isoformat_z(submission.submitted_at)
+    return detail_wire(
         submission.id,
         submission.form_id,
         submission.form_version,
-        isoformat_z(submission.submitted_at),
+        submitted_at,
+        isoformat_z(submission.updated_at) if submission.updated_at else submitted_at,
+        submission.version,
+        submission.change_seq,
         submission.answers,
     )

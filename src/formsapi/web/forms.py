@@ -108,10 +108,13 @@ async def download_csv(
     organization_id = form.organization_id
     keys = await export.columns(session, organization_id, form.id)
     return StreamingResponse(
-        export.csv_chunks(request.app.state.read_sessionmaker, organization_id, form.id, keys),
+        export.csv_chunks(
+            request.app.state.read_sessionmaker, organization_id, form.id, form.change_seq, keys
+        ),
         media_type="text/csv; charset=utf-8",
         headers={
             **SECURITY_HEADERS,
             "Content-Disposition": f'attachment; filename="{export.filename(form.slug)}"',
+            "X-Change-Seq": str(form.change_seq),
         },
     )

@@ -1,5 +1,14 @@
 """The SQL of submissions, by what it serves: rows, counts, pages."""
 
+from formsapi.submission.repository.changes import (
+    ChangeRow,
+    bury,
+    changes_after,
+    edit,
+    live_between,
+    positions,
+    purge_tombstones,
+)
 from formsapi.submission.repository.counts import (
     add_counts,
     day_of,
@@ -9,26 +18,25 @@ from formsapi.submission.repository.counts import (
     rebuild_counts,
 )
 from formsapi.submission.repository.paging import PageRow, list_page, seek, total
-from formsapi.submission.repository.rows import (
-    ExportRow,
-    delete_row,
-    export_chunk,
-    get,
-    recent,
-)
+from formsapi.submission.repository.rows import delete_row, get, recent
 
 __all__ = [
-    "ExportRow",
+    "ChangeRow",
     "PageRow",
     "add_counts",
+    "bury",
+    "changes_after",
     "day_of",
     "delete_row",
-    "export_chunk",
+    "edit",
     "get",
     "hour_of",
     "hourly_counts",
     "insert_counted",
     "list_page",
+    "live_between",
+    "positions",
+    "purge_tombstones",
     "rebuild_counts",
     "recent",
     "seek",

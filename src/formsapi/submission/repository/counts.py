@@ -92,7 +92,16 @@ def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
     upsert = postgresql.insert if postgres else sqlite.insert
     statements = []
     if with_row:
-        columns = ("id", "organization_id", "form_id", "form_version", "submitted_at", "answers")
+        columns = (
+            "id",
+            "organization_id",
+            "form_id",
+            "form_version",
+            "submitted_at",
+            "answers",
+            "change_seq",
+            "version",
+        )
         statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
     for table, column in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
         statement = upsert(table).values(
@@ -143,6 +152,8 @@ async def insert_counted(session: AsyncSession, submission: Submission) -> None:
         "form_version": submission.form_version,
         "submitted_at": at,
         "answers": submission.answers,
+        "change_seq": submission.change_seq,
+        "version": 1,
     } | {"hour": hour_of(at), "day": day_of(at), "count": 1}
     for statement in _counting(_on_postgres(session), with_row=True):
         await session.execute(statement, parameters)

@@ -1,14 +1,9 @@
-"""Submission rows: one by id, the newest, and the export's chunks."""
+"""Submission rows: one by id, the newest, a delete."""
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import (
-    Row,
-    delete,
-    select,
-    tuple_,
-)
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Submission
@@ -53,28 +48,3 @@ async def recent(
         .limit(limit)
     )
     return (await session.scalars(statement)).all()
-
-
-ExportRow = Row[str, int, datetime, dict[str, object]]
-
-
-async def export_chunk(
-    session: AsyncSession,
-    organization_id: str,
-    form_id: str,
-    after: tuple[datetime, str] | None,
-    limit: int,
-) -> Sequence[ExportRow]:
-    """The next `limit` submissions, newest first, after the (time, id) of the
-    last one read: a seek on the page index, equally fast at any depth."""
-    statement = select(
-        Submission.id, Submission.form_version, Submission.submitted_at, Submission.answers
-    ).where(scoped(Submission, organization_id), Submission.form_id == form_id)
-    if after is not None:
-        statement = statement.where(
-            tuple_(Submission.submitted_at, Submission.id) < tuple_(after[0], after[1])
-        )
-    statement = statement.order_by(Submission.submitted_at.desc(), Submission.id.desc()).limit(
-        limit
-    )
-    return (await session.execute(statement)).all()

@@ -1,0 +1,209 @@
+"""The SQL of the change feed: a form's submissions and tombstones by change
+number, edits, deletes, and the purge of old tombstones."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Integer,
+    Row,
+    Text,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    null,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import BindParameter
+
+from formsapi.db import HotStatement
+from formsapi.models import Form, Submission, SubmissionTombstone
+from formsapi.models.base import iso_utc
+from formsapi.tenancy import scoped, unscoped
+
+# id, form_version, submitted_at, updated_at, version, change_seq, answers as
+# JSON text, deleted_at: the API's text for times; the last NULL for a live
+# submission, the middle ones NULL for a tombstone.
+ChangeRow = Sequence[Any]
+
+
+def _live(upto: bool) -> Any:
+    conditions = [
+        scoped(Submission, bindparam("organization_id")),
+        Submission.form_id == bindparam("form_id"),
+        Submission.change_seq > bindparam("after", type_=BigInteger),
+    ]
+    if upto:
+        conditions.append(Submission.change_seq <= bindparam("upto", type_=BigInteger))
+    return select(
+        Submission.id,
+        Submission.form_version,
+        iso_utc(Submission.submitted_at).label("submitted_at"),
+        iso_utc(func.coalesce(Submission.updated_at, Submission.submitted_at)).label("updated_at"),
+        Submission.version,
+        Submission.change_seq,
+        # As the database holds it: embedded as is, never decoded and re-encoded.
+        cast(Submission.answers, Text).label("answers"),
+        cast(null(), Text).label("deleted_at"),
+    ).where(*conditions)
+
+
+@cache
+def _feed_statement() -> HotStatement:
+    """Live submissions and tombstones after a number, merged in number order.
+
+    Each side is ordered and limited on its own, so each reads at most a
+    page from its index: with the limit outside alone, PostgreSQL's generic
+    plan read every later row of the form and sorted them."""
+    limit: BindParameter[int] = bindparam("limit")
+    live = _live(upto=False).order_by(Submission.change_seq).limit(limit)
+    dead = (
+        select(
+            SubmissionTombstone.submission_id.label("id"),
+            cast(null(), Integer).label("form_version"),
+            cast(null(), Text).label("submitted_at"),
+            cast(null(), Text).label("updated_at"),
+            cast(null(), Integer).label("version"),
+            SubmissionTombstone.change_seq,
+            cast(null(), Text).label("answers"),
+            iso_utc(SubmissionTombstone.deleted_at).label("deleted_at"),
+        )
+        .where(
+            scoped(SubmissionTombstone, bindparam("organization_id")),
+            SubmissionTombstone.form_id == bindparam("form_id"),
+            SubmissionTombstone.change_seq > bindparam("after", type_=BigInteger),
+        )
+        .order_by(SubmissionTombstone.change_seq)
+        .limit(limit)
+    )
+    merged = union_all(live.subquery().select(), dead.subquery().select()).subquery("changes")
+    return HotStatement(select(merged).order_by(merged.c.change_seq).limit(limit))
+
+
+async def changes_after(
+    session: AsyncSession, organization_id: str, form_id: str, after: int, limit: int
+) -> Sequence[ChangeRow]:
+    parameters = {
+        "organization_id": organization_id,
+        "form_id": form_id,
+        "after": after,
+        "limit": limit,
+    }
+    return await _feed_statement().all(session, parameters)
+
+
+@cache
+def _export_statement() -> HotStatement:
+    return HotStatement(_live(upto=True).order_by(Submission.change_seq).limit(bindparam("limit")))
+
+
+async def live_between(
+    session: AsyncSession, organization_id: str, form_id: str, after: int, upto: int, limit: int
+) -> Sequence[ChangeRow]:
+    """Live submissions numbered after `after` and up to `upto`, in number order."""
+    parameters = {
+        "organization_id": organization_id,
+        "form_id": form_id,
+        "after": after,
+        "upto": upto,
+        "limit": limit,
+    }
+    return await _export_statement().all(session, parameters)
+
+
+async def positions(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> Row[int, int] | None:
+    """The form's latest change number and its tombstone horizon; None if no such form."""
+    statement = select(Form.change_seq, Form.tombstone_horizon).where(
+        scoped(Form, organization_id), Form.id == form_id
+    )
+    return (await session.execute(statement)).first()
+
+
+async def edit(
+    session: AsyncSession,
+    submission: Submission,
+    answers: dict[str, Any],
+    change_seq: int,
+    now: datetime,
+) -> None:
+    """Write an edit to a submission loaded in `session`: new answers, one
+    more version, the change's number. The caller holds the form's row lock,
+    so the version read is the version replaced."""
+    submission.answers = answers
+    submission.version += 1
+    submission.updated_at = now
+    submission.change_seq = change_seq
+    await session.flush()
+
+
+async def bury(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    submission_id: str,
+    change_seq: int,
+    now: datetime,
+) -> None:
+    """Record a delete for the feed: the id and the number, no answers."""
+    await session.execute(
+        insert(SubmissionTombstone).values(
+            organization_id=organization_id,
+            form_id=form_id,
+            submission_id=submission_id,
+            change_seq=change_seq,
+            deleted_at=now,
+        )
+    )
+
+
+async def purge_tombstones(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Delete up to `batch` tombstones older than `before`, of every
+    organization, raising each form's horizon past the ones it lost; how many
+    went. Raised in the same transaction, so a reader that finds a tombstone
+    gone also finds the horizon that says so."""
+    oldest = unscoped(
+        select(
+            SubmissionTombstone.organization_id,
+            SubmissionTombstone.form_id,
+            SubmissionTombstone.change_seq,
+        )
+        .where(SubmissionTombstone.deleted_at < before)
+        .order_by(SubmissionTombstone.deleted_at)
+        .limit(batch),
+        "the retention sweep covers every organization",
+    )
+    found = (await session.execute(oldest)).all()
+    horizons: dict[tuple[str, str], int] = {}
+    for organization_id, form_id, change_seq in found:
+        key = (organization_id, form_id)
+        horizons[key] = max(horizons.get(key, 0), change_seq)
+    for (organization_id, form_id), horizon in sorted(horizons.items()):
+        await session.execute(
+            update(Form)
+            .where(scoped(Form, organization_id), Form.id == form_id)
+            .values(
+                tombstone_horizon=case(
+                    (Form.tombstone_horizon > horizon, Form.tombstone_horizon), else_=horizon
+                )
+            )
+        )
+        await session.execute(
+            delete(SubmissionTombstone).where(
+                scoped(SubmissionTombstone, organization_id),
+                SubmissionTombstone.form_id == form_id,
+                SubmissionTombstone.change_seq <= horizon,
+                SubmissionTombstone.deleted_at < before,
+            )
+        )
+    return len(found)
