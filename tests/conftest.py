@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import asyncpg  # type: ignore[import-untyped]
@@ -43,7 +43,7 @@ POSTGRES_URL = os.environ.get(
 REDIS_URL = os.environ.get("FORMSAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-def service_unavailable(reason: str) -> None:
+def service_unavailable(reason: str) -> NoReturn:
     if IN_CI:
         pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")
     pytest.skip(reason)

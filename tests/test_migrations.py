@@ -15,6 +15,7 @@ from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.kit.crypto import hash_secret
 from formsapi.models import Base, SubmissionCount, SubmissionDayCount
 from formsapi.models.base import UTCDateTime
+from formsapi.submission import repository as submission_repository
 from formsapi.tenancy import scoped
 from tests.conftest import scratch_postgres
 
@@ -218,3 +219,80 @@ def test_members_who_never_chose_a_password_become_pending_invitations(
     ]
     assert invited[1][2] == hash_secret("the-link")  # the link they were sent still works
     assert revoked == [("key_gone",)]
+
+
+def test_existing_submissions_are_numbered_in_the_order_they_were_submitted(
+    empty_database: str,
+) -> None:
+    """A database of the release before the change feed: each form's
+    submissions get 1, 2, ... in (submitted_at, id) order, the form's counter
+    starts at its last, and the feed then reads them all."""
+    migrate(empty_database, "0008")
+    at = _at(1, 0)
+    form = {
+        "organization_id": "org_1",
+        "title": "F",
+        "status": "published",
+        "version": 1,
+        "blocks": "[]",
+        "created_at": at,
+        "updated_at": at,
+    }
+    submitted = [  # (id, form, hour): the first two share a time, the id breaks the tie
+        ("sub_b", "frm_1", 5),
+        ("sub_a", "frm_1", 5),
+        ("sub_c", "frm_1", 2),
+        ("sub_d", "frm_2", 9),
+    ]
+    asyncio.run(
+        _insert(
+            empty_database,
+            ("organizations", {"id": "org_1", "name": "Org", "plan": "standard", "created_at": at}),
+            ("forms", {**form, "id": "frm_1", "slug": "one", "response_count": 3}),
+            ("forms", {**form, "id": "frm_2", "slug": "two", "response_count": 1}),
+            ("forms", {**form, "id": "frm_3", "slug": "three", "response_count": 0}),
+            *(
+                (
+                    "submissions",
+                    {
+                        "id": id_,
+                        "organization_id": "org_1",
+                        "form_id": form_id,
+                        "form_version": 1,
+                        "submitted_at": _at(2, hour),
+                        "answers": "{}",
+                    },
+                )
+                for id_, form_id, hour in submitted
+            ),
+        )
+    )
+
+    migrate(empty_database)
+
+    numbered = asyncio.run(
+        _rows(
+            empty_database,
+            "SELECT form_id, id, change_seq, version, updated_at FROM submissions "
+            "ORDER BY form_id, change_seq",
+        )
+    )
+    counters = asyncio.run(
+        _rows(empty_database, "SELECT id, change_seq, tombstone_horizon FROM forms ORDER BY id")
+    )
+    assert numbered == [
+        ("frm_1", "sub_c", 1, 1, None),
+        ("frm_1", "sub_a", 2, 1, None),
+        ("frm_1", "sub_b", 3, 1, None),
+        ("frm_2", "sub_d", 1, 1, None),
+    ]
+    assert counters == [("frm_1", 3, 0), ("frm_2", 1, 0), ("frm_3", 0, 0)]
+
+    async def feed() -> list[str]:
+        engine = create_engine(empty_database)
+        async with create_sessionmaker(engine)() as session:
+            rows = await submission_repository.changes_after(session, "org_1", "frm_1", 1, 10)
+        await engine.dispose()
+        return [row[0] for row in rows]
+
+    assert asyncio.run(feed()) == ["sub_a", "sub_b"]
