@@ -1,5 +1,5 @@
 """Build the benchmark data set: 20 forms and 1,000,000 submissions, one form
-holding half of them, answers of 8 keys mixing strings and numbers, times
+holding half of them and one 10,000, answers of 8 keys mixing strings and numbers, times
 spread over two years. Loaded with COPY into PostgreSQL and with batched
 inserts into SQLite, both through the service's own schema and migrations.
 
@@ -70,12 +70,18 @@ BLOCKS = BlockList.validate_python(
 )
 
 
+SMALL = 10_000  # the second form's share: the export's memory is compared with it
+
+
 def shares(total: int, forms: int) -> list[int]:
-    """Half to the first form, the rest evenly."""
+    """Half to the first form, SMALL (when it is under a tenth of the total)
+    to the second, the rest evenly."""
     big = total // 2
-    rest = total - big
-    each, extra = divmod(rest, forms - 1)
-    return [big] + [each + (1 if i < extra else 0) for i in range(forms - 1)]
+    small = [SMALL] if forms > 2 and total >= SMALL * 10 else []
+    rest = total - big - sum(small)
+    others = forms - 1 - len(small)
+    each, extra = divmod(rest, others)
+    return [big, *small] + [each + (1 if i < extra else 0) for i in range(others)]
 
 
 def submission_rows(

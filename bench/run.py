@@ -206,10 +206,9 @@ def _body_size(port: int, path: str, headers: dict[str, str], body: Any = None) 
         return len(error.read())
 
 
-def cli(argv: list[str], env: dict[str, str]) -> str:
-    binary = str(Path(sys.executable).parent / "formsapi")
+def cli(argv: list[str], env: dict[str, str], binary: str | None = None) -> str:
     done = subprocess.run(
-        [binary, *argv],
+        [binary or str(Path(sys.executable).parent / "formsapi"), *argv],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

@@ -38,7 +38,7 @@ async def tenant(url: str, forms: int) -> Setup:
     engine = create_engine(url)
     async with create_sessionmaker(engine)() as session:
         org = await create_org(session)
-        scopes = ["forms:read", "submissions:read", "submissions:write"]
+        scopes = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
         _, secret = await create_key(session, org, scopes=scopes)
         form_ids = [(await create_form(session, org)).id for _ in range(forms)]
         await session.commit()

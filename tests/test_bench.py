@@ -6,6 +6,7 @@ report still work against real servers, PostgreSQL, Redis, wrk and pgbench.
 """
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -77,6 +78,29 @@ def test_the_kit_builds_runs_and_reports(
         # Real pages and 201s, not errors, were measured, comparators included.
         assert m["non_2xx"] == 0, m
     assert "| postgresql | page1_50 |" in ran.stdout  # the Markdown report
+
+    synced = _kit(
+        "sync",
+        *("--postgres", scratch_database, "--sqlite", str(sqlite), "--redis", redis_url),
+        *("--rounds", "1", "--no-record"),
+        timeout=300,
+    )
+    assert synced.returncode == 0, synced.stderr[-3000:]
+    # The kit checks that the feed, its floor and the export each read every
+    # row of the big form (posts above added some), then reports both engines.
+    for engine in ("postgresql", "sqlite"):
+        assert re.search(rf"^\| {engine} \| [\d,]+ \|", synced.stdout, re.MULTILINE), synced.stdout
+
+    # This checkout against itself stands for an earlier commit's checkout.
+    compared = _kit(
+        "compare",
+        *("--other", str(ROOT), "--other-postgres", scratch_database, "--redis", redis_url),
+        *("--postgres", scratch_database, "--duration", "1", "--warmup", "0", "--rounds", "1"),
+        *("--connections", "2", "--workers", "1", "--no-record"),
+        timeout=300,
+    )
+    assert compared.returncode == 0, compared.stderr[-3000:]
+    assert "| postgresql | post_submission |" in compared.stdout
 
 
 def test_the_redis_exchange_comparison_runs(redis_url: str) -> None:

@@ -1,5 +1,6 @@
 """A long export does not hold a server that is told to stop: past
-FORMSAPI_SHUTDOWN_GRACE it is cut, and the client can tell (no end line)."""
+FORMSAPI_SHUTDOWN_GRACE it is cut, and the client can tell (no end line).
+Nor does an export of a form deleted while it streams look complete."""
 
 import asyncio
 import signal
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import insert, update
 
@@ -51,6 +53,19 @@ async def _fill(setup: Setup, form_id: str, count: int) -> None:
     await engine.dispose()
 
 
+def _slow_reader(port: int, form_id: str, secret: str) -> socket.socket:
+    """A client that asked for the export, read its first bytes and stopped
+    reading, with buffers so small the server must wait for it."""
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.connect(("127.0.0.1", port))
+    client.sendall(
+        f"GET /v1/forms/{form_id}/submissions/export HTTP/1.1\r\nHost: t\r\n"
+        f"Authorization: Bearer {secret}\r\nConnection: close\r\n\r\n".encode()
+    )
+    return client
+
+
 def test_an_export_to_a_client_that_stopped_reading_does_not_hold_shutdown(
     setup: Setup, tmp_path: Path
 ) -> None:
@@ -61,13 +76,7 @@ def test_an_export_to_a_client_that_stopped_reading_does_not_hold_shutdown(
     try:
         server.wait_until_healthy()
         port = int(server.base_url.rsplit(":", 1)[1])
-        with socket.socket() as client:
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            client.connect(("127.0.0.1", port))
-            client.sendall(
-                f"GET /v1/forms/{form_id}/submissions/export HTTP/1.1\r\nHost: t\r\n"
-                f"Authorization: Bearer {setup.secret}\r\n\r\n".encode()
-            )
+        with _slow_reader(port, form_id, setup.secret) as client:
             received = client.recv(4096)
             assert received.startswith(b"HTTP/1.1 200")
             time.sleep(0.5)  # the export fills what buffers there are, then waits
@@ -85,3 +94,34 @@ def test_an_export_to_a_client_that_stopped_reading_does_not_hold_shutdown(
 
     assert stopped_after < 1 + 5  # the grace, and then some for a busy machine
     assert b'"end":true' not in received  # cut short, and the client can tell
+
+
+def test_an_export_of_a_form_deleted_while_it_streams_has_no_end_line(
+    setup: Setup, tmp_path: Path
+) -> None:
+    form_id = setup.forms[0]
+    asyncio.run(_fill(setup, form_id, 40_000))
+    server = start_server(tmp_path, clean_env(database_url=setup.database_url), "exporting")
+    try:
+        server.wait_until_healthy()
+        port = int(server.base_url.rsplit(":", 1)[1])
+        with _slow_reader(port, form_id, setup.secret) as client:
+            received = client.recv(4096)
+            assert received.startswith(b"HTTP/1.1 200")
+            deleted = httpx.delete(
+                f"{server.base_url}/v1/forms/{form_id}",
+                params={"deleteSubmissions": "true"},
+                headers={"Authorization": f"Bearer {setup.secret}"},
+                timeout=30,
+            )
+            assert deleted.status_code == 204
+
+            client.settimeout(30)
+            while chunk := client.recv(1 << 16):
+                received += chunk
+    finally:
+        stop_servers([server])
+
+    assert received.endswith(b"0\r\n\r\n")  # the response ended, not cut
+    assert received.count(b"\n{") < 40_000  # the rows deleted before they were read are missing
+    assert b'"end":true' not in received  # so it must not look complete

@@ -291,7 +291,7 @@ def test_existing_submissions_are_numbered_in_the_order_they_were_submitted(
     async def feed() -> list[str]:
         engine = create_engine(empty_database)
         async with create_sessionmaker(engine)() as session:
-            rows = await submission_repository.changes_after(session, "org_1", "frm_1", 1, 10)
+            rows, _ = await submission_repository.changes_after(session, "org_1", "frm_1", 1, 10)
         await engine.dispose()
         return [row[0] for row in rows]
 

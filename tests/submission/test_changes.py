@@ -12,7 +12,7 @@ from formsapi.config import Settings
 from formsapi.kit.time import shift
 from formsapi.submission.retention import purge_tombstones
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import create_form, create_key, create_org, create_submission
 
 WRITE = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 
@@ -233,3 +233,34 @@ async def test_forms_carry_their_latest_change_number(api: Api, session: AsyncSe
 
     assert {form["id"]: form["changeSeq"] for form in listed} == {busy.id: 2, quiet.id: 0}
     assert one["changeSeq"] == 2
+
+
+async def test_a_page_of_large_answers_stops_early_and_the_rest_follows(
+    api: Api, session: AsyncSession
+) -> None:
+    """A page holds about 4 MiB of answers past its first row, however many
+    rows `limit` allows: six submissions of a megabyte come as five, then one."""
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=WRITE)
+    blocks = [
+        {"type": "long_text", "key": f"q{index}", "title": f"Q{index}", "max_length": 100_000}
+        for index in range(10)
+    ]
+    form = await create_form(session, org, blocks=blocks)
+    for index in range(6):
+        answers = {f"q{q}": str(index) * 100_000 for q in range(10)}
+        await create_submission(session, form, answers=answers)
+    await session.commit()
+
+    first = await _changes(api, form.id, secret, limit=1000)
+    second = await _changes(api, form.id, secret, limit=1000, after=first["next"])
+    exported = (await api.get(f"/v1/forms/{form.id}/submissions/export", secret)).content
+
+    assert [item["changeSeq"] for item in first["data"]] == [1, 2, 3, 4, 5]
+    assert first["hasMore"] is True
+    assert [item["changeSeq"] for item in second["data"]] == [6]
+    assert second["hasMore"] is False
+    assert second["data"][0]["answers"]["q9"] == "5" * 100_000
+    lines = exported.splitlines()
+    assert len(lines) == 7
+    assert lines[-1] == b'{"end":true,"changeSeq":6,"count":6}'

@@ -186,3 +186,23 @@ async def test_a_deleted_submission_cannot_be_edited(api: Api, session: AsyncSes
     response = await api.patch(url, secret, json={"answers": {"name": "X"}})
 
     assert response.status_code == 404
+
+
+async def test_an_edit_that_changes_nothing_moves_no_number(
+    api: Api, session: AsyncSession
+) -> None:
+    """Else a syncing client comparing the form's changeSeq with its cursor
+    would find the form changed on every run and its feed empty."""
+    secret, url, before = await _submitted(api, session)
+    form_url = url.split("/submissions/")[0]
+
+    same = await api.patch(url, secret, json={"answers": {"name": "Ada"}})
+    empty = await api.patch(url, secret, json={"answers": {}})
+
+    assert same.status_code == empty.status_code == 200
+    assert same.json() == empty.json() == before | {"updatedAt": before["submittedAt"]}
+    assert same.headers["etag"] == '"1"'
+    form = (await api.get(form_url, secret)).json()
+    assert form["changeSeq"] == before["changeSeq"]
+    feed = (await api.get(f"{form_url}/submissions/changes", secret, params={"after": 1})).json()
+    assert feed == {"data": [], "next": 1, "hasMore": False}

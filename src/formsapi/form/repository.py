@@ -100,6 +100,16 @@ async def lock_for_submission(
     return (await session.execute(statement)).first()
 
 
+async def lock(session: AsyncSession, organization_id: str, form_id: str) -> bool:
+    """Take the form's row lock until commit, as a write to its submissions
+    does (SQLite's write transaction already excludes every other writer);
+    False if there is no such form."""
+    locked = await session.execute(
+        select(Form.id).where(scoped(Form, organization_id), Form.id == form_id).with_for_update()
+    )
+    return locked.first() is not None
+
+
 async def next_change(
     session: AsyncSession, organization_id: str, form_id: str, count_delta: int = 0
 ) -> int | None:

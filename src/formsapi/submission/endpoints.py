@@ -111,8 +111,8 @@ EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "Every live submission, streamed. NDJSON: one submission a line "
         '(as the change feed shows them), then `{"end": true, "changeSeq": N, '
-        '"count": n}`; a download without that last line was cut short. CSV: the '
-        "settings area's columns.",
+        '"count": n}`; a download without that last line was cut short (or its form '
+        "deleted meanwhile). CSV: the settings area's columns.",
         "headers": {
             "X-Change-Seq": {
                 "description": "The form's change number the export covers up to: "

@@ -72,12 +72,12 @@ async def _chunks(
     after = 0
     while True:
         async with sessionmaker() as session:
-            rows = await repository.live_between(
+            rows, more = await repository.live_between(
                 session, organization_id, form_id, after, upto, CHUNK
             )
         if rows:
             yield rows
-        if len(rows) < CHUNK:
+        if not more:
             return
         after = rows[-1][5]
 
@@ -87,7 +87,7 @@ async def ndjson_chunks(
 ) -> AsyncIterator[bytes]:
     """One submission a line, as the change feed shows it, then a last line
     `{"end": true, "changeSeq": upto, "count": n}`: without it, the download
-    was cut short."""
+    was cut short, or the form was deleted meanwhile."""
     count = 0
     for_line = orjson.OPT_APPEND_NEWLINE
     async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
@@ -106,8 +106,11 @@ async def ndjson_chunks(
                 ),
                 option=for_line,
             )
-            for id_, form_version, submitted, updated, version, seq, answers, _ in rows
+            for id_, form_version, submitted, updated, version, seq, answers, _, _ in rows
         )
+    async with sessionmaker() as session:
+        if await repository.positions(session, organization_id, form_id) is None:
+            return  # deleted while it streamed: what was sent is not the form
     yield orjson.dumps({"end": True, "changeSeq": upto, "count": count}, option=for_line)
 
 
@@ -129,7 +132,7 @@ async def csv_chunks(
     async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
         buffer.seek(0)
         buffer.truncate()
-        for id_, form_version, submitted, _, _, _, answers_json, _ in rows:
+        for id_, form_version, submitted, _, _, _, answers_json, _, _ in rows:
             answers = orjson.loads(answers_json)
             writer.writerow(
                 [id_, submitted, form_version] + [_cell(answers.get(key, "")) for key in keys]

@@ -99,7 +99,7 @@ async def changes_document(
     purged tombstone."""
     if not is_plausible(form_id):
         raise FormNotFound(form_id)
-    rows = await repository.changes_after(session, organization_id, form_id, after, limit + 1)
+    page, more = await repository.changes_after(session, organization_id, form_id, after, limit)
     position = await repository.positions(session, organization_id, form_id)
     if position is None:
         raise FormNotFound(form_id)
@@ -116,18 +116,15 @@ async def changes_document(
             "came from elsewhere (a restored database?). Copy the form again from after=0.",
             changeSeq=latest,
         )
-    page = rows[:limit]
     data = [
         detail_wire(
             id_, form_id, form_version, submitted, updated, version, seq, orjson.Fragment(answers)
         )
         if deleted_at is None
         else deleted_wire(id_, seq, deleted_at)
-        for id_, form_version, submitted, updated, version, seq, answers, deleted_at in page
+        for id_, form_version, submitted, updated, version, seq, answers, deleted_at, _ in page
     ]
-    return orjson.dumps(
-        {"data": data, "next": page[-1][5] if page else after, "hasMore": len(rows) > limit}
-    )
+    return orjson.dumps({"data": data, "next": page[-1][5] if page else after, "hasMore": more})
 
 
 class FormNotAccepting(Conflict):
@@ -255,11 +252,12 @@ async def edit(
     the form version it answered. One more version, a new change number.
 
     The form's row lock comes first, as for every write to its submissions,
-    so the version `If-Match` is compared with cannot change before commit."""
+    so the version `If-Match` is compared with cannot change before commit.
+    An edit that changes nothing takes no change number: a form's
+    `changeSeq` moves only when its feed has something new."""
     if not (is_plausible(form_id) and is_plausible(submission_id)):
         raise SubmissionNotFound(submission_id)
-    change_seq = await form_repository.next_change(session, organization_id, form_id)
-    if change_seq is None:
+    if not await form_repository.lock(session, organization_id, form_id):
         raise FormNotFound(form_id)
     submission = await repository.get(session, organization_id, form_id, submission_id)
     if submission is None:
@@ -279,6 +277,8 @@ async def edit(
     if errors:
         raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in errors])
     if stored != submission.answers:  # else nothing to record: its ETag stays
+        change_seq = await form_repository.next_change(session, organization_id, form_id)
+        assert change_seq is not None, "the form is locked"
         await repository.edit(session, submission, stored, change_seq, utcnow())
     return submission
 

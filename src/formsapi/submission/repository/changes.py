@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Integer,
     Row,
+    Select,
     Text,
     bindparam,
     case,
@@ -34,6 +35,11 @@ from formsapi.tenancy import scoped, unscoped
 # JSON text, deleted_at: the API's text for times; the last NULL for a live
 # submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
+
+# About this many characters of answers at most in one read, past the first
+# row: a page of 1,000 submissions of a megabyte each would otherwise be read
+# whole into memory.
+PAGE_CHARACTERS = 4 * 1024 * 1024
 
 
 def _live(upto: bool) -> Any:
@@ -86,38 +92,68 @@ def _feed_statement() -> HotStatement:
         .limit(limit)
     )
     merged = union_all(live.subquery().select(), dead.subquery().select()).subquery("changes")
-    return HotStatement(select(merged).order_by(merged.c.change_seq).limit(limit))
+    return HotStatement(_bounded(select(merged).order_by(merged.c.change_seq).limit(limit)))
+
+
+def _bounded(ordered: Select[Any]) -> Select[Any]:
+    """`ordered`'s rows (by change number, limited) while the answers before
+    each stay under PAGE_CHARACTERS, then how many rows the limit let through:
+    the database measures and drops the rest, so they never reach us."""
+    rows = ordered.subquery("rows")
+    size = func.coalesce(func.length(rows.c.answers), 0)
+    sized = select(
+        rows,
+        (func.sum(size).over(order_by=rows.c.change_seq) - size).label("before"),
+        func.count().over().label("found"),
+    ).subquery("sized")
+    columns = [sized.c[column.name] for column in rows.c]
+    return (
+        select(*columns, sized.c.found)
+        .where(sized.c.before < PAGE_CHARACTERS)
+        .order_by(sized.c.change_seq)
+    )
+
+
+def _more(rows: Sequence[ChangeRow], limit: int) -> tuple[Sequence[ChangeRow], bool]:
+    """At most `limit` rows, and whether any after them were left out."""
+    found = rows[0][-1] if rows else 0
+    page = rows[:limit]
+    return page, found > len(page)
 
 
 async def changes_after(
     session: AsyncSession, organization_id: str, form_id: str, after: int, limit: int
-) -> Sequence[ChangeRow]:
+) -> tuple[Sequence[ChangeRow], bool]:
+    """Up to `limit` changes after `after` in number order (fewer when their
+    answers are large), and whether more follow."""
     parameters = {
         "organization_id": organization_id,
         "form_id": form_id,
         "after": after,
-        "limit": limit,
+        "limit": limit + 1,
     }
-    return await _feed_statement().all(session, parameters)
+    return _more(await _feed_statement().all(session, parameters), limit)
 
 
 @cache
 def _export_statement() -> HotStatement:
-    return HotStatement(_live(upto=True).order_by(Submission.change_seq).limit(bindparam("limit")))
+    limit: BindParameter[int] = bindparam("limit")
+    return HotStatement(_bounded(_live(upto=True).order_by(Submission.change_seq).limit(limit)))
 
 
 async def live_between(
     session: AsyncSession, organization_id: str, form_id: str, after: int, upto: int, limit: int
-) -> Sequence[ChangeRow]:
-    """Live submissions numbered after `after` and up to `upto`, in number order."""
+) -> tuple[Sequence[ChangeRow], bool]:
+    """Live submissions numbered after `after` and up to `upto`, in number
+    order, and whether more follow."""
     parameters = {
         "organization_id": organization_id,
         "form_id": form_id,
         "after": after,
         "upto": upto,
-        "limit": limit,
+        "limit": limit + 1,
     }
-    return await _export_statement().all(session, parameters)
+    return _more(await _export_statement().all(session, parameters), limit)
 
 
 async def positions(

@@ -1,0 +1,172 @@
+"""Compare this checkout with another build of the service (an earlier commit
+in its own checkout and virtualenv, on its own copy of the data set): the same
+wrk scenarios against both servers, side by side, in interleaved rounds.
+
+    git worktree add /tmp/old <commit> && (cd /tmp/old && python3 -m venv .venv \\
+        && .venv/bin/pip install -e . && createdb -h 127.0.0.1 -U postgres bench_old \\
+        && .venv/bin/python -m bench.dataset --postgres postgresql://postgres@127.0.0.1/bench_old)
+    python -m bench.compare --other /tmp/old \\
+        --other-postgres postgresql://postgres@127.0.0.1/bench_old \\
+        --scenarios post_submission page1_50 since_9pct page1000
+
+PostgreSQL runs with autovacuum off on CI machines, so both databases are
+vacuumed (VACUUM ANALYZE) before every round that writes.
+"""
+
+import argparse
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from statistics import median
+
+from bench.dataset import ORG_ID
+from bench.run import POST_BODIES, ROOT, SCENARIOS, Server, _versions, cli, free_port, wrk
+
+WRITES = {"post_submission"}
+
+
+def vacuum(url: str) -> None:
+    if url.startswith("postgresql"):
+        database = url.rsplit("/", 1)[1]
+        subprocess.run(
+            [
+                "psql",
+                "-q",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                database,
+                "-c",
+                "VACUUM ANALYZE",
+            ],
+            check=True,
+        )
+
+
+def start(binary: str, url: str, args: argparse.Namespace) -> tuple[Server, dict[str, str]]:
+    env = {
+        "FORMSAPI_DATABASE_URL": url,
+        "FORMSAPI_REDIS_URL": args.redis,
+        "FORMSAPI_REDIS_PREFIX": f"bench-{uuid.uuid4()}",
+        "FORMSAPI_RATE_LIMIT_STANDARD": "1000000000",
+        "FORMSAPI_RATE_LIMIT_PRO": "1000000000",
+    }
+    secret = cli(
+        [
+            *("key", "create", "--org", ORG_ID, "--email", "bench@example.com"),
+            *("--name", f"bench compare {datetime.now(UTC):%H%M%S}"),
+            *("--scope", "forms:read", "--scope", "submissions:read"),
+            *("--scope", "submissions:write"),
+        ],
+        env,
+        binary,
+    )
+    port = free_port()
+    argv = [binary, "serve", "--port", str(port), "--workers", str(args.workers), "--no-access-log"]
+    return Server(argv, env, port), {"Authorization": f"Bearer {secret}"}
+
+
+def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list[str]:
+    binaries = {
+        "this": str(Path(sys.executable).parent / "formsapi"),
+        "other": str(args.other / ".venv" / "bin" / "formsapi"),
+    }
+    servers: dict[str, tuple[Server, dict[str, str]]] = {}
+    rows = []
+    try:
+        for build in ("this", "other"):
+            servers[build] = start(binaries[build], urls[build], args)
+        for scenario in args.scenarios:
+            path, _ = SCENARIOS[scenario]
+            rates: dict[str, list[float]] = {"this": [], "other": []}
+            for round_ in range(args.rounds):
+                # Alternate who goes first: the machine drifts within a round too.
+                order = ("this", "other") if round_ % 2 == 0 else ("other", "this")
+                for build in order:
+                    if scenario in WRITES:
+                        vacuum(urls[build])
+                    server, headers = servers[build]
+                    url = f"http://127.0.0.1:{server.port}{path}"
+                    body = POST_BODIES.get(scenario)
+                    wrk(url, args.connections, args.warmup, headers, body)
+                    result = wrk(url, args.connections, args.duration, headers, body)
+                    assert result["non_2xx"] == 0, (build, scenario, result)
+                    rates[build].append(result["rps"])
+                print(
+                    f"{engine} {scenario}: this {rates['this'][-1]:,.0f}/s, "
+                    f"other {rates['other'][-1]:,.0f}/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            this, other = median(rates["this"]), median(rates["other"])
+            rounds = " / ".join(
+                f"{a:,.0f} vs {b:,.0f}" for a, b in zip(rates["this"], rates["other"], strict=True)
+            )
+            rows.append(
+                f"| {engine} | {scenario} | {this:,.1f} | {other:,.1f} | {this / other:.0%} "
+                f"| {rounds} |"
+            )
+    finally:
+        for server, _ in servers.values():
+            server.stop()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--other", type=Path, required=True, help="the other build's checkout")
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/bench")
+    parser.add_argument("--other-postgres", help="the other build's copy of the data set")
+    parser.add_argument("--sqlite", default=str(ROOT / "data" / "bench.db"))
+    parser.add_argument("--other-sqlite", help="the other build's SQLite copy")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--scenarios", nargs="+", default=["post_submission"], choices=SCENARIOS)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    commit = subprocess.run(
+        ["git", "-C", str(args.other), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    rows = []
+    if args.other_postgres:
+        rows += compare("postgresql", {"this": args.postgres, "other": args.other_postgres}, args)
+    if args.other_sqlite:
+        urls = {"this": f"sqlite:///{args.sqlite}", "other": f"sqlite:///{args.other_sqlite}"}
+        rows += compare("sqlite", urls, args)
+    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
+    report = "\n".join(
+        [
+            f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: this checkout against {commit}",
+            "",
+            f"Command: `python -m bench.compare {' '.join(sys.argv[1:])}`  ",
+            f"Versions: {versions}  ",
+            f"{args.connections} connections, {args.workers} workers each, "
+            f"median of {args.rounds} interleaved rounds of {args.duration:g} s; "
+            "PostgreSQL vacuumed before every round that writes.",
+            "",
+            "| engine | scenario | this req/s | other req/s | this / other | rounds (this vs other) |",
+            "|---|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+    print(report)
+    if not args.no_record:
+        from bench.report import record
+
+        record(report, ROOT / "RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()
