@@ -16,13 +16,21 @@ vacuumed (VACUUM ANALYZE) before every round that writes.
 import argparse
 import subprocess
 import sys
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
 
-from bench.dataset import ORG_ID
-from bench.run import POST_BODIES, ROOT, SCENARIOS, Server, _versions, cli, free_port, wrk
+from bench.run import (
+    POST_BODIES,
+    ROOT,
+    SCENARIOS,
+    Server,
+    _versions,
+    bench_key,
+    free_port,
+    service_env,
+    wrk,
+)
 
 WRITES = {"post_submission"}
 
@@ -48,23 +56,9 @@ def vacuum(url: str) -> None:
 
 
 def start(binary: str, url: str, args: argparse.Namespace) -> tuple[Server, dict[str, str]]:
-    env = {
-        "FORMSAPI_DATABASE_URL": url,
-        "FORMSAPI_REDIS_URL": args.redis,
-        "FORMSAPI_REDIS_PREFIX": f"bench-{uuid.uuid4()}",
-        "FORMSAPI_RATE_LIMIT_STANDARD": "1000000000",
-        "FORMSAPI_RATE_LIMIT_PRO": "1000000000",
-    }
-    secret = cli(
-        [
-            *("key", "create", "--org", ORG_ID, "--email", "bench@example.com"),
-            *("--name", f"bench compare {datetime.now(UTC):%H%M%S}"),
-            *("--scope", "forms:read", "--scope", "submissions:read"),
-            *("--scope", "submissions:write"),
-        ],
-        env,
-        binary,
-    )
+    env = service_env(url, args.redis)
+    scopes = ["forms:read", "submissions:read", "submissions:write"]
+    secret = bench_key(env, "compare", scopes, binary)
     port = free_port()
     argv = [binary, "serve", "--port", str(port), "--workers", str(args.workers), "--no-access-log"]
     return Server(argv, env, port), {"Authorization": f"Bearer {secret}"}

@@ -217,6 +217,27 @@ def cli(argv: list[str], env: dict[str, str], binary: str | None = None) -> str:
     return done.stdout.strip()
 
 
+def service_env(url: str, redis: str) -> dict[str, str]:
+    """A server's settings for a run: real keys and a real limiter in Redis,
+    the plan limits raised so the run is not refused."""
+    return {
+        "FORMSAPI_DATABASE_URL": url,
+        "FORMSAPI_REDIS_URL": redis,
+        "FORMSAPI_REDIS_PREFIX": f"bench-{uuid.uuid4()}",
+        "FORMSAPI_RATE_LIMIT_STANDARD": "1000000000",
+        "FORMSAPI_RATE_LIMIT_PRO": "1000000000",
+    }
+
+
+def bench_key(env: dict[str, str], name: str, scopes: list[str], binary: str | None = None) -> str:
+    """A new key of the data set's organization, made by the service's CLI."""
+    argv = ["key", "create", "--org", ORG_ID, "--email", "bench@example.com"]
+    argv += ["--name", f"bench {name} {datetime.now(UTC):%H%M%S}"]
+    for scope in scopes:
+        argv += ["--scope", scope]
+    return cli(argv, env, binary)
+
+
 # ---------------------------------------------------------------- load tools
 
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
@@ -359,30 +380,9 @@ class Bench:
         )
 
     def engine(self, engine: str, url: str) -> None:
-        env = {
-            "FORMSAPI_DATABASE_URL": url,
-            "FORMSAPI_REDIS_URL": self.args.redis,
-            "FORMSAPI_REDIS_PREFIX": f"bench-{uuid.uuid4()}",
-            # The plan limits are raised for the run; the limiter still runs.
-            "FORMSAPI_RATE_LIMIT_STANDARD": "1000000000",
-            "FORMSAPI_RATE_LIMIT_PRO": "1000000000",
-            "BENCH_ORG_ID": ORG_ID,
-        }
-        secret = cli(
-            [
-                "key",
-                "create",
-                "--org",
-                ORG_ID,
-                "--email",
-                "bench@example.com",
-                "--name",
-                f"bench {datetime.now(UTC):%H%M%S}",
-                *("--scope", "forms:read", "--scope", "submissions:read"),
-                *("--scope", "submissions:write"),  # for post_submission
-            ],
-            env,
-        )
+        env = service_env(url, self.args.redis) | {"BENCH_ORG_ID": ORG_ID}
+        # submissions:write for post_submission
+        secret = bench_key(env, "run", ["forms:read", "submissions:read", "submissions:write"])
         auth = {"Authorization": f"Bearer {secret}"}
         scenarios = [s for s in self.args.scenarios if s in SCENARIOS]
         with_sql = [s for s in scenarios if s in SQL_SCENARIOS]

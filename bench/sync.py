@@ -16,7 +16,6 @@ import asyncio
 import re
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +26,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bench.dataset import ORG_ID
-from bench.run import ROOT, Server, _versions, cli, free_port
+from bench.run import ROOT, Server, _versions, bench_key, free_port, service_env
 from formsapi.db import create_engine, create_sessionmaker, dispose
 from formsapi.submission import repository
 
@@ -87,20 +86,8 @@ def peak_rss_mb(server: Server) -> float:
 
 
 def engine_rows(engine: str, url: str, args: argparse.Namespace) -> list[str]:
-    env = {
-        "FORMSAPI_DATABASE_URL": url,
-        "FORMSAPI_REDIS_URL": args.redis,
-        "FORMSAPI_REDIS_PREFIX": f"bench-{uuid.uuid4()}",
-        "FORMSAPI_RATE_LIMIT_STANDARD": "1000000000",
-        "FORMSAPI_RATE_LIMIT_PRO": "1000000000",
-    }
-    secret = cli(
-        [
-            *("key", "create", "--org", ORG_ID, "--email", "bench@example.com"),
-            *("--name", f"bench sync {datetime.now(UTC):%H%M%S}", "--scope", "submissions:read"),
-        ],
-        env,
-    )
+    env = service_env(url, args.redis)
+    secret = bench_key(env, "sync", ["submissions:read"])
     port = free_port()
     binary = str(Path(sys.executable).parent / "formsapi")
     server = Server([binary, "serve", "--port", str(port), "--workers", "1"], env, port)
