@@ -3,7 +3,7 @@
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, MetaData, Text
+from sqlalchemy import JSON, DateTime, Integer, MetaData, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
@@ -74,3 +74,21 @@ def _iso_utc_postgresql(element: iso_utc, compiler: SQLCompiler, **kw: Any) -> s
 def _iso_utc_sqlite(element: iso_utc, compiler: SQLCompiler, **kw: Any) -> str:
     # SQLite holds the naive UTC text UTCDateTime writes; %f is SS.SSS.
     return f"strftime('%Y-%m-%dT%H:%M:%fZ', {compiler.process(element.clauses, **kw)})"
+
+
+class byte_length(FunctionElement[int]):
+    """The length of a text in bytes, without counting its characters."""
+
+    type = Integer()
+    inherit_cache = True
+
+
+@compiles(byte_length)
+def _byte_length_default(element: byte_length, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"octet_length({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(byte_length, "sqlite")
+def _byte_length_sqlite(element: byte_length, compiler: SQLCompiler, **kw: Any) -> str:
+    # octet_length() arrived in SQLite 3.43; a blob's length is its size.
+    return f"length(CAST({compiler.process(element.clauses, **kw)} AS BLOB))"

@@ -28,7 +28,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from formsapi.db import HotStatement
 from formsapi.models import Form, Submission, SubmissionTombstone
-from formsapi.models.base import iso_utc
+from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped
 
 # id, form_version, submitted_at, updated_at, version, change_seq, answers as
@@ -36,10 +36,10 @@ from formsapi.tenancy import scoped, unscoped
 # submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
 
-# About this many characters of answers at most in one read, past the first
-# row: a page of 1,000 submissions of a megabyte each would otherwise be read
-# whole into memory.
-PAGE_CHARACTERS = 4 * 1024 * 1024
+# About this many bytes of answers at most in one read, past the first row: a
+# page of 1,000 submissions of a megabyte each would otherwise be read whole
+# into memory.
+PAGE_BYTES = 4 * 1024 * 1024
 
 
 def _live(upto: bool) -> Any:
@@ -97,19 +97,18 @@ def _feed_statement() -> HotStatement:
 
 def _bounded(ordered: Select[Any]) -> Select[Any]:
     """`ordered`'s rows (by change number, limited) while the answers before
-    each stay under PAGE_CHARACTERS, then how many rows the limit let through:
+    each stay under PAGE_BYTES, then how many rows the limit let through:
     the database measures and drops the rest, so they never reach us."""
     rows = ordered.subquery("rows")
-    size = func.coalesce(func.length(rows.c.answers), 0)
+    size = func.coalesce(byte_length(rows.c.answers), 0)
+    running = func.sum(size).over(order_by=rows.c.change_seq, rows=(None, 0))
     sized = select(
-        rows,
-        (func.sum(size).over(order_by=rows.c.change_seq) - size).label("before"),
-        func.count().over().label("found"),
+        rows, (running - size).label("before"), func.count().over().label("found")
     ).subquery("sized")
     columns = [sized.c[column.name] for column in rows.c]
     return (
         select(*columns, sized.c.found)
-        .where(sized.c.before < PAGE_CHARACTERS)
+        .where(sized.c.before < PAGE_BYTES)
         .order_by(sized.c.change_seq)
     )
 
