@@ -10,7 +10,7 @@ wrk scenarios against both servers, side by side, in interleaved rounds.
         --scenarios post_submission page1_50 since_9pct page1000
 
 PostgreSQL runs with autovacuum off on CI machines, so both databases are
-vacuumed (VACUUM ANALYZE) before every round that writes.
+vacuumed (VACUUM ANALYZE) before every round.
 """
 
 import argparse
@@ -31,8 +31,6 @@ from bench.run import (
     service_env,
     wrk,
 )
-
-WRITES = {"post_submission"}
 
 
 def vacuum(url: str) -> None:
@@ -81,8 +79,7 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
                 # Alternate who goes first: the machine drifts within a round too.
                 order = ("this", "other") if round_ % 2 == 0 else ("other", "this")
                 for build in order:
-                    if scenario in WRITES:
-                        vacuum(urls[build])
+                    vacuum(urls[build])  # after the load and every write round
                     server, headers = servers[build]
                     url = f"http://127.0.0.1:{server.port}{path}"
                     body = POST_BODIES.get(scenario)
@@ -147,7 +144,7 @@ def main() -> None:
             f"Versions: {versions}  ",
             f"{args.connections} connections, {args.workers} workers each, "
             f"median of {args.rounds} interleaved rounds of {args.duration:g} s; "
-            "PostgreSQL vacuumed before every round that writes.",
+            "PostgreSQL vacuumed (VACUUM ANALYZE) before every round.",
             "",
             "| engine | scenario | this req/s | other req/s | this / other | rounds (this vs other) |",
             "|---|---|---|---|---|---|",
