@@ -83,6 +83,21 @@ async def get_version(
     return await session.get(FormVersion, (organization_id, form_id, version))
 
 
+@cache
+def _lock_for_submission_statement() -> Any:
+    """Built once: posts serialize on this statement's row lock, and building
+    it per post cost them (bench/RESULTS.md)."""
+    return (
+        update(Form)
+        .where(scoped(Form, bindparam("org")), Form.id == bindparam("form"))
+        .where(Form.status == FormStatus.published)
+        .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
+        .returning(Form.version, Form.blocks, Form.change_seq)
+        # No Form is loaded in a post's session: nothing for the ORM to update.
+        .execution_options(synchronize_session=False)
+    )
+
+
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str
 ) -> Row[int, list[dict[str, Any]], int] | None:
@@ -90,14 +105,8 @@ async def lock_for_submission(
     answers, atomically: the row lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit
     order, and a rollback (invalid answers) takes both back."""
-    statement = (
-        update(Form)
-        .where(scoped(Form, organization_id), Form.id == form_id)
-        .where(Form.status == FormStatus.published)
-        .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
-        .returning(Form.version, Form.blocks, Form.change_seq)
-    )
-    return (await session.execute(statement)).first()
+    parameters = {"org": organization_id, "form": form_id}
+    return (await session.execute(_lock_for_submission_statement(), parameters)).first()
 
 
 async def lock(session: AsyncSession, organization_id: str, form_id: str) -> bool:
