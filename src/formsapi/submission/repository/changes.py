@@ -97,27 +97,31 @@ def _feed_statement() -> HotStatement:
 
 def _bounded(ordered: Select[Any]) -> Select[Any]:
     """`ordered`'s rows (by change number, limited) while the answers before
-    each stay under PAGE_BYTES, then how many rows the limit let through:
-    the database measures and drops the rest, so they never reach us."""
+    each stay under PAGE_BYTES, each with that sum: the database measures and
+    drops the rest, so they never reach us. A running sum streams; a count of
+    the rows (to tell whether any were dropped) would hold them all first."""
     rows = ordered.subquery("rows")
     size = func.coalesce(byte_length(rows.c.answers), 0)
     running = func.sum(size).over(order_by=rows.c.change_seq, rows=(None, 0))
-    sized = select(
-        rows, (running - size).label("before"), func.count().over().label("found")
-    ).subquery("sized")
+    sized = select(rows, (running - size).label("before")).subquery("sized")
     columns = [sized.c[column.name] for column in rows.c]
     return (
-        select(*columns, sized.c.found)
+        select(*columns, sized.c.before)
         .where(sized.c.before < PAGE_BYTES)
         .order_by(sized.c.change_seq)
     )
 
 
 def _more(rows: Sequence[ChangeRow], limit: int) -> tuple[Sequence[ChangeRow], bool]:
-    """At most `limit` rows, and whether any after them were left out."""
-    found = rows[0][-1] if rows else 0
-    page = rows[:limit]
-    return page, found > len(page)
+    """At most `limit` rows, and whether more may follow: a row past the
+    limit came, or the answers reached PAGE_BYTES (when the form ends right
+    there, the next call finds nothing)."""
+    if len(rows) > limit:
+        return rows[:limit], True
+    if not rows:
+        return rows, False
+    answers, before = rows[-1][6], rows[-1][-1]
+    return rows, before + (len(answers.encode()) if answers else 0) >= PAGE_BYTES
 
 
 async def changes_after(
