@@ -5,17 +5,17 @@ An export reads the live submissions in change-number order, up to the
 form's number when it started, a chunk at a time past the last number read,
 each chunk in its own short read: a million rows never sit in memory, nor
 hold one transaction or connection while a slow client downloads. What
-changes meanwhile is in the change feed after that starting number, and
-because rows come in number order, a broken download resumes with the feed
-from the last number received.
+changes meanwhile is in the change feed after that starting number.
 """
 
+import asyncio
 import csv
 import io
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
+from contextlib import suppress
 from datetime import UTC, date, datetime, time, timedelta
 
 import orjson
@@ -69,17 +69,30 @@ _SKIPPED = re.compile(r"[\s\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]*
 async def _chunks(
     sessionmaker: async_sessionmaker[AsyncSession], organization_id: str, form_id: str, upto: int
 ) -> AsyncIterator[Sequence[ChangeRow]]:
-    after = 0
-    while True:
+    """The chunks in order, the next one read while this one is encoded and
+    sent (the database and the encoding run side by side), never more than
+    two in memory."""
+
+    async def read(after: int) -> tuple[Sequence[ChangeRow], bool]:
         async with sessionmaker() as session:
-            rows, more = await repository.live_between(
+            return await repository.live_between(
                 session, organization_id, form_id, after, upto, CHUNK
             )
-        if rows:
-            yield rows
-        if not more:
-            return
-        after = rows[-1][5]
+
+    reading = asyncio.create_task(read(0))
+    try:
+        while True:
+            rows, more = await reading
+            if more:
+                reading = asyncio.create_task(read(rows[-1][5]))
+            if rows:
+                yield rows
+            if not more:
+                return
+    finally:
+        reading.cancel()  # the client went away: the read ahead is not wanted
+        with suppress(asyncio.CancelledError):
+            await reading
 
 
 async def ndjson_chunks(
