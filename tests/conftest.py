@@ -176,6 +176,14 @@ def scratch_postgres(postgres_url: str, **settings: str) -> Iterator[str]:
 _SCRATCH_IN_USE: set[str] = set()
 
 
+@pytest.fixture
+def scratch_database(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL database of the test's own (scratch_postgres), for tools
+    that replace the tables they load (the benchmark kit)."""
+    with scratch_postgres(postgres_url) as url:
+        yield url
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest) -> str:
     name = "sqlite_url" if request.param == "sqlite" else "postgres_url"

@@ -6,37 +6,11 @@ report still work against real servers, PostgreSQL, Redis, wrk and pgbench.
 """
 
 import json
-import re
 import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import scratch_postgres, service_unavailable
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _kit(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """`python -m bench.<module> <args>` from the repository root."""
-    return subprocess.run(
-        [sys.executable, "-m", f"bench.{module}", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-@pytest.fixture
-def scratch_database(postgres_url: str) -> Iterator[str]:
-    """A database of its own: the data set builder replaces the tables it loads."""
-    with scratch_postgres(postgres_url) as url:
-        yield url
+from tests.bench_kit import kit
+from tests.conftest import service_unavailable
 
 
 def test_the_kit_builds_runs_and_reports(
@@ -46,7 +20,7 @@ def test_the_kit_builds_runs_and_reports(
         if shutil.which(tool) is None:
             service_unavailable(f"{tool} is not installed (.ci/run installs it)")
     sqlite = tmp_path / "bench.db"
-    built = _kit(
+    built = kit(
         "dataset",
         *("--postgres", scratch_database, "--sqlite", str(sqlite)),
         *("--submissions", "600", "--forms", "3"),
@@ -56,7 +30,7 @@ def test_the_kit_builds_runs_and_reports(
     assert json.loads(built.stdout.splitlines()[-1])["submissions"] == 600
 
     raw = tmp_path / "run.json"
-    ran = _kit(
+    ran = kit(
         "run",
         *("--postgres", scratch_database, "--sqlite", str(sqlite), "--redis", redis_url),
         *("--duration", "1", "--warmup", "0", "--rounds", "1", "--connections", "2"),
@@ -79,32 +53,9 @@ def test_the_kit_builds_runs_and_reports(
         assert m["non_2xx"] == 0, m
     assert "| postgresql | page1_50 |" in ran.stdout  # the Markdown report
 
-    synced = _kit(
-        "sync",
-        *("--postgres", scratch_database, "--sqlite", str(sqlite), "--redis", redis_url),
-        *("--rounds", "1", "--no-record"),
-        timeout=300,
-    )
-    assert synced.returncode == 0, synced.stderr[-3000:]
-    # The kit checks that the feed, its floor and the export each read every
-    # row of the big form (posts above added some), then reports both engines.
-    for engine in ("postgresql", "sqlite"):
-        assert re.search(rf"^\| {engine} \| [\d,]+ \|", synced.stdout, re.MULTILINE), synced.stdout
-
-    # This checkout against itself stands for an earlier commit's checkout.
-    compared = _kit(
-        "compare",
-        *("--other", str(ROOT), "--other-postgres", scratch_database, "--redis", redis_url),
-        *("--postgres", scratch_database, "--duration", "1", "--warmup", "0", "--rounds", "1"),
-        *("--connections", "2", "--workers", "1", "--no-record"),
-        timeout=300,
-    )
-    assert compared.returncode == 0, compared.stderr[-3000:]
-    assert "| postgresql | post_submission |" in compared.stdout
-
 
 def test_the_redis_exchange_comparison_runs(redis_url: str) -> None:
-    done = _kit("redis_exchange", "--redis", redis_url, "--calls", "200", timeout=60)
+    done = kit("redis_exchange", "--redis", redis_url, "--calls", "200", timeout=60)
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
