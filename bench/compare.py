@@ -16,16 +16,15 @@ vacuumed (VACUUM ANALYZE) before every round.
 import argparse
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
 
+from bench.report import publish, section
 from bench.run import (
     POST_BODIES,
     ROOT,
     SCENARIOS,
     Server,
-    _versions,
     bench_key,
     free_port,
     service_env,
@@ -137,29 +136,21 @@ def main() -> None:
     if args.other_sqlite:
         urls = {"this": f"sqlite:///{args.sqlite}", "other": f"sqlite:///{args.other_sqlite}"}
         rows += compare("sqlite", urls, args)
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
-    report = "\n".join(
-        [
-            f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: this checkout against {commit}",
-            "",
-            f"Command: `python -m bench.compare {' '.join(sys.argv[1:])}`  ",
-            f"Versions: {versions}  ",
-            f"{args.connections} connections, {args.workers} workers each, "
-            f"median of {args.rounds} interleaved rounds of {args.duration:g} s; "
-            "PostgreSQL vacuumed (VACUUM ANALYZE) before every round.",
-            "",
-            "| engine | scenario | this req/s (median) | other req/s (median) "
-            "| this / other (median of the rounds' ratios) | rounds (this vs other) |",
-            "|---|---|---|---|---|---|",
-            *rows,
-            "",
-        ]
+    header = [
+        "engine",
+        "scenario",
+        "this req/s (median)",
+        "other req/s (median)",
+        "this / other (median of the rounds' ratios)",
+        "rounds (this vs other)",
+    ]
+    note = (
+        f"{args.connections} connections, {args.workers} workers each, "
+        f"median of {args.rounds} interleaved rounds of {args.duration:g} s; "
+        "PostgreSQL vacuumed (VACUUM ANALYZE) before every round."
     )
-    print(report)
-    if not args.no_record:
-        from bench.report import record
-
-        record(report, ROOT / "RESULTS.md")
+    title = f"this checkout against {commit}"
+    publish(section(title, note, header, rows), not args.no_record)
 
 
 if __name__ == "__main__":

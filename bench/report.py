@@ -1,6 +1,8 @@
 """Render a benchmark run as the Markdown section bench/RESULTS.md keeps."""
 
+import sys
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +69,33 @@ def record(section: str, path: Path) -> None:
     head, marker, runs = text.partition("\n## Run of ")
     earlier = f"## Run of {runs}" if marker else ""
     path.write_text(f"{head.rstrip()}\n\n{section}\n{earlier}")
+
+
+def section(title: str, note: str, header: list[str], rows: list[str]) -> str:
+    """A run of one of the kit's smaller tools (bench.sync, bench.compare) as
+    a section: title, the command that ran, versions, a note, a table."""
+    from bench.run import _versions
+
+    module = Path(sys.argv[0]).stem
+    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
+    return "\n".join(
+        [
+            f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {title}",
+            "",
+            f"Command: `python -m bench.{module} {' '.join(sys.argv[1:])}`  ",
+            f"Versions: {versions}  ",
+            note,
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "---|" * len(header),
+            *rows,
+            "",
+        ]
+    )
+
+
+def publish(report: str, keep: bool) -> None:
+    """Print the section and, unless told not to, put it in RESULTS.md."""
+    print(report)
+    if keep:
+        record(report, Path(__file__).resolve().parent / "RESULTS.md")

@@ -17,7 +17,6 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
 
@@ -26,7 +25,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bench.dataset import ORG_ID
-from bench.run import ROOT, Server, _versions, bench_key, free_port, service_env
+from bench.report import publish, section
+from bench.run import ROOT, Server, bench_key, free_port, service_env
 from formsapi.db import create_engine, create_sessionmaker, dispose
 from formsapi.submission import repository
 
@@ -148,28 +148,18 @@ def main() -> None:
     for engine in args.engines:
         url = args.postgres if engine == "postgresql" else f"sqlite:///{args.sqlite}"
         rows += engine_rows(engine, url, args)
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items())
-    report = "\n".join(
-        [
-            f"## Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: the change feed and the export",
-            "",
-            f"Command: `python -m bench.sync {' '.join(sys.argv[1:])}`  ",
-            f"Versions: {versions}  ",
-            f"Median of {args.rounds} interleaved rounds; one client, one server worker.",
-            "",
-            "| engine | submissions | feed /s (limit 1000) | floor /s (same SQL, no HTTP) "
-            "| floor / feed | export NDJSON rows/s | server peak RSS after the small export "
-            "| after the big one |",
-            "|---|---|---|---|---|---|---|---|",
-            *rows,
-            "",
-        ]
-    )
-    print(report)
-    if not args.no_record:
-        from bench.report import record
-
-        record(report, ROOT / "RESULTS.md")
+    header = [
+        "engine",
+        "submissions",
+        "feed /s (limit 1000)",
+        "floor /s (same SQL, no HTTP)",
+        "floor / feed",
+        "export NDJSON rows/s",
+        "server peak RSS after the small export",
+        "after the big one",
+    ]
+    note = f"Median of {args.rounds} interleaved rounds; one client, one server worker."
+    publish(section("the change feed and the export", note, header, rows), not args.no_record)
 
 
 if __name__ == "__main__":

@@ -2,27 +2,17 @@
 they cannot rot (a file of its own: the suite runs files side by side)."""
 
 import re
-import shutil
 from pathlib import Path
 
-from tests.bench_kit import ROOT, kit
-from tests.conftest import service_unavailable
+from tests.bench_kit import ROOT, kit, needs, tiny_data_set
 
 
 def test_the_sync_and_compare_runners_run_and_report(
     scratch_database: str, redis_url: str, tmp_path: Path
 ) -> None:
-    for tool in ("wrk", "psql"):
-        if shutil.which(tool) is None:
-            service_unavailable(f"{tool} is not installed (.ci/run installs it)")
+    needs("wrk", "psql")
     sqlite = tmp_path / "bench.db"
-    built = kit(
-        "dataset",
-        *("--postgres", scratch_database, "--sqlite", str(sqlite)),
-        *("--submissions", "600", "--forms", "3"),
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
+    tiny_data_set(scratch_database, sqlite)
 
     synced = kit(
         "sync",
