@@ -165,3 +165,20 @@ async def test_an_export_and_the_feed_after_it_copy_a_form_changing_meanwhile(
     everything = (await api.get(f"{url}/changes", secret)).json()["data"]
     assert copy == {item["id"]: item for item in everything if not item.get("deleted")}
     assert copy[ids[0]]["answers"]["name"] == copy[ids[4]]["answers"]["name"] == "edited"
+
+
+async def test_a_long_export_counts_once_against_the_rate_limit(
+    api: Api, session: AsyncSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its chunks are reads of the service's own, not requests of the client's."""
+    monkeypatch.setattr(export, "CHUNK", 2)
+    form_id, secret, ids, _ = await _form_with(api, session, 7)
+    url = f"/v1/forms/{form_id}/submissions"
+
+    before = await api.get(url, secret, params={"limit": 1})
+    exported = await api.get(f"{url}/export", secret)
+    after = await api.get(url, secret, params={"limit": 1})
+
+    assert len(_lines(exported.content)) == len(ids) + 1  # four chunks, then the end line
+    remaining = [int(r.headers["ratelimit-remaining"]) for r in (before, exported, after)]
+    assert remaining == [remaining[0], remaining[0] - 1, remaining[0] - 2]
