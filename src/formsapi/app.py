@@ -4,7 +4,7 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,19 @@ from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, NotReady
+from formsapi.event.endpoints import router as events_router
+from formsapi.event.retention import purge_events
 from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
+from formsapi.kit.sweeps import keep_sweeping
 from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
 from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
-from formsapi.submission.retention import keep_purging
+from formsapi.submission.retention import purge_tombstones
 
 DESCRIPTION = """Read your organization's forms, their schemas and their submissions.
 
@@ -80,7 +83,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # set the p99 (bench/RESULTS.md).
         gc.collect()
         gc.freeze()
-        purging = asyncio.create_task(keep_purging(app.state.sessionmaker, settings.tombstone_days))
+        sessionmaker = app.state.sessionmaker
+        sweeps = {
+            "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
+            "events": partial(purge_events, sessionmaker, settings.event_days),
+        }
+        purging = asyncio.create_task(keep_sweeping(sweeps))
         try:
             yield
         finally:
@@ -146,6 +154,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1 = APIRouter(prefix="/v1")
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
+    v1.include_router(events_router)
     builder.include_router(v1)
     hosted.install(builder)
     web.install_routes(builder)

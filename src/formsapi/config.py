@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     # The change feed reports a delete for this many days; a client whose
     # cursor is older must copy the form again (410).
     tombstone_days: int = Field(default=30, ge=1, le=36500)
+    # The events list, and webhook deliveries with their attempts, are kept this many days.
+    event_days: int = Field(default=30, ge=1, le=36500)
     # On shutdown, requests still running (a long export) get this many
     # seconds to finish before they are cut.
     shutdown_grace: int = Field(default=10, ge=0, le=3600)

@@ -27,6 +27,7 @@ from sqlalchemy.sql.elements import BinaryExpression, BindParameter
 TENANT_TABLES = frozenset(
     {
         "api_keys",
+        "events",
         "form_versions",
         "forms",
         "idempotency_keys",
@@ -36,6 +37,9 @@ TENANT_TABLES = frozenset(
         "submission_day_counts",
         "submission_tombstones",
         "submissions",
+        "webhook_attempts",
+        "webhook_deliveries",
+        "webhook_endpoints",
     }
 )
 UNSCOPED = "formsapi_unscoped"  # the execution option that says why a statement is not

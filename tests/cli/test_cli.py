@@ -256,7 +256,7 @@ def test_key_create_grants_every_read_scope_by_default(tenant: Tenant) -> None:
     [(scopes,)] = tenant.cli.rows(
         "SELECT scopes FROM api_keys WHERE id = ?", tenant.cli.key_id(secret)
     )
-    assert sorted(json.loads(str(scopes))) == ["forms:read", "submissions:read"]
+    assert sorted(json.loads(str(scopes))) == ["events:read", "forms:read", "submissions:read"]
 
 
 def test_key_list_shows_ids_and_prefixes_never_secrets(tenant: Tenant) -> None:

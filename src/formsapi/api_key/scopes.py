@@ -10,15 +10,18 @@ class Scope(StrEnum):
     submissions_read = "submissions:read"
     forms_write = "forms:write"
     submissions_write = "submissions:write"
+    events_read = "events:read"
+    webhooks_manage = "webhooks:manage"
 
 
-READ_SCOPES = frozenset({Scope.forms_read, Scope.submissions_read})
+READ_SCOPES = frozenset({Scope.forms_read, Scope.submissions_read, Scope.events_read})
 
 # What each role may do; a key may do its own scopes within its creator's role.
 ROLE_SCOPES: dict[str, frozenset[str]] = {
     Role.owner: frozenset(Scope),
     Role.admin: frozenset(Scope),
-    Role.editor: frozenset(Scope),
+    # Webhook endpoints send the organization's data elsewhere: owners and admins decide.
+    Role.editor: frozenset(Scope) - {Scope.webhooks_manage},
     Role.viewer: READ_SCOPES,
 }
 

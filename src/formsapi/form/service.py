@@ -11,13 +11,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
+from formsapi.event import service as event_service
 from formsapi.form import repository
 from formsapi.form.blocks import Block, BlockList, answers_schema, dump_blocks, key_errors
 from formsapi.form.schemas import FormUpdate
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
-from formsapi.models import Form, FormStatus, FormVersion
+from formsapi.models import EventType, Form, FormStatus, FormVersion
 
 
 async def list_page(
@@ -184,7 +185,23 @@ async def create(
     except IntegrityError:
         # Another request took the slug between our check and this insert.
         raise SlugTaken(f"Another form of this organization has the slug '{slug}'.") from None
+    await _record(session, form, EventType.form_created)
     return form
+
+
+async def _record(session: AsyncSession, form: Form, type_: EventType, **extra: object) -> None:
+    """The form's event: the form as the API returns it (with `extra`), or
+    thin when that is too large."""
+    thin = {"id": form.id, "version": form.version, "updatedAt": isoformat_z(form.updated_at)}
+    await event_service.record(
+        session,
+        form.organization_id,
+        type_,
+        form.updated_at,
+        {**detail(form), **extra},
+        form_id=form.id,
+        thin={**thin, "url": f"/v1/forms/{form.id}", **extra},
+    )
 
 
 def _snapshot(form: Form) -> FormVersion:
@@ -205,6 +222,7 @@ async def update(
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
+    before = (form.status, form.title, form.slug, form.version)
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
         if changes.status not in allowed:
@@ -232,6 +250,12 @@ async def update(
     if new_version:
         session.add(_snapshot(form))
     await session.flush()
+    if (form.title, form.slug, form.version) != before[1:]:
+        await _record(session, form, EventType.form_updated)
+    if form.status != before[0]:
+        await _record(
+            session, form, EventType.form_status_changed, **{"from": before[0], "to": form.status}
+        )
     return form
 
 
@@ -259,6 +283,16 @@ async def delete(
             responseCount=form.response_count,
         )
     await repository.delete(session, organization_id, form.id)
+    now = utcnow()
+    gone = {"id": form.id, "title": form.title, "slug": form.slug}
+    await event_service.record(
+        session,
+        organization_id,
+        EventType.form_deleted,
+        now,
+        {**gone, "deleted": True, "deletedAt": isoformat_z(now)},
+        form_id=form.id,
+    )
 
 
 async def version_detail(

@@ -1,5 +1,7 @@
 from formsapi.models.api_key import APIKey
 from formsapi.models.base import Base
+from formsapi.models.event import Event, EventType
+from formsapi.models.event_position import EventPosition
 from formsapi.models.form import Form, FormStatus
 from formsapi.models.form_version import FormVersion
 from formsapi.models.idempotency_key import IdempotencyKey
@@ -13,10 +15,17 @@ from formsapi.models.submission_day_count import SubmissionDayCount
 from formsapi.models.submission_tombstone import SubmissionTombstone
 from formsapi.models.user import User
 from formsapi.models.web_session import WebSession
+from formsapi.models.webhook_attempt import WebhookAttempt
+from formsapi.models.webhook_delivery import DeliveryStatus, WebhookDelivery
+from formsapi.models.webhook_endpoint import WebhookEndpoint
 
 __all__ = [
     "APIKey",
     "Base",
+    "DeliveryStatus",
+    "Event",
+    "EventPosition",
+    "EventType",
     "Form",
     "FormStatus",
     "FormVersion",
@@ -33,4 +42,7 @@ __all__ = [
     "SubmissionTombstone",
     "User",
     "WebSession",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
 ]

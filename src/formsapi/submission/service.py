@@ -14,13 +14,14 @@ from formsapi.errors import (
     NotFound,
     ValidationFailed,
 )
+from formsapi.event import service as event_service
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
-from formsapi.models import Submission
+from formsapi.models import EventType, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
 from formsapi.submission.schemas import deleted_wire, detail_wire, wire
@@ -173,8 +174,25 @@ async def create(
         change_seq=change_seq,
         version=1,
     )
-    await repository.insert_counted(session, submission)
+    event = event_service.parameters(
+        organization_id, EventType.submission_created, now, event_data(submission), form_id
+    )
+    await repository.insert_counted(session, submission, event)
     return submission
+
+
+def event_data(submission: Submission) -> str:
+    """A submission as its events carry it: as the API returns it, or thin."""
+    return event_service.data_text(
+        to_dict(submission),
+        {
+            "id": submission.id,
+            "formId": submission.form_id,
+            "version": submission.version,
+            "changeSeq": submission.change_seq,
+            "url": f"/v1/forms/{submission.form_id}/submissions/{submission.id}",
+        },
+    )
 
 
 async def recent(
@@ -215,7 +233,12 @@ async def delete(
     if submitted_at is None:
         raise SubmissionNotFound(submission_id)
     await repository.add_counts(session, organization_id, form_id, {hour_of(submitted_at): -1})
-    await repository.bury(session, organization_id, form_id, submission_id, change_seq, utcnow())
+    now = utcnow()
+    await repository.bury(session, organization_id, form_id, submission_id, change_seq, now)
+    tombstone = {"formId": form_id, **deleted_wire(submission_id, change_seq, isoformat_z(now))}
+    await event_service.record(
+        session, organization_id, EventType.submission_deleted, now, tombstone, form_id=form_id
+    )
 
 
 class StaleSubmission(FormsAPIError):
@@ -279,7 +302,16 @@ async def edit(
     if stored != submission.answers:  # else nothing to record: its ETag stays
         change_seq = await form_repository.next_change(session, organization_id, form_id)
         assert change_seq is not None, "the form is locked"
-        await repository.edit(session, submission, stored, change_seq, utcnow())
+        now = utcnow()
+        await repository.edit(session, submission, stored, change_seq, now)
+        await event_service.record_text(
+            session,
+            organization_id,
+            EventType.submission_updated,
+            now,
+            event_data(submission),
+            form_id=form_id,
+        )
     return submission
 
 

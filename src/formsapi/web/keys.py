@@ -27,7 +27,9 @@ SCOPE_HELP = {
     Scope.forms_read: "List forms, read their blocks and schemas",
     Scope.submissions_read: "Read submissions",
     Scope.forms_write: "Create, change, publish and delete forms",
-    Scope.submissions_write: "Send and delete submissions",
+    Scope.submissions_write: "Send, correct and delete submissions",
+    Scope.events_read: "Read the events list (what changed, for catching up)",
+    Scope.webhooks_manage: "Add, change and remove webhook endpoints",
 }
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.event import repository as event_repository
 from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.tenancy import scoped
 
@@ -83,7 +84,7 @@ async def rebuild_counts(session: AsyncSession, organization_id: str) -> None:
 @cache
 def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
     """What a write runs to add :count at :hour and :day to a form's counts,
-    after inserting a new row when `with_row`. Built once: building and keying
+    after inserting a new row and its event when `with_row`. Built once: building and keying
     these per post cost more CPU than running them.
 
     On PostgreSQL they are one statement, the others in WITH clauses (which it
@@ -103,6 +104,7 @@ def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
             "version",
         )
         statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
+        statements.append(event_repository.insert_statement())
     for table, column in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
         statement = upsert(table).values(
             organization_id=bindparam("organization_id"),
@@ -142,19 +144,27 @@ async def add_counts(
         await session.execute(statement, parameters)
 
 
-async def insert_counted(session: AsyncSession, submission: Submission) -> None:
-    """Store a new submission and add it to its form's hourly and daily counts."""
+async def insert_counted(
+    session: AsyncSession, submission: Submission, event: dict[str, Any]
+) -> None:
+    """Store a new submission and its event (the parameters of
+    event_repository.insert_statement) and add it to its form's hourly and
+    daily counts."""
     at = submission.submitted_at
-    parameters = {
-        "id": submission.id,
-        "organization_id": submission.organization_id,
-        "form_id": submission.form_id,
-        "form_version": submission.form_version,
-        "submitted_at": at,
-        "answers": submission.answers,
-        "change_seq": submission.change_seq,
-        "version": 1,
-    } | {"hour": hour_of(at), "day": day_of(at), "count": 1}
+    parameters = (
+        event
+        | {
+            "id": submission.id,
+            "organization_id": submission.organization_id,
+            "form_id": submission.form_id,
+            "form_version": submission.form_version,
+            "submitted_at": at,
+            "answers": submission.answers,
+            "change_seq": submission.change_seq,
+            "version": 1,
+        }
+        | {"hour": hour_of(at), "day": day_of(at), "count": 1}
+    )
     for statement in _counting(_on_postgres(session), with_row=True):
         await session.execute(statement, parameters)
 

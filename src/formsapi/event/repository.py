@@ -1,0 +1,170 @@
+"""The SQL of the events log: written with each change, read in position
+order by the events list and the webhook dispatcher, purged by age."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Insert,
+    Row,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.models import Event, EventPosition
+from formsapi.models.base import iso_utc
+from formsapi.tenancy import scoped, unscoped
+
+Position = tuple[int, int]  # (xid, seq)
+
+# id, type, occurred_at as the API prints it, data as JSON text, xid, seq
+EventRow = Row[str, str, str, str, int, int]
+
+
+@cache
+def insert_statement() -> Insert:
+    """Built once; its parameters are named so a submission's write can run
+    it beside its own (event_id, event_type, occurred_at, event_data,
+    organization_id, form_id)."""
+    return insert(Event).values(
+        id=bindparam("event_id"),
+        organization_id=bindparam("organization_id"),
+        type=bindparam("event_type"),
+        occurred_at=bindparam("occurred_at"),
+        form_id=bindparam("form_id"),
+        data=bindparam("event_data"),
+    )
+
+
+async def insert_one(session: AsyncSession, parameters: dict[str, Any]) -> None:
+    await session.execute(insert_statement(), parameters)
+
+
+def settled(session: AsyncSession) -> ColumnElement[bool]:
+    """Events no transaction still running can come before: on PostgreSQL,
+    those of transactions older than the oldest one running (the snapshot's
+    xmin); on SQLite, whose writers take turns, every committed one."""
+    if session.get_bind().dialect.name != "postgresql":
+        return literal(True)
+    xmin = cast(cast(func.pg_snapshot_xmin(func.pg_current_snapshot()), Text), BigInteger)
+    return Event.xid < xmin
+
+
+def _after(position: Position) -> ColumnElement[bool]:
+    return tuple_(Event.xid, Event.seq) > tuple_(
+        literal(position[0], BigInteger), literal(position[1], BigInteger)
+    )
+
+
+async def position_of(
+    session: AsyncSession, organization_id: str, event_id: str
+) -> Position | None:
+    statement = select(Event.xid, Event.seq).where(
+        scoped(Event, organization_id), Event.id == event_id
+    )
+    found = (await session.execute(statement)).first()
+    return None if found is None else (found[0], found[1])
+
+
+async def scan_bound(
+    session: AsyncSession, organization_id: str, after: Position, rows: int
+) -> tuple[Position, str] | None:
+    """The position and id of the event `rows` settled events past `after`:
+    how far one call looks for events its filters match. None if fewer remain."""
+    statement = (
+        select(Event.xid, Event.seq, Event.id)
+        .where(scoped(Event, organization_id), _after(after), settled(session))
+        .order_by(Event.xid, Event.seq)
+        .offset(rows - 1)
+        .limit(1)
+    )
+    found = (await session.execute(statement)).first()
+    return None if found is None else ((found[0], found[1]), found[2])
+
+
+async def page(
+    session: AsyncSession,
+    organization_id: str,
+    after: Position,
+    limit: int,
+    *,
+    upto: Position | None = None,
+    types: Sequence[str] = (),
+    form_id: str | None = None,
+) -> Sequence[EventRow]:
+    """Settled events of the organization past `after` (and up to `upto`),
+    in position order."""
+    statement = select(
+        Event.id, Event.type, iso_utc(Event.occurred_at), Event.data, Event.xid, Event.seq
+    ).where(scoped(Event, organization_id), _after(after), settled(session))
+    if upto is not None:
+        statement = statement.where(
+            tuple_(Event.xid, Event.seq)
+            <= tuple_(literal(upto[0], BigInteger), literal(upto[1], BigInteger))
+        )
+    if types:
+        statement = statement.where(Event.type.in_(types))
+    if form_id is not None:
+        statement = statement.where(Event.form_id == form_id)
+    statement = statement.order_by(Event.xid, Event.seq).limit(limit)
+    return (await session.execute(statement)).all()
+
+
+async def purged_position(session: AsyncSession) -> Position:
+    found = (
+        await session.execute(select(EventPosition.purged_xid, EventPosition.purged_seq))
+    ).first()
+    return (0, 0) if found is None else (found[0], found[1])
+
+
+async def ensure_positions(session: AsyncSession) -> None:
+    """The one row of event_positions, there whatever emptied the table."""
+    upsert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    await session.execute(
+        upsert(EventPosition)
+        .values(id=1, dispatched_xid=0, dispatched_seq=0, purged_xid=0, purged_seq=0)
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
+
+
+async def purge(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Delete up to `batch` events older than `before`, of every
+    organization, and move the purged position past them; how many went."""
+    oldest = unscoped(
+        select(Event.seq, Event.xid)
+        .where(Event.occurred_at < before)
+        .order_by(Event.occurred_at)
+        .limit(batch),
+        "the retention sweep covers every organization",
+    )
+    found = (await session.execute(oldest)).all()
+    if not found:
+        return 0
+    last = max((xid, seq) for seq, xid in found)
+    await ensure_positions(session)
+    await session.execute(
+        update(EventPosition)
+        .where(tuple_(EventPosition.purged_xid, EventPosition.purged_seq) < tuple_(*last))
+        .values(purged_xid=last[0], purged_seq=last[1])
+    )
+    await session.execute(
+        unscoped(
+            delete(Event).where(Event.seq.in_([seq for seq, _ in found])),
+            "the retention sweep covers every organization",
+        )
+    )
+    return len(found)

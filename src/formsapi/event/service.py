@@ -1,0 +1,149 @@
+"""Events: what changed, written in the transaction that changed it, so
+there is never a change without its event nor an event without its change.
+The events list serves clients catching up; webhooks deliver the same
+events (formsapi.webhook)."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.errors import FormsAPIError
+from formsapi.event import repository
+from formsapi.kit.ids import is_plausible, new_id
+from formsapi.models import EventType
+
+# Past this many bytes of JSON an event carries the resource's id and URL
+# instead of the resource: Standard Webhooks advises payloads under ~20 KB,
+# and a receiver fetches the rest when it needs it.
+THIN_OVER = 20_000
+
+MAX_EVENTS = 1000
+# How many events one call of the list looks through for ones its filters match.
+SCAN = 10_000
+
+
+def data_text(data: dict[str, Any], thin: dict[str, Any]) -> str:
+    """The event's `data` as stored and sent: the resource, or `thin` (its
+    id, URL and versions, marked `"thin": true`) when that is too large."""
+    text = orjson.dumps(data)
+    if len(text) > THIN_OVER:
+        text = orjson.dumps({**thin, "thin": True})
+    return text.decode()
+
+
+def parameters(
+    organization_id: str,
+    type_: EventType,
+    occurred_at: datetime,
+    data: str,
+    form_id: str | None,
+) -> dict[str, Any]:
+    """The parameters of repository.insert_statement for one event."""
+    return {
+        "event_id": new_id("evt"),
+        "organization_id": organization_id,
+        "event_type": type_.value,
+        "occurred_at": occurred_at,
+        "form_id": form_id,
+        "event_data": data,
+    }
+
+
+async def record(
+    session: AsyncSession,
+    organization_id: str,
+    type_: EventType,
+    occurred_at: datetime,
+    data: dict[str, Any],
+    *,
+    form_id: str | None = None,
+    thin: dict[str, Any] | None = None,
+) -> str:
+    """Write one event in the caller's transaction; its id."""
+    values = parameters(
+        organization_id, type_, occurred_at, data_text(data, thin or {"id": data["id"]}), form_id
+    )
+    await repository.insert_one(session, values)
+    return str(values["event_id"])
+
+
+async def record_text(
+    session: AsyncSession,
+    organization_id: str,
+    type_: EventType,
+    occurred_at: datetime,
+    data: str,
+    *,
+    form_id: str | None = None,
+) -> None:
+    """Write one event whose data is already its JSON text (data_text)."""
+    await repository.insert_one(
+        session, parameters(organization_id, type_, occurred_at, data, form_id)
+    )
+
+
+class EventCursorExpired(FormsAPIError):
+    """The events list cannot continue after this event: it is older than
+    the events kept (FORMSAPI_EVENT_DAYS, 30 by default), or not an event of
+    your organization. Start again without `after` (the oldest event kept),
+    and reconcile with the change feed of each form if you may have missed
+    some."""
+
+    status = 410
+    title = "Cursor expired"
+    slug = "event-cursor-expired"
+
+
+def _wire(row: repository.EventRow) -> dict[str, Any]:
+    id_, type_, occurred_at, data, _, _ = row
+    return {"id": id_, "type": type_, "timestamp": occurred_at, "data": orjson.Fragment(data)}
+
+
+async def list_document(
+    session: AsyncSession,
+    organization_id: str,
+    after: str | None,
+    limit: int,
+    types: Sequence[str],
+    form_id: str | None,
+) -> bytes:
+    """One page of the organization's events, oldest first, from after the
+    event `after` (from the oldest kept when None).
+
+    Filtered calls look through at most SCAN events, so a rare type costs a
+    bounded read; `next` then says how far they looked."""
+    position = (0, 0)
+    if after is not None:
+        found = await repository.position_of(session, organization_id, after)
+        if found is None or found < await repository.purged_position(session):
+            raise EventCursorExpired(
+                f"No event '{after}' is kept for your organization: start again without `after`.",
+            )
+        position = found
+    bound = None
+    if types or form_id is not None:
+        bound = await repository.scan_bound(session, organization_id, position, SCAN)
+    rows = await repository.page(
+        session,
+        organization_id,
+        position,
+        limit + 1,
+        upto=bound[0] if bound else None,
+        types=types,
+        form_id=form_id,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_ = rows[-1][0] if rows else after
+    if bound is not None and not more:
+        # The filters looked as far as one call may: continue from the last
+        # event looked at, matching or not.
+        more, next_ = True, bound[1]
+    return orjson.dumps({"data": [_wire(row) for row in rows], "next": next_, "hasMore": more})
+
+
+def plausible_id(value: str) -> bool:
+    return is_plausible(value) and value.startswith("evt_")
