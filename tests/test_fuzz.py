@@ -61,7 +61,8 @@ def test_every_operation_keeps_its_contract_under_fuzzing(database: str, tmp_pat
     ).stderr
     match = re.search(r"Bearer (fapi_\w+)", hint)
     assert match, hint
-    env = clean_env(database_url=database, rate_limit_standard="1000000")
+    # Configured as production is: webhooks need a secret key on PostgreSQL.
+    env = clean_env(database_url=database, rate_limit_standard="1000000", secret_key="f" * 32)
     server = start_server(tmp_path, env, "fuzzed", ("--no-access-log",))
     with contextlib.ExitStack() as stack:
         stack.callback(stop_servers, [server])

@@ -2,6 +2,7 @@
 
 import asyncio
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import cache, partial
@@ -39,6 +40,10 @@ from formsapi.ratelimit.service import RateLimiter, SignInThrottle
 from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.retention import purge_tombstones
+from formsapi.webhook.endpoints import router as webhooks_router
+from formsapi.webhook.retention import purge_deliveries
+from formsapi.webhook.service import secret_box
+from formsapi.webhook.worker import Worker
 
 DESCRIPTION = """Read your organization's forms, their schemas and their submissions.
 
@@ -48,6 +53,8 @@ client IP by plan (120 a minute on standard, 1,200 on pro); every response carri
 `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`, and a 429 carries
 `Retry-After`.
 """
+
+log = logging.getLogger("formsapi")
 
 _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
@@ -87,14 +94,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sweeps = {
             "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
             "events": partial(purge_events, sessionmaker, settings.event_days),
+            "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
+        stop = asyncio.Event()
+        delivering = _start_worker(app, stop)
         try:
             yield
         finally:
+            stop.set()
             purging.cancel()
             with suppress(asyncio.CancelledError):
                 await purging
+            if delivering is not None:
+                await delivering
             await release(app)
 
     app = FastAPI(
@@ -119,6 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
+    app.state.secret_box = secret_box(settings)
     install_handlers(app)
 
     app.router.routes.extend(_shared_routes())
@@ -139,6 +153,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | None":
+    """Deliver webhooks from this process too: with FORMSAPI_WEBHOOK_WORKER
+    on, or auto on SQLite (one serving process, no other to run it)."""
+    settings: Settings = app.state.settings
+    wanted = settings.webhook_worker == "on" or (
+        settings.webhook_worker == "auto" and app.state.engine.dialect.name == "sqlite"
+    )
+    if not wanted:
+        return None
+    if app.state.secret_box is None:
+        log.warning("webhooks are not delivered: set FORMSAPI_SECRET_KEY")
+        return None
+    worker = Worker(app.state.sessionmaker, settings, app.state.secret_box)
+    return asyncio.create_task(worker.run(stop, settings.shutdown_grace))
+
+
 _UNAVAILABLE = {
     "description": "The database is busy or cannot be reached; see `Retry-After`.",
     "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
@@ -155,6 +185,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
     v1.include_router(events_router)
+    v1.include_router(webhooks_router)
     builder.include_router(v1)
     hosted.install(builder)
     web.install_routes(builder)

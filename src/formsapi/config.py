@@ -1,9 +1,9 @@
 """One settings object, read from FORMSAPI_* environment variables."""
 
 from functools import lru_cache
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from formsapi.kit.secret_url import SecretURL
@@ -52,6 +52,43 @@ class Settings(BaseSettings):
     # Set: invitations and password resets are mailed, never shown on screen.
     smtp_url: SecretURL | None = None
     smtp_from: str = "formsapi <no-reply@localhost>"
+
+    # Seals secrets the service must read back (webhook signing secrets):
+    # one or more keys of 32+ characters, comma-separated, the first used to
+    # seal. Unset with SQLite: a key file beside the database is made and used.
+    # Unset with PostgreSQL: webhooks are unavailable until it is set, the same
+    # on every process.
+    secret_key: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+
+    # Webhooks. Loopback and private addresses (and plain http) are refused
+    # unless this is set: for local development and tests.
+    webhook_allow_private_networks: bool = False
+    # Whether `formsapi serve` delivers webhooks too: auto does with SQLite
+    # (one process) and leaves it to `formsapi worker` processes with PostgreSQL.
+    webhook_worker: Literal["auto", "on", "off"] = "auto"
+    webhook_timeout: float = Field(default=15.0, gt=0, le=300)
+    # Seconds before each attempt: the first at once, the last about three days on.
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+        default_factory=lambda: [0.0, 5.0, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
+        min_length=1,
+    )
+    # Deliveries one worker process has in flight, in all and to one endpoint.
+    webhook_concurrency: int = Field(default=64, ge=1, le=10_000)
+    webhook_endpoint_concurrency: int = Field(default=8, ge=1, le=1000)
+
+    @field_validator("secret_key", "webhook_retry_schedule", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _schedule(cls, value: list[float]) -> list[float]:
+        if any(step < 0 for step in value):
+            raise ValueError("each step is a number of seconds, 0 or more")
+        return value
 
     @field_validator("trusted_proxies", mode="before")
     @classmethod

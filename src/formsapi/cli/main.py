@@ -7,6 +7,7 @@ that commits when the command succeeds. Errors print one line and exit non-zero.
 import asyncio
 import os
 import secrets
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
@@ -144,6 +145,42 @@ def serve(
         # A long export must not hold the process past its grace.
         timeout_graceful_shutdown=settings.shutdown_grace,
     )
+
+
+@app.command()
+def worker() -> None:
+    """Deliver webhooks until stopped (SIGTERM or Ctrl-C, which finish or hand
+    back what is in flight). With PostgreSQL, run as many as the load needs,
+    on any machines; with SQLite, `serve` delivers them itself."""
+    from formsapi.webhook.service import secret_box
+    from formsapi.webhook.worker import Worker
+
+    settings = get_settings()
+    box = secret_box(settings)
+    if box is None:
+        err("error: set FORMSAPI_SECRET_KEY (the same on every process) to deliver webhooks")
+        raise typer.Exit(1)
+
+    async def main() -> None:
+        engine = create_engine(settings.database_url.get_secret_value())
+        try:
+            await check_schema(engine)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signal_number in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signal_number, stop.set)
+            typer.echo("delivering webhooks; stop with Ctrl-C", err=True)
+            await Worker(create_sessionmaker(engine), settings, box).run(
+                stop, settings.shutdown_grace
+            )
+        finally:
+            await dispose(engine)
+
+    try:
+        asyncio.run(main())
+    except SchemaNotCurrent as error:
+        err(f"error: {error}")
+        raise typer.Exit(1) from None
 
 
 @app.command("migrate")

@@ -1,0 +1,142 @@
+"""One delivery attempt: the signed request, what its answer means, and
+when to try again. No database here (worker.py holds the loop)."""
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+
+import httpx
+from standardwebhooks import Webhook
+
+from formsapi import __version__
+from formsapi.kit.egress import EgressRefused
+
+USER_AGENT = f"formsapi-webhooks/{__version__}"
+BODY_CAP = 2048  # bytes of a receiver's answer kept in the log
+# A 429 or a timeout waits at least this long before the next try (capped by
+# the schedule's longest step, so a short test schedule stays short).
+OVERLOAD_FLOOR = 60.0
+JITTER = 0.2
+
+
+def body(type_: str, timestamp: str, data: str) -> bytes:
+    """The Standard Webhooks payload, {type, timestamp, data}, around data stored as JSON text."""
+    return f'{{"type":"{type_}","timestamp":"{timestamp}","data":{data}}}'.encode()
+
+
+def headers(event_id: str, payload: bytes, secrets: list[str], now: datetime) -> dict[str, str]:
+    """Standard Webhooks headers: `webhook-id` is the event's id on every
+    attempt and resend; one signature per live secret, so a receiver
+    verifies with either while a rotation overlaps."""
+    text = payload.decode()
+    signatures = " ".join(Webhook(secret).sign(event_id, now, text) for secret in secrets)
+    return {
+        "webhook-id": event_id,
+        "webhook-timestamp": str(int(now.timestamp())),
+        "webhook-signature": signatures,
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What an attempt came to."""
+
+    succeeded: bool
+    status_code: int | None = None
+    response_body: str = ""
+    error: str | None = None
+    duration_ms: int = 0
+    overloaded: bool = False  # 429 or a timeout: back off harder
+    retry_after: float | None = None
+    disable: str | None = None  # why the endpoint should be disabled
+    abort: bool = False  # the receiver asked not to retry this one
+
+
+def _retry_after(value: str | None, now: float) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError):
+        return None
+
+
+async def attempt(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: bytes,
+    request_headers: dict[str, str],
+    timeout: float,  # noqa: ASYNC109 - one deadline for connect, send and the read
+) -> Result:
+    """POST once, within `timeout` seconds from connecting to the last byte
+    kept; never raises for what the receiver or the network does."""
+    started = time.monotonic()
+    try:
+        async with (
+            asyncio.timeout(timeout),
+            client.stream("POST", url, content=payload, headers=request_headers) as answer,
+        ):
+            kept = bytearray()
+            async for chunk in answer.aiter_raw():
+                kept += chunk
+                if len(kept) >= BODY_CAP:
+                    break
+    except EgressRefused as refused:
+        return _failed(started, f"refused: {refused}")
+    except (httpx.TimeoutException, TimeoutError):
+        return _failed(started, "timed out", overloaded=True)
+    except httpx.HTTPError as error:
+        return _failed(started, f"{type(error).__name__}: {error}"[:500])
+    duration = int((time.monotonic() - started) * 1000)
+    text = bytes(kept[:BODY_CAP]).decode("utf-8", "replace")
+    status = answer.status_code
+    control = answer.headers.get("webhook-delivery", "").strip().lower()
+    if 200 <= status < 300:
+        return Result(True, status, text, duration_ms=duration)
+    disable = None
+    if status == 410:
+        disable = "The receiver answered 410 Gone."
+    elif control == "disable":
+        disable = "The receiver asked to be disabled (webhook-delivery: disable)."
+    return Result(
+        False,
+        status,
+        text,
+        error=f"answered {status}",
+        duration_ms=duration,
+        overloaded=status == 429,
+        retry_after=_retry_after(answer.headers.get("retry-after"), time.time()),
+        disable=disable,
+        abort=control == "abort-message",
+    )
+
+
+def _failed(started: float, error: str, *, overloaded: bool = False) -> Result:
+    duration = int((time.monotonic() - started) * 1000)
+    return Result(False, error=error, duration_ms=duration, overloaded=overloaded)
+
+
+def next_delay(
+    attempts: int, schedule: list[float], result: Result, rng: random.Random
+) -> float | None:
+    """Seconds until the next attempt after `attempts` have failed, or None
+    when the schedule is spent. Each step is jittered by ±20%; a 429 or a
+    timeout waits at least twice its step and OVERLOAD_FLOOR; a Retry-After
+    is honoured between that wait and twice it."""
+    if attempts >= len(schedule):
+        return None
+    step = schedule[attempts]
+    if result.overloaded:
+        step = max(2 * step, min(OVERLOAD_FLOOR, max(schedule)))
+    delay = step * rng.uniform(1 - JITTER, 1 + JITTER)
+    if result.retry_after is not None:
+        delay = min(max(result.retry_after, step), 2 * step)
+    return delay

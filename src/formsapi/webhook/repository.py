@@ -1,0 +1,472 @@
+"""The SQL of webhooks: endpoints and their logs for one organization, and
+the outbox the workers share across organizations (fan-out, claims,
+outcomes), which says so with `unscoped`."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    Row,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.event.repository import Position, ensure_positions, settled
+from formsapi.models import (
+    DeliveryStatus,
+    Event,
+    EventPosition,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
+from formsapi.tenancy import scoped, unscoped
+
+WORKERS = "webhook workers serve every organization"
+
+
+# Endpoints and logs, for one organization.
+
+
+async def get_endpoint(
+    session: AsyncSession, organization_id: str, endpoint_id: str, *, for_update: bool = False
+) -> WebhookEndpoint | None:
+    statement = select(WebhookEndpoint).where(
+        scoped(WebhookEndpoint, organization_id), WebhookEndpoint.id == endpoint_id
+    )
+    if for_update:
+        statement = statement.with_for_update()
+    return await session.scalar(statement)
+
+
+async def list_endpoints(session: AsyncSession, organization_id: str) -> Sequence[WebhookEndpoint]:
+    statement = (
+        select(WebhookEndpoint)
+        .where(scoped(WebhookEndpoint, organization_id))
+        .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def count_endpoints(session: AsyncSession, organization_id: str) -> int:
+    statement = select(func.count()).where(scoped(WebhookEndpoint, organization_id))
+    return int(await session.scalar(statement) or 0)
+
+
+async def delete_endpoint(session: AsyncSession, organization_id: str, endpoint_id: str) -> bool:
+    """The endpoint and its log; False if there was none."""
+    owned = select(WebhookDelivery.id).where(
+        scoped(WebhookDelivery, organization_id), WebhookDelivery.endpoint_id == endpoint_id
+    )
+    await session.execute(
+        delete(WebhookAttempt).where(
+            scoped(WebhookAttempt, organization_id), WebhookAttempt.delivery_id.in_(owned)
+        )
+    )
+    await session.execute(
+        delete(WebhookDelivery).where(
+            scoped(WebhookDelivery, organization_id), WebhookDelivery.endpoint_id == endpoint_id
+        )
+    )
+    gone = await session.execute(
+        delete(WebhookEndpoint).where(
+            scoped(WebhookEndpoint, organization_id), WebhookEndpoint.id == endpoint_id
+        )
+    )
+    return bool(getattr(gone, "rowcount", 0))
+
+
+async def deliveries(
+    session: AsyncSession,
+    organization_id: str,
+    endpoint_id: str,
+    offset: int,
+    limit: int,
+    status: str | None,
+) -> tuple[Sequence[WebhookDelivery], int]:
+    """A page of the endpoint's deliveries, newest first, and how many there are."""
+    conditions = [
+        scoped(WebhookDelivery, organization_id),
+        WebhookDelivery.endpoint_id == endpoint_id,
+    ]
+    if status is not None:
+        conditions.append(WebhookDelivery.status == status)
+    rows = await session.scalars(
+        select(WebhookDelivery)
+        .where(*conditions)
+        .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
+        .offset(offset)
+        .limit(limit)
+    )
+    total = await session.scalar(select(func.count()).where(*conditions))
+    return rows.all(), int(total or 0)
+
+
+async def get_delivery(
+    session: AsyncSession, organization_id: str, endpoint_id: str, delivery_id: str
+) -> WebhookDelivery | None:
+    return await session.scalar(
+        select(WebhookDelivery).where(
+            scoped(WebhookDelivery, organization_id),
+            WebhookDelivery.endpoint_id == endpoint_id,
+            WebhookDelivery.id == delivery_id,
+        )
+    )
+
+
+async def attempts(
+    session: AsyncSession, organization_id: str, delivery_id: str
+) -> Sequence[WebhookAttempt]:
+    statement = (
+        select(WebhookAttempt)
+        .where(scoped(WebhookAttempt, organization_id), WebhookAttempt.delivery_id == delivery_id)
+        .order_by(WebhookAttempt.attempted_at, WebhookAttempt.id)
+    )
+    return (await session.scalars(statement)).all()
+
+
+async def requeue_failed(
+    session: AsyncSession, organization_id: str, endpoint_id: str, since: datetime, now: datetime
+) -> int:
+    """Every failed delivery to the endpoint created since `since`, due again now."""
+    result = await session.execute(
+        update(WebhookDelivery)
+        .where(
+            scoped(WebhookDelivery, organization_id),
+            WebhookDelivery.endpoint_id == endpoint_id,
+            WebhookDelivery.status == DeliveryStatus.failed,
+            WebhookDelivery.created_at >= since,
+        )
+        .values(status=DeliveryStatus.pending, next_attempt_at=now, lease_until=None, attempts=0)
+    )
+    return int(getattr(result, "rowcount", 0))
+
+
+async def events_never_delivered(
+    session: AsyncSession, organization_id: str, endpoint_id: str, since: datetime
+) -> Sequence[Row[int, str, str, str | None]]:
+    """The organization's events since `since` with no delivery to the
+    endpoint (it was disabled, or added later): seq, id, type, form id."""
+    delivered = select(WebhookDelivery.event_seq).where(
+        scoped(WebhookDelivery, organization_id), WebhookDelivery.endpoint_id == endpoint_id
+    )
+    statement = (
+        select(Event.seq, Event.id, Event.type, Event.form_id)
+        .where(
+            scoped(Event, organization_id),
+            Event.occurred_at >= since,
+            Event.seq.not_in(delivered),
+        )
+        .order_by(Event.xid, Event.seq)
+    )
+    return (await session.execute(statement)).all()
+
+
+async def event_seq(session: AsyncSession, organization_id: str, event_id: str) -> int:
+    found = await session.scalar(
+        select(Event.seq).where(scoped(Event, organization_id), Event.id == event_id)
+    )
+    assert found is not None, "written in this transaction"
+    return int(found)
+
+
+async def add_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(insert(WebhookDelivery), rows)
+
+
+# The outbox, across organizations.
+
+
+async def lock_dispatch(session: AsyncSession) -> Position | None:
+    """Where fan-out stands, with its row lock held to commit; None if another
+    worker holds it (it is fanning out now)."""
+    await ensure_positions(session)
+    statement = select(EventPosition.dispatched_xid, EventPosition.dispatched_seq).where(
+        EventPosition.id == 1
+    )
+    if session.get_bind().dialect.name == "postgresql":
+        statement = statement.with_for_update(skip_locked=True)
+    found = (await session.execute(statement)).first()
+    return None if found is None else (found[0], found[1])
+
+
+async def events_to_dispatch(
+    session: AsyncSession, after: Position, limit: int
+) -> Sequence[Row[int, int, str, str, str, str | None, datetime]]:
+    """Settled events past `after`: seq, xid, id, organization, type, form, time."""
+    statement = unscoped(
+        select(
+            Event.seq,
+            Event.xid,
+            Event.id,
+            Event.organization_id,
+            Event.type,
+            Event.form_id,
+            Event.occurred_at,
+        )
+        .where(
+            tuple_(Event.xid, Event.seq) > tuple_(literal(after[0]), literal(after[1])),
+            settled(session),
+        )
+        .order_by(Event.xid, Event.seq)
+        .limit(limit),
+        WORKERS,
+    )
+    return (await session.execute(statement)).all()
+
+
+async def move_dispatch(session: AsyncSession, position: Position) -> None:
+    await session.execute(
+        update(EventPosition)
+        .where(EventPosition.id == 1)
+        .values(dispatched_xid=position[0], dispatched_seq=position[1])
+    )
+
+
+async def enabled_endpoints(
+    session: AsyncSession, organization_ids: Sequence[str]
+) -> Sequence[Row[str, str, list[str], list[str], datetime]]:
+    """id, organization, event types, form ids and creation time of the
+    enabled endpoints of these organizations."""
+    statement = unscoped(
+        select(
+            WebhookEndpoint.id,
+            WebhookEndpoint.organization_id,
+            WebhookEndpoint.event_types,
+            WebhookEndpoint.form_ids,
+            WebhookEndpoint.created_at,
+        ).where(WebhookEndpoint.organization_id.in_(organization_ids), WebhookEndpoint.enabled),
+        WORKERS,
+    )
+    return (await session.execute(statement)).all()
+
+
+def _due(now: datetime) -> Any:
+    return and_(
+        WebhookDelivery.status == DeliveryStatus.pending,
+        WebhookDelivery.next_attempt_at <= now,
+        or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
+    )
+
+
+async def due_candidates(
+    session: AsyncSession, now: datetime, per_endpoint: int, limit: int
+) -> Sequence[Row[str, str]]:
+    """Due deliveries, at most `per_endpoint` of each endpoint, oldest due
+    first: id, endpoint. An endpoint with a long backlog leaves room for the
+    others' deliveries."""
+    ranked = (
+        select(
+            WebhookDelivery.id,
+            WebhookDelivery.endpoint_id,
+            WebhookDelivery.next_attempt_at,
+            func.row_number()
+            .over(
+                partition_by=WebhookDelivery.endpoint_id,
+                order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.id),
+            )
+            .label("rank"),
+        )
+        .where(_due(now))
+        .subquery()
+    )
+    statement = unscoped(
+        select(ranked.c.id, ranked.c.endpoint_id)
+        .where(ranked.c.rank <= per_endpoint)
+        .order_by(ranked.c.next_attempt_at)
+        .limit(limit),
+        WORKERS,
+    )
+    return (await session.execute(statement)).all()
+
+
+ClaimedRow = Row[str, str, str, int, str, int]
+
+
+async def claim(
+    session: AsyncSession, ids: Sequence[str], now: datetime, lease_until: datetime
+) -> Sequence[ClaimedRow]:
+    """Lease those of `ids` still due and free, counting the attempt: id,
+    organization, endpoint, event seq, event id, attempts. On PostgreSQL rows
+    another worker is claiming are skipped, never waited for."""
+    free = select(WebhookDelivery.id).where(WebhookDelivery.id.in_(ids), _due(now))
+    if session.get_bind().dialect.name == "postgresql":
+        free = free.with_for_update(skip_locked=True)
+    statement = unscoped(
+        update(WebhookDelivery)
+        .where(WebhookDelivery.id.in_(free.scalar_subquery()))
+        .values(lease_until=lease_until, attempts=WebhookDelivery.attempts + 1)
+        .returning(
+            WebhookDelivery.id,
+            WebhookDelivery.organization_id,
+            WebhookDelivery.endpoint_id,
+            WebhookDelivery.event_seq,
+            WebhookDelivery.event_id,
+            WebhookDelivery.attempts,
+        )
+        .execution_options(synchronize_session=False),
+        WORKERS,
+    )
+    return (await session.execute(statement)).all()
+
+
+async def events_by_seq(
+    session: AsyncSession, seqs: Sequence[int]
+) -> Sequence[Row[int, str, datetime, str]]:
+    """seq, type, occurred_at, data."""
+    statement = unscoped(
+        select(Event.seq, Event.type, Event.occurred_at, Event.data).where(Event.seq.in_(seqs)),
+        WORKERS,
+    )
+    return (await session.execute(statement)).all()
+
+
+async def endpoints_by_id(session: AsyncSession, ids: Sequence[str]) -> Sequence[WebhookEndpoint]:
+    statement = unscoped(select(WebhookEndpoint).where(WebhookEndpoint.id.in_(ids)), WORKERS)
+    return (await session.scalars(statement)).all()
+
+
+async def record_outcomes(
+    session: AsyncSession, outcomes: list[dict[str, Any]], attempt_rows: list[dict[str, Any]]
+) -> None:
+    """Write attempts and their deliveries' new state. A delivery whose lease
+    was taken over meanwhile (its attempts moved on) keeps the newer state."""
+    if attempt_rows:
+        await session.execute(insert(WebhookAttempt), attempt_rows)
+    if outcomes:
+        # The table, not the class: an ORM update with many parameter sets
+        # would want each row's primary key under its own name.
+        table = cast(Table, WebhookDelivery.__table__)
+        statement = unscoped(
+            update(table)
+            .where(
+                table.c.id == bindparam("delivery_id"),
+                table.c.attempts == bindparam("claimed_attempts"),
+            )
+            .values(
+                status=bindparam("status"),
+                next_attempt_at=bindparam("next_attempt_at"),
+                lease_until=None,
+                last_attempt_at=bindparam("last_attempt_at"),
+                last_status_code=bindparam("last_status_code"),
+                last_error=bindparam("last_error"),
+            ),
+            WORKERS,
+        )
+        await session.execute(statement, outcomes)
+
+
+async def release(session: AsyncSession, claimed: Sequence[tuple[str, int]]) -> None:
+    """Hand back deliveries claimed but not sent (a worker stopping): due at
+    once for the next claim, the attempt not counted."""
+    for delivery_id, attempts_ in claimed:
+        await session.execute(
+            unscoped(
+                update(WebhookDelivery)
+                .where(WebhookDelivery.id == delivery_id, WebhookDelivery.attempts == attempts_)
+                .values(lease_until=None, attempts=attempts_ - 1),
+                WORKERS,
+            )
+        )
+
+
+async def endpoint_succeeded(session: AsyncSession, endpoint_ids: Sequence[str]) -> None:
+    await session.execute(
+        unscoped(
+            update(WebhookEndpoint)
+            .where(WebhookEndpoint.id.in_(endpoint_ids), WebhookEndpoint.failing_since.isnot(None))
+            .values(failing_since=None),
+            WORKERS,
+        )
+    )
+
+
+async def endpoint_failed(
+    session: AsyncSession, endpoint_id: str, now: datetime
+) -> datetime | None:
+    """Note a failure; since when the endpoint has failed everything."""
+    await session.execute(
+        unscoped(
+            update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.failing_since.is_(None))
+            .values(failing_since=now),
+            WORKERS,
+        )
+    )
+    found: datetime | None = await session.scalar(
+        unscoped(
+            select(WebhookEndpoint.failing_since).where(WebhookEndpoint.id == endpoint_id),
+            WORKERS,
+        )
+    )
+    return found
+
+
+async def disable(
+    session: AsyncSession, endpoint_id: str, reason: str, now: datetime
+) -> WebhookEndpoint | None:
+    """Disable an enabled endpoint and fail what it still had pending; the
+    endpoint, or None if it was not enabled."""
+    disabled = await session.execute(
+        unscoped(
+            update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == endpoint_id, WebhookEndpoint.enabled)
+            .values(enabled=False, disabled_reason=reason[:500], disabled_at=now, updated_at=now)
+            .execution_options(synchronize_session=False),
+            WORKERS,
+        )
+    )
+    if not getattr(disabled, "rowcount", 0):
+        return None
+    await session.execute(
+        unscoped(
+            update(WebhookDelivery)
+            .where(
+                WebhookDelivery.endpoint_id == endpoint_id,
+                WebhookDelivery.status == DeliveryStatus.pending,
+            )
+            .values(status=DeliveryStatus.failed, lease_until=None, last_error="endpoint disabled")
+            .execution_options(synchronize_session=False),
+            WORKERS,
+        )
+    )
+    found = await session.scalar(
+        unscoped(select(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id), WORKERS)
+    )
+    return found
+
+
+async def purge(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Delete up to `batch` finished deliveries created before `before`, with
+    their attempts; how many went."""
+    oldest = unscoped(
+        select(WebhookDelivery.id)
+        .where(WebhookDelivery.created_at < before, WebhookDelivery.status != "pending")
+        .limit(batch),
+        "the retention sweep covers every organization",
+    )
+    ids = list((await session.scalars(oldest)).all())
+    if ids:
+        for table, column in (
+            (WebhookAttempt, WebhookAttempt.delivery_id),
+            (WebhookDelivery, WebhookDelivery.id),
+        ):
+            await session.execute(
+                unscoped(
+                    delete(table).where(column.in_(ids)),
+                    "the retention sweep covers every organization",
+                )
+            )
+    return len(ids)

@@ -1,0 +1,377 @@
+"""The webhook worker: fans new events out to the endpoints that want them,
+claims due deliveries, sends them, and records what came of each.
+
+Every step is a short transaction on the outbox, so any number of workers
+share it and any of them may die: fan-out holds one row lock (one worker at a
+time, in event order); a claim leases deliveries (PostgreSQL skips rows
+another worker is claiming) and a lease that runs out makes them due again;
+an outcome is written only by the claim that made it. Delivery is therefore
+at least once, across crashes of either side."""
+
+import asyncio
+import logging
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from formsapi.config import Settings
+from formsapi.db import session_scope
+from formsapi.event import service as event_service
+from formsapi.kit import egress
+from formsapi.kit.ids import new_id
+from formsapi.kit.secretbox import SecretBox, SecretBoxError
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.models import DeliveryStatus, EventPosition, EventType, WebhookEndpoint
+from formsapi.webhook import delivery, repository
+from formsapi.webhook.service import endpoint_wire
+
+log = logging.getLogger("formsapi.webhooks")
+
+FAN_OUT_BATCH = 1000
+IDLE_POLL = 0.05  # seconds between looks at the outbox when there is nothing to do
+DISABLE_AFTER = timedelta(days=5)
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    delivery_id: str
+    organization_id: str
+    endpoint_id: str
+    event_seq: int
+    event_id: str
+    attempts: int
+
+
+class Worker:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        box: SecretBox,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.settings = settings
+        self.box = box
+        self.rng = rng or random.Random()  # noqa: S311 - jitter, not a secret
+        self.timeout = settings.webhook_timeout
+        # Longer than any attempt can take: a lease that runs out means its worker died.
+        self.lease = timedelta(seconds=self.timeout + 5)
+        self.client = httpx.AsyncClient(
+            transport=egress.transport(
+                allow_private=settings.webhook_allow_private_networks,
+                max_connections=settings.webhook_concurrency,
+            ),
+            follow_redirects=False,
+        )
+        self.in_flight: dict[str, Claimed] = {}
+        self.per_endpoint: Counter[str] = Counter()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.results: list[tuple[Claimed, delivery.Result, datetime]] = []
+        self.wake = asyncio.Event()
+        self._secrets: dict[str, str] = {}
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    # Fan-out.
+
+    async def dispatch(self) -> int:
+        """One delivery per enabled endpoint that wants each new event; how
+        many events were looked at (0: nothing new, or another worker is at it)."""
+        async with self.sessionmaker() as reader:
+            last = await reader.get(EventPosition, 1)
+            after = (last.dispatched_xid, last.dispatched_seq) if last else (0, 0)
+            if not await repository.events_to_dispatch(reader, after, 1):
+                return 0
+        async with session_scope(self.sessionmaker) as session:
+            position = await repository.lock_dispatch(session)
+            if position is None:
+                return 0
+            events = await repository.events_to_dispatch(session, position, FAN_OUT_BATCH)
+            if not events:
+                return 0
+            organizations = sorted({event[3] for event in events})
+            wanted: dict[str, list[Any]] = {}
+            for endpoint in await repository.enabled_endpoints(session, organizations):
+                wanted.setdefault(endpoint[1], []).append(endpoint)
+            now = utcnow()
+            rows = [
+                _delivery_row(event, endpoint_id, now)
+                for event in events
+                if event[4] != EventType.ping
+                for endpoint_id, _, types, forms, created_at in wanted.get(event[3], ())
+                if (not types or event[4] in types)
+                and (not forms or event[5] is None or event[5] in forms)
+                and event[6] >= created_at  # an endpoint gets what happened since it was added
+            ]
+            await repository.add_deliveries(session, rows)
+            await repository.move_dispatch(session, (events[-1][1], events[-1][0]))
+        if rows:
+            self.wake.set()
+        return len(events)
+
+    # Claims and sends.
+
+    async def claim(self) -> int:
+        """Lease what is due, within this worker's room in all and per
+        endpoint, and start sending it; how many were claimed."""
+        room = self.settings.webhook_concurrency - len(self.in_flight)
+        if room <= 0:
+            return 0
+        cap = self.settings.webhook_endpoint_concurrency
+        now = utcnow()
+        async with self.sessionmaker() as reader:
+            candidates = await repository.due_candidates(reader, now, cap, room * 2)
+        picked: list[str] = []
+        taken: Counter[str] = Counter()
+        for delivery_id, endpoint_id in candidates:
+            if self.per_endpoint[endpoint_id] + taken[endpoint_id] < cap and len(picked) < room:
+                picked.append(delivery_id)
+                taken[endpoint_id] += 1
+        if not picked:
+            return 0
+        async with session_scope(self.sessionmaker) as session:
+            rows = await repository.claim(session, picked, now, now + self.lease)
+        claimed = [Claimed(*row) for row in rows]
+        if claimed:
+            await self._send(claimed)
+        return len(claimed)
+
+    async def _send(self, claimed: list[Claimed]) -> None:
+        async with self.sessionmaker() as reader:
+            events = {
+                row[0]: row[1:]
+                for row in await repository.events_by_seq(reader, [c.event_seq for c in claimed])
+            }
+            endpoints = {
+                endpoint.id: endpoint
+                for endpoint in await repository.endpoints_by_id(
+                    reader, sorted({c.endpoint_id for c in claimed})
+                )
+            }
+        for item in claimed:
+            self.in_flight[item.delivery_id] = item
+            self.per_endpoint[item.endpoint_id] += 1
+            task = asyncio.create_task(
+                self._attempt(item, events.get(item.event_seq), endpoints.get(item.endpoint_id))
+            )
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def _attempt(
+        self,
+        item: Claimed,
+        event: tuple[str, datetime, str] | None,
+        endpoint: WebhookEndpoint | None,
+    ) -> None:
+        try:
+            result = await self._try(item, event, endpoint)
+        except Exception as error:  # a bug must not lose the delivery: it is retried
+            log.exception("webhook delivery %s failed unexpectedly", item.delivery_id)
+            result = delivery.Result(False, error=f"internal error: {type(error).__name__}")
+        self.results.append((item, result, utcnow()))
+        del self.in_flight[item.delivery_id]
+        self.per_endpoint[item.endpoint_id] -= 1
+        self.wake.set()
+
+    async def _try(
+        self,
+        item: Claimed,
+        event: tuple[str, datetime, str] | None,
+        endpoint: WebhookEndpoint | None,
+    ) -> delivery.Result:
+        if endpoint is None or not endpoint.enabled:
+            return delivery.Result(False, error="endpoint disabled", abort=True)
+        if event is None:
+            return delivery.Result(False, error="event no longer kept", abort=True)
+        type_, occurred_at, data = event
+        payload = delivery.body(type_, isoformat_z(occurred_at), data)
+        now = utcnow()
+        try:
+            secrets = self._secrets_of(endpoint, now)
+        except SecretBoxError as error:
+            return delivery.Result(False, error=str(error))
+        headers = delivery.headers(item.event_id, payload, secrets, now)
+        return await delivery.attempt(self.client, endpoint.url, payload, headers, self.timeout)
+
+    def _secrets_of(self, endpoint: WebhookEndpoint, now: datetime) -> list[str]:
+        sealed = [endpoint.secret]
+        until = endpoint.previous_secret_until
+        if endpoint.previous_secret and until is not None and until > now:
+            sealed.append(endpoint.previous_secret)
+        opened = []
+        for text in sealed:
+            if text not in self._secrets:
+                if len(self._secrets) > 10_000:
+                    self._secrets.clear()
+                self._secrets[text] = self.box.open(text)
+            opened.append(self._secrets[text])
+        return opened
+
+    # Outcomes.
+
+    async def flush(self) -> int:
+        """Write what the attempts finished since the last flush came to, in
+        one transaction; how many."""
+        if not self.results:
+            return 0
+        results, self.results = self.results, []
+        schedule = self.settings.webhook_retry_schedule
+        outcomes, attempts = [], []
+        succeeded: set[str] = set()
+        failed: dict[str, datetime] = {}
+        disable: dict[str, str] = {}
+        for item, result, at in results:
+            status, next_at = DeliveryStatus.succeeded, at
+            if not result.succeeded:
+                delay = None if result.abort else next_delay_of(item, schedule, result, self.rng)
+                status = DeliveryStatus.failed if delay is None else DeliveryStatus.pending
+                next_at = at if delay is None else at + timedelta(seconds=delay)
+                if result.error != "endpoint disabled":
+                    failed[item.endpoint_id] = at
+                if result.disable:
+                    disable[item.endpoint_id] = result.disable
+            else:
+                succeeded.add(item.endpoint_id)
+            outcomes.append(
+                {
+                    "delivery_id": item.delivery_id,
+                    "claimed_attempts": item.attempts,
+                    "status": status.value,
+                    "next_attempt_at": next_at,
+                    "last_attempt_at": at,
+                    "last_status_code": result.status_code,
+                    "last_error": result.error,
+                }
+            )
+            if result.error not in ("endpoint disabled", "event no longer kept"):
+                attempts.append(
+                    {
+                        "id": new_id("wha"),
+                        "organization_id": item.organization_id,
+                        "delivery_id": item.delivery_id,
+                        "attempted_at": at,
+                        "duration_ms": result.duration_ms,
+                        "status_code": result.status_code,
+                        "response_body": result.response_body,
+                        "error": result.error,
+                    }
+                )
+        async with session_scope(self.sessionmaker) as session:
+            await repository.record_outcomes(session, outcomes, attempts)
+            await repository.endpoint_succeeded(session, sorted(succeeded))
+            for endpoint_id, at in sorted(failed.items()):
+                if endpoint_id in succeeded:
+                    continue
+                since = await repository.endpoint_failed(session, endpoint_id, at)
+                if since is not None and at - since >= DISABLE_AFTER:
+                    disable.setdefault(
+                        endpoint_id,
+                        f"Every delivery failed for {DISABLE_AFTER.days} days, since "
+                        f"{isoformat_z(since)}.",
+                    )
+            for endpoint_id, reason in sorted(disable.items()):
+                await self._disable(session, endpoint_id, reason)
+        return len(results)
+
+    async def _disable(self, session: AsyncSession, endpoint_id: str, reason: str) -> None:
+        now = utcnow()
+        endpoint = await repository.disable(session, endpoint_id, reason, now)
+        if endpoint is None:
+            return
+        log.warning("webhook endpoint %s disabled: %s", endpoint_id, reason)
+        await event_service.record(
+            session,
+            endpoint.organization_id,
+            EventType.webhook_endpoint_disabled,
+            now,
+            endpoint_wire(endpoint),
+        )
+
+    # Loops.
+
+    def idle(self) -> bool:
+        return not (self.in_flight or self.results)
+
+    async def step(self) -> bool:
+        """One round of every step; whether any found work."""
+        dispatched = await self.dispatch()
+        claimed = await self.claim()
+        flushed = await self.flush()
+        return bool(dispatched or claimed or flushed)
+
+    async def drain(self) -> None:
+        """Work until nothing is due or in flight: for tests and one-shot runs."""
+        while True:
+            busy = await self.step()
+            if self.tasks:
+                await asyncio.gather(*list(self.tasks))
+                continue
+            if not busy and self.idle():
+                return
+
+    async def run(self, stop: asyncio.Event, grace: float) -> None:
+        """Work until `stop` is set; then give attempts in flight `grace`
+        seconds to finish, record them, and hand back the rest."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                busy = await self.step()
+                failures = 0
+            except Exception:
+                failures += 1
+                log.exception("webhook worker step failed; retrying")
+                busy = False
+                await asyncio.sleep(min(30.0, 0.5 * 2**failures))
+            if not busy:
+                self.wake.clear()
+                waiters = [
+                    asyncio.ensure_future(self.wake.wait()),
+                    asyncio.ensure_future(stop.wait()),
+                ]
+                await asyncio.wait(waiters, timeout=IDLE_POLL, return_when=asyncio.FIRST_COMPLETED)
+                for waiter in waiters:
+                    waiter.cancel()
+        await self.stop(grace)
+
+    async def stop(self, grace: float) -> None:
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=grace)
+        unfinished = [(c.delivery_id, c.attempts) for c in self.in_flight.values()]
+        for task in list(self.tasks):
+            task.cancel()
+        await self.flush()
+        if unfinished:
+            async with session_scope(self.sessionmaker) as session:
+                await repository.release(session, unfinished)
+        await self.close()
+
+
+def next_delay_of(
+    item: Claimed, schedule: list[float], result: delivery.Result, rng: random.Random
+) -> float | None:
+    return delivery.next_delay(item.attempts, schedule, result, rng)
+
+
+def _delivery_row(event: Sequence[Any], endpoint_id: str, now: datetime) -> dict[str, Any]:
+    seq, _, event_id, organization_id, type_, _, _ = event
+    return {
+        "id": new_id("whd"),
+        "organization_id": organization_id,
+        "endpoint_id": endpoint_id,
+        "event_seq": seq,
+        "event_id": event_id,
+        "event_type": type_,
+        "status": DeliveryStatus.pending.value,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "created_at": now,
+    }

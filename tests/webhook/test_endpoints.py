@@ -1,0 +1,146 @@
+"""Managing webhook endpoints over the API: owners' and admins' keys only,
+the secret shown once and stored sealed, another organization's endpoint
+answering like a missing one."""
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.config import Settings
+from formsapi.member import service as member_service
+from formsapi.models import Role
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org, create_user
+
+MANAGE = ["forms:read", "webhooks:manage"]
+URL = "http://127.0.0.1:9/hook"
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url,
+        rate_limit_standard=100_000,
+        secret_key=["s" * 32],
+        webhook_allow_private_networks=True,
+        webhook_worker="off",
+    )
+
+
+async def _key(session: AsyncSession, role: str = Role.owner) -> tuple[str, str]:
+    org = await create_org(session)
+    form = await create_form(session, org)
+    _, secret = await create_key(session, org, role=role, scopes=MANAGE)
+    await session.commit()
+    return secret, form.id
+
+
+async def test_the_secret_is_shown_once_and_stored_sealed(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    key, form_id = await _key(session)
+    created = await api.post(
+        "/v1/webhook-endpoints",
+        key,
+        json={"url": URL, "eventTypes": ["submission.created"], "formIds": [form_id]},
+    )
+    assert created.status_code == 201, created.text
+    body: dict[str, Any] = created.json()
+    secret = body["secret"]
+    assert secret.startswith("whsec_")
+    assert (body["eventTypes"], body["formIds"], body["enabled"]) == (
+        ["submission.created"],
+        [form_id],
+        True,
+    )
+
+    listed = (await api.get("/v1/webhook-endpoints", key)).json()["data"]
+    one = (await api.get(f"/v1/webhook-endpoints/{body['id']}", key)).json()
+    assert "secret" not in listed[0]
+    assert "secret" not in one
+    async with engine.connect() as connection:
+        stored = (await connection.execute(text("SELECT secret FROM webhook_endpoints"))).scalar()
+    assert secret not in str(stored)
+    assert secret.removeprefix("whsec_") not in str(stored)
+
+
+async def test_only_owners_and_admins_keys_manage_endpoints(
+    api: Api, session: AsyncSession
+) -> None:
+    admin, _ = await _key(session, Role.admin)
+    org = await create_org(session)
+    user = await create_user(session)
+    _, demoted = await create_key(session, org, role=Role.admin, scopes=MANAGE, user=user)
+    await member_service.change_role(session, org.id, Role.owner, user.id, Role.editor)
+    await session.commit()
+
+    assert (await api.post("/v1/webhook-endpoints", admin, json={"url": URL})).status_code == 201
+    refused = await api.post("/v1/webhook-endpoints", demoted, json={"url": URL})
+    assert refused.status_code == 403
+    assert (await api.get("/v1/webhook-endpoints", demoted)).status_code == 403
+
+
+async def test_another_organizations_endpoint_answers_like_a_missing_one(
+    api: Api, session: AsyncSession
+) -> None:
+    ours, _ = await _key(session)
+    theirs, _ = await _key(session)
+    their_endpoint = (await api.post("/v1/webhook-endpoints", theirs, json={"url": URL})).json()
+    path = f"/v1/webhook-endpoints/{their_endpoint['id']}"
+    missing = "/v1/webhook-endpoints/whe_01jd2xa1b2c3d4e5f6g7h8j9k0"
+
+    for method in ("GET", "DELETE"):
+        foreign = await api.request(method, path, ours)
+        absent = await api.request(method, missing, ours)
+        assert foreign.status_code == absent.status_code == 404
+    changed = await api.patch(path, ours, json={"description": "mine now"})
+    assert changed.status_code == 404
+    assert (await api.post(f"{path}/rotate-secret", ours)).status_code == 404
+    assert (await api.get(path, theirs)).json()["description"] == ""
+
+
+async def test_bad_endpoints_are_refused_with_a_pointer(api: Api, session: AsyncSession) -> None:
+    key, _ = await _key(session)
+    cases = {
+        "/url": {"url": "ftp://example.com/hook"},
+        "/formIds/0": {"url": URL, "formIds": ["frm_missing"]},
+    }
+    for pointer, body in cases.items():
+        response = await api.post("/v1/webhook-endpoints", key, json=body)
+        assert response.status_code == 422, response.text
+        assert response.json()["errors"][0]["pointer"] == pointer
+    unknown_type = await api.post(
+        "/v1/webhook-endpoints", key, json={"url": URL, "eventTypes": ["form.exploded"]}
+    )
+    assert unknown_type.status_code == 422
+
+
+async def test_editing_disabling_and_deleting_an_endpoint(api: Api, session: AsyncSession) -> None:
+    key, _ = await _key(session)
+    endpoint = (await api.post("/v1/webhook-endpoints", key, json={"url": URL})).json()
+    path = f"/v1/webhook-endpoints/{endpoint['id']}"
+
+    paused = (await api.patch(path, key, json={"enabled": False, "description": "x"})).json()
+    assert (paused["enabled"], paused["description"]) == (False, "x")
+    assert paused["disabledReason"]
+    resumed = (await api.patch(path, key, json={"enabled": True})).json()
+    assert (resumed["enabled"], resumed["disabledReason"]) == (True, None)
+    assert (await api.delete(path, key)).status_code == 204
+    assert (await api.get(path, key)).status_code == 404
+
+
+async def test_without_a_secret_key_postgresql_deployments_say_how_to_enable_webhooks(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings
+) -> None:
+    from formsapi.webhook.service import secret_box
+
+    bare = settings.model_copy(update={"secret_key": []})
+    box = secret_box(bare)
+    if engine.dialect.name == "postgresql":
+        assert box is None
+    else:  # a key file beside the database, the same for every process on it
+        assert box is not None
+        assert secret_box(bare) is not None
+        assert box.open(secret_box(bare).seal("x")) == "x"  # type: ignore[union-attr]
