@@ -61,7 +61,7 @@ def _retry_after(value: str | None, now: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # str.isdigit() also takes "²"
         return float(value)
     try:
         return max(0.0, parsedate_to_datetime(value).timestamp() - now)
@@ -94,9 +94,11 @@ async def attempt(
     except (httpx.TimeoutException, TimeoutError):
         return _failed(started, "timed out", overloaded=True)
     except httpx.HTTPError as error:
-        return _failed(started, f"{type(error).__name__}: {error}"[:500])
+        return _failed(started, f"{type(error).__name__}: {error}".replace("\x00", "")[:500])
     duration = int((time.monotonic() - started) * 1000)
-    text = bytes(kept[:BODY_CAP]).decode("utf-8", "replace")
+    # NUL is the one character PostgreSQL text refuses: a receiver's must not
+    # fail the batch its outcome is written in.
+    text = bytes(kept[:BODY_CAP]).decode("utf-8", "replace").replace("\x00", "")
     status = answer.status_code
     control = answer.headers.get("webhook-delivery", "").strip().lower()
     if 200 <= status < 300:

@@ -338,6 +338,11 @@ async def endpoints_by_id(session: AsyncSession, ids: Sequence[str]) -> Sequence
     return (await session.scalars(statement)).all()
 
 
+async def existing_deliveries(session: AsyncSession, ids: Sequence[str]) -> set[str]:
+    statement = unscoped(select(WebhookDelivery.id).where(WebhookDelivery.id.in_(ids)), WORKERS)
+    return set((await session.scalars(statement)).all())
+
+
 async def record_outcomes(
     session: AsyncSession, outcomes: list[dict[str, Any]], attempt_rows: list[dict[str, Any]]
 ) -> None:

@@ -224,6 +224,13 @@ class Worker:
         if not self.results:
             return 0
         results, self.results = self.results, []
+        try:
+            return await self._record(results)
+        except Exception:
+            self.results = results + self.results  # written by the next flush
+            raise
+
+    async def _record(self, results: list[tuple[Claimed, delivery.Result, datetime]]) -> int:
         schedule = self.settings.webhook_retry_schedule
         outcomes, attempts = [], []
         succeeded: set[str] = set()
@@ -266,6 +273,11 @@ class Worker:
                     }
                 )
         async with session_scope(self.sessionmaker) as session:
+            # A delivery deleted meanwhile (its endpoint removed) has no log to add to.
+            kept = await repository.existing_deliveries(
+                session, [str(o["delivery_id"]) for o in outcomes]
+            )
+            attempts = [a for a in attempts if a["delivery_id"] in kept]
             await repository.record_outcomes(session, outcomes, attempts)
             await repository.endpoint_succeeded(session, sorted(succeeded))
             for endpoint_id, at in sorted(failed.items()):
@@ -303,9 +315,10 @@ class Worker:
 
     async def step(self) -> bool:
         """One round of every step; whether any found work."""
+        # Outcomes first: a lease must not run out while its outcome waits.
+        flushed = await self.flush()
         dispatched = await self.dispatch()
         claimed = await self.claim()
-        flushed = await self.flush()
         return bool(dispatched or claimed or flushed)
 
     async def drain(self) -> None:
