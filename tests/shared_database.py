@@ -1,6 +1,7 @@
 """A migrated database that server processes share (a SQLite file, or a
 PostgreSQL database of the test's own), with an organization, a key that
-reads and writes submissions, and published forms."""
+reads and writes submissions (and reads events, manages webhooks), and
+published forms."""
 
 import contextlib
 from collections.abc import Iterator
@@ -38,7 +39,14 @@ async def tenant(url: str, forms: int) -> Setup:
     engine = create_engine(url)
     async with create_sessionmaker(engine)() as session:
         org = await create_org(session)
-        scopes = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
+        scopes = [
+            "forms:read",
+            "forms:write",
+            "submissions:read",
+            "submissions:write",
+            "events:read",
+            "webhooks:manage",
+        ]
         _, secret = await create_key(session, org, scopes=scopes)
         form_ids = [(await create_form(session, org)).id for _ in range(forms)]
         await session.commit()

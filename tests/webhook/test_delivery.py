@@ -180,7 +180,7 @@ async def test_410_disables_the_endpoint_and_records_why(
     assert "410" in endpoint["disabledReason"]
     params = {"types": "webhook_endpoint.disabled"}
     [disabled] = (await api.get("/v1/events", setup["key"], params=params)).json()["data"]
-    assert disabled["data"] == endpoint
+    assert disabled["data"] == {k: v for k, v in endpoint.items() if k != "url"}
 
 
 async def test_an_endpoint_failing_everything_for_five_days_is_disabled(

@@ -26,7 +26,14 @@ MAX_URL_LENGTH = 2048
 
 # Not caught by ipaddress's flags on Python 3.11: the IETF protocol block
 # holds Oracle Cloud's metadata service (192.0.0.192).
-_ALSO_BLOCKED = (ipaddress.ip_network("192.0.0.0/24"),)
+_ALSO_BLOCKED = (
+    ipaddress.ip_network("192.0.0.0/24"),
+    ipaddress.ip_network("fec0::/10"),  # site-local: deprecated, still routed inside some networks
+)
+# Lookups run in threads; a name whose DNS never answers must not tie up
+# more than a few, nor keep a request waiting long.
+RESOLVE_TIMEOUT = 5.0
+_LOOKUPS = asyncio.Semaphore(8)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
@@ -124,7 +131,15 @@ def _ip_literal(host: str) -> str | None:
 
 
 async def _resolve(host: str, port: int) -> list[str]:
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    if _ip_literal(host) is not None:
+        return [str(_ip_literal(host))]
+    try:
+        async with asyncio.timeout(RESOLVE_TIMEOUT), _LOOKUPS:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
+    except TimeoutError:
+        raise socket.gaierror(f"{host}: no DNS answer in {RESOLVE_TIMEOUT:g} s") from None
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 

@@ -27,6 +27,14 @@ class WebhookDelivery(Base):
             postgresql_where=text("status = 'pending'"),
             sqlite_where=text("status = 'pending'"),
         ),
+        # What is due for each endpoint (PostgreSQL's claims read a few per endpoint).
+        Index(
+            "ix_webhook_deliveries_endpoint_id_next_attempt_at",
+            "endpoint_id",
+            "next_attempt_at",
+            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text("status = 'pending'"),
+        ),
         # An endpoint's log, newest first.
         Index(
             "ix_webhook_deliveries_organization_id_endpoint_id_created_at",

@@ -283,10 +283,20 @@ async def resend_delivery(
     openapi_extra=MANAGE,
 )
 async def recover(
-    principal: PrincipalDep, session: SessionDep, endpoint_id: EndpointId, body: Recover
+    principal: PrincipalDep,
+    session: SessionDep,
+    request: Request,
+    endpoint_id: EndpointId,
+    body: Recover,
 ) -> Response:
     """Send again everything that failed since `since`, and every event
     since then the endpoint never got (while disabled): after fixing a
     receiver, this makes its copy whole."""
-    queued = await service.recover(session, principal.organization_id, endpoint_id, body.since)
+    queued = await service.recover(
+        session,
+        principal.organization_id,
+        endpoint_id,
+        body.since,
+        request.app.state.settings.event_days,
+    )
     return _json({"queued": queued}, 202)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    true,
     tuple_,
     update,
 )
@@ -147,29 +148,47 @@ async def requeue_failed(
             WebhookDelivery.endpoint_id == endpoint_id,
             WebhookDelivery.status == DeliveryStatus.failed,
             WebhookDelivery.created_at >= since,
+            or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
         )
+        .execution_options(synchronize_session=False)
         .values(status=DeliveryStatus.pending, next_attempt_at=now, lease_until=None, attempts=0)
     )
     return int(getattr(result, "rowcount", 0))
 
 
 async def events_never_delivered(
-    session: AsyncSession, organization_id: str, endpoint_id: str, since: datetime
-) -> Sequence[Row[int, str, str, str | None]]:
-    """The organization's events since `since` with no delivery to the
-    endpoint (it was disabled, or added later): seq, id, type, form id."""
-    delivered = select(WebhookDelivery.event_seq).where(
-        scoped(WebhookDelivery, organization_id), WebhookDelivery.endpoint_id == endpoint_id
-    )
-    statement = (
-        select(Event.seq, Event.id, Event.type, Event.form_id)
+    session: AsyncSession,
+    organization_id: str,
+    endpoint_id: str,
+    since: datetime,
+    types: Sequence[str] | None,
+    form_ids: Sequence[str] | None,
+    limit: int,
+) -> Sequence[Row[int, str, str]]:
+    """Up to `limit` of the organization's events since `since`, of these
+    types and forms (None: any), with no delivery to the endpoint (it was
+    disabled, or added later): seq, id, type. Never pings, which go to one
+    endpoint alone."""
+    delivered = (
+        select(WebhookDelivery.id)
         .where(
-            scoped(Event, organization_id),
-            Event.occurred_at >= since,
-            Event.seq.not_in(delivered),
+            scoped(WebhookDelivery, organization_id),
+            WebhookDelivery.endpoint_id == endpoint_id,
+            WebhookDelivery.event_seq == Event.seq,
         )
-        .order_by(Event.xid, Event.seq)
+        .exists()
     )
+    statement = select(Event.seq, Event.id, Event.type).where(
+        scoped(Event, organization_id),
+        Event.occurred_at >= since,
+        Event.type != "ping",
+        ~delivered,
+    )
+    if types is not None:
+        statement = statement.where(Event.type.in_(types))
+    if form_ids is not None:
+        statement = statement.where(or_(Event.form_id.is_(None), Event.form_id.in_(form_ids)))
+    statement = statement.order_by(Event.xid, Event.seq).limit(limit)
     return (await session.execute(statement)).all()
 
 
@@ -227,6 +246,17 @@ async def events_to_dispatch(
     return (await session.execute(statement)).all()
 
 
+async def any_event_after(session: AsyncSession, after: Position) -> bool:
+    """Whether any committed event lies past `after`, settled or not."""
+    statement = unscoped(
+        select(Event.seq)
+        .where(tuple_(Event.xid, Event.seq) > tuple_(literal(after[0]), literal(after[1])))
+        .limit(1),
+        WORKERS,
+    )
+    return (await session.execute(statement)).first() is not None
+
+
 async def move_dispatch(session: AsyncSession, position: Position) -> None:
     await session.execute(
         update(EventPosition)
@@ -263,14 +293,40 @@ def _due(now: datetime) -> Any:
 
 async def due_candidates(
     session: AsyncSession, now: datetime, per_endpoint: int, limit: int
-) -> Sequence[Row[str, str]]:
+) -> Sequence[Row[str, str, str]]:
     """Due deliveries, at most `per_endpoint` of each endpoint, oldest due
-    first: id, endpoint. An endpoint with a long backlog leaves room for the
-    others' deliveries."""
+    first: id, endpoint, organization. An endpoint with a long backlog
+    leaves room for the others' deliveries.
+
+    On PostgreSQL each endpoint's few are read from its own index range, so
+    a backlog costs nothing per look; SQLite ranks the due rows."""
+    if session.get_bind().dialect.name == "postgresql":
+        due = (
+            select(
+                WebhookDelivery.id,
+                WebhookDelivery.endpoint_id,
+                WebhookDelivery.organization_id,
+                WebhookDelivery.next_attempt_at,
+            )
+            .where(WebhookDelivery.endpoint_id == WebhookEndpoint.id, _due(now))
+            .order_by(WebhookDelivery.next_attempt_at)
+            .limit(per_endpoint)
+            .lateral("due")
+        )
+        lateral = unscoped(
+            select(due.c.id, due.c.endpoint_id, due.c.organization_id)
+            .select_from(WebhookEndpoint)
+            .join(due, true())
+            .order_by(due.c.next_attempt_at)
+            .limit(limit),
+            WORKERS,
+        )
+        return (await session.execute(lateral)).all()
     ranked = (
         select(
             WebhookDelivery.id,
             WebhookDelivery.endpoint_id,
+            WebhookDelivery.organization_id,
             WebhookDelivery.next_attempt_at,
             func.row_number()
             .over(
@@ -283,7 +339,7 @@ async def due_candidates(
         .subquery()
     )
     statement = unscoped(
-        select(ranked.c.id, ranked.c.endpoint_id)
+        select(ranked.c.id, ranked.c.endpoint_id, ranked.c.organization_id)
         .where(ranked.c.rank <= per_endpoint)
         .order_by(ranked.c.next_attempt_at)
         .limit(limit),

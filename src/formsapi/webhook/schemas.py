@@ -81,7 +81,10 @@ class Recover(Schema):
 
 
 class Recovered(Schema):
-    queued: int = Field(description="Deliveries due again now.")
+    queued: int = Field(
+        description="Deliveries due again now. One call looks through at most 10,000 "
+        "missed events: call again until it answers 0."
+    )
 
 
 class Attempt(Schema):

@@ -30,6 +30,7 @@ from formsapi.webhook.schemas import WebhookEndpointCreate, WebhookEndpointUpdat
 SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
 ROTATION_OVERLAP = timedelta(hours=24)
 MAX_ENDPOINTS = 50  # per organization
+RECOVER_BATCH = 10_000  # events one recover call looks through, so each stays short
 
 
 class WebhooksUnavailable(FormsAPIError):
@@ -87,6 +88,14 @@ def _box(box: SecretBox | None) -> SecretBox:
 def new_secret() -> str:
     """`whsec_` and 32 random bytes in base64, as Standard Webhooks describes."""
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def disabled_event_data(endpoint: WebhookEndpoint) -> dict[str, Any]:
+    """What `webhook_endpoint.disabled` says: the endpoint without its URL,
+    which may carry a token that readers of events should not see."""
+    data = endpoint_wire(endpoint)
+    del data["url"]
+    return data
 
 
 def endpoint_wire(endpoint: WebhookEndpoint) -> dict[str, Any]:
@@ -256,7 +265,8 @@ async def send_test(
         organization_id,
         EventType.ping,
         now,
-        {"id": endpoint.id, "url": endpoint.url, "message": "A test event from formsapi."},
+        # Not the URL: events:read is a read scope, and URLs often carry a token.
+        {"id": endpoint.id, "message": "A test event from formsapi."},
     )
     seq = await repository.event_seq(session, organization_id, event_id)
     delivery = _delivery(endpoint, seq, event_id, EventType.ping, now)
@@ -316,8 +326,11 @@ async def resend(
     """Send a delivery once more, now, whatever came of it before. Same
     event, same `webhook-id`; a resend that fails is not retried."""
     found, _ = await delivery_detail(session, organization_id, endpoint_id, delivery_id)
+    now = utcnow()
+    if found.lease_until is not None and found.lease_until > now:
+        return found  # a worker is sending it right now
     found.status = DeliveryStatus.pending
-    found.next_attempt_at = utcnow()
+    found.next_attempt_at = now
     found.lease_until = None
     found.attempts = max(0, schedule_length - 1)  # one attempt left
     await session.flush()
@@ -325,24 +338,31 @@ async def resend(
 
 
 async def recover(
-    session: AsyncSession, organization_id: str, endpoint_id: str, since: datetime
+    session: AsyncSession,
+    organization_id: str,
+    endpoint_id: str,
+    since: datetime,
+    event_days: int = 30,
 ) -> int:
     """Everything the endpoint should have had since `since` and has not:
     failed deliveries due again now, and a new delivery of each event it
-    never got (it was disabled, or filtered them). How many are due."""
+    never got (it was disabled, or filtered them), RECOVER_BATCH at most a
+    call (call again for more). How many are due."""
     endpoint = await get(session, organization_id, endpoint_id)
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)  # no offset means UTC, as everywhere in the API
     now = utcnow()
+    since = max(since, now - timedelta(days=event_days))  # nothing older is kept
     queued = await repository.requeue_failed(session, organization_id, endpoint_id, since, now)
-    rows = [
-        _delivery(endpoint, seq, event_id, type_, now)
-        for seq, event_id, type_, form_id in await repository.events_never_delivered(
-            session, organization_id, endpoint_id, since
-        )
-        if type_ != EventType.ping
-        and (not endpoint.event_types or type_ in endpoint.event_types)
-        and (not endpoint.form_ids or form_id is None or form_id in endpoint.form_ids)
-    ]
+    missed = await repository.events_never_delivered(
+        session,
+        organization_id,
+        endpoint_id,
+        since,
+        [t for t in endpoint.event_types if t != EventType.ping] or None,
+        endpoint.form_ids or None,
+        RECOVER_BATCH,
+    )
+    rows = [_delivery(endpoint, *event, now) for event in missed]
     await repository.add_deliveries(session, rows)
     return queued + len(rows)

@@ -29,7 +29,7 @@ from formsapi.kit.secretbox import SecretBox, SecretBoxError
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import DeliveryStatus, EventPosition, EventType, WebhookEndpoint
 from formsapi.webhook import delivery, repository
-from formsapi.webhook.service import endpoint_wire
+from formsapi.webhook.service import disabled_event_data
 
 log = logging.getLogger("formsapi.webhooks")
 
@@ -73,6 +73,7 @@ class Worker:
         )
         self.in_flight: dict[str, Claimed] = {}
         self.per_endpoint: Counter[str] = Counter()
+        self.per_organization: Counter[str] = Counter()
         self.tasks: set[asyncio.Task[None]] = set()
         self.results: list[tuple[Claimed, delivery.Result, datetime]] = []
         self.wake = asyncio.Event()
@@ -127,15 +128,24 @@ class Worker:
         if room <= 0:
             return 0
         cap = self.settings.webhook_endpoint_concurrency
+        # No organization takes more than half the slots, however many
+        # endpoints it has: a tenant's slow receivers leave room for others.
+        organization_cap = max(cap, self.settings.webhook_concurrency // 2)
         now = utcnow()
         async with self.sessionmaker() as reader:
             candidates = await repository.due_candidates(reader, now, cap, room * 2)
         picked: list[str] = []
         taken: Counter[str] = Counter()
-        for delivery_id, endpoint_id in candidates:
-            if self.per_endpoint[endpoint_id] + taken[endpoint_id] < cap and len(picked) < room:
+        for delivery_id, endpoint_id, organization_id in candidates:
+            if (
+                len(picked) < room
+                and self.per_endpoint[endpoint_id] + taken[endpoint_id] < cap
+                and self.per_organization[organization_id] + taken[organization_id]
+                < organization_cap
+            ):
                 picked.append(delivery_id)
                 taken[endpoint_id] += 1
+                taken[organization_id] += 1
         if not picked:
             return 0
         async with session_scope(self.sessionmaker) as session:
@@ -160,6 +170,7 @@ class Worker:
         for item in claimed:
             self.in_flight[item.delivery_id] = item
             self.per_endpoint[item.endpoint_id] += 1
+            self.per_organization[item.organization_id] += 1
             task = asyncio.create_task(
                 self._attempt(item, events.get(item.event_seq), endpoints.get(item.endpoint_id))
             )
@@ -180,6 +191,7 @@ class Worker:
         self.results.append((item, result, utcnow()))
         del self.in_flight[item.delivery_id]
         self.per_endpoint[item.endpoint_id] -= 1
+        self.per_organization[item.organization_id] -= 1
         self.wake.set()
 
     async def _try(
@@ -305,7 +317,7 @@ class Worker:
             endpoint.organization_id,
             EventType.webhook_endpoint_disabled,
             now,
-            endpoint_wire(endpoint),
+            disabled_event_data(endpoint),
         )
 
     # Loops.
@@ -321,15 +333,27 @@ class Worker:
         claimed = await self.claim()
         return bool(dispatched or claimed or flushed)
 
-    async def drain(self) -> None:
-        """Work until nothing is due or in flight: for tests and one-shot runs."""
+    async def drain(self, patience: float = 30.0) -> None:
+        """Work until nothing is due or in flight, waiting up to `patience`
+        seconds for events other transactions still hold back (on
+        PostgreSQL, any transaction of the cluster older than an event holds
+        it back): for tests and one-shot runs."""
+        deadline = asyncio.get_running_loop().time() + patience
         while True:
             busy = await self.step()
             if self.tasks:
                 await asyncio.gather(*list(self.tasks))
                 continue
             if not busy and self.idle():
-                return
+                if not await self._held_back() or asyncio.get_running_loop().time() > deadline:
+                    return
+                await asyncio.sleep(0.05)
+
+    async def _held_back(self) -> bool:
+        async with self.sessionmaker() as reader:
+            last = await reader.get(EventPosition, 1)
+            after = (last.dispatched_xid, last.dispatched_seq) if last else (0, 0)
+            return await repository.any_event_after(reader, after)
 
     async def run(self, stop: asyncio.Event, grace: float) -> None:
         """Work until `stop` is set; then give attempts in flight `grace`

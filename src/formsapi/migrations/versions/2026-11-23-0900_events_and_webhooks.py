@@ -121,6 +121,13 @@ def upgrade() -> None:
         sqlite_where=pending,
     )
     op.create_index(
+        "ix_webhook_deliveries_endpoint_id_next_attempt_at",
+        "webhook_deliveries",
+        ["endpoint_id", "next_attempt_at"],
+        postgresql_where=pending,
+        sqlite_where=pending,
+    )
+    op.create_index(
         "ix_webhook_deliveries_organization_id_endpoint_id_created_at",
         "webhook_deliveries",
         ["organization_id", "endpoint_id", "created_at"],

@@ -1,0 +1,31 @@
+"""Waiting for events to settle: on PostgreSQL an event is listed (and fanned
+out to webhooks) once no transaction that began writing before it is still
+running, anywhere in the cluster. Tests share their cluster with other
+tests' long transactions (bulk loads, migrations), so a test reads events
+once its own have settled, as a client would by asking again."""
+
+import asyncio
+
+from sqlalchemy import text
+
+from formsapi.db import create_engine
+
+HELD_BACK = text(
+    "SELECT EXISTS (SELECT 1 FROM events"
+    " WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
+)
+
+
+async def events_settled(database_url: str, patience: float = 60.0) -> None:
+    if not database_url.startswith("postgresql"):
+        return  # SQLite's writers take turns: committed is settled
+    engine = create_engine(database_url)
+    try:
+        async with asyncio.timeout(patience):
+            while True:
+                async with engine.connect() as connection:
+                    if not (await connection.execute(HELD_BACK)).scalar():
+                        return
+                await asyncio.sleep(0.05)
+    finally:
+        await engine.dispose()
