@@ -20,11 +20,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import func, literal, select, tuple_
+from sqlalchemy import func, select
 from standardwebhooks import Webhook
 
 from formsapi.db import create_engine
-from formsapi.models import Event, EventPosition, WebhookDelivery
+from formsapi.models import EventOutbox, WebhookDelivery
 from formsapi.tenancy import unscoped
 from tests.servers import FORMSAPI, Server, clean_env, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
@@ -111,19 +111,11 @@ async def _outstanding(setup: Setup) -> bool:
     """Whether an event is still to be fanned out or a delivery to succeed."""
     engine = create_engine(setup.database_url)
     async with engine.connect() as connection:
-        why = "the test's one organization"
-        xid, seq = (
-            await connection.execute(
-                select(EventPosition.dispatched_xid, EventPosition.dispatched_seq)
-            )
-        ).one()
-        undispatched = unscoped(
-            select(func.count()).where(
-                tuple_(Event.xid, Event.seq) > tuple_(literal(xid), literal(seq))
-            ),
-            why,
+        undispatched = select(func.count()).select_from(EventOutbox)
+        unsent = unscoped(
+            select(func.count()).where(WebhookDelivery.status != "succeeded"),
+            "the test's one organization",
         )
-        unsent = unscoped(select(func.count()).where(WebhookDelivery.status != "succeeded"), why)
         found = [(await connection.execute(q)).scalar_one() for q in (undispatched, unsent)]
     await engine.dispose()
     return any(found)

@@ -6,6 +6,7 @@ Every page visited is saved as a screenshot under test-artifacts/screenshots/
 is not done.
 """
 
+import asyncio
 import contextlib
 import csv
 import functools
@@ -15,6 +16,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +24,10 @@ from pathlib import Path
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
+from tests.receiver import Receiver
 from tests.servers import Server, clean_env, cli, start_server, stop_servers
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -344,3 +348,96 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
         )
         expect(shown).to_be_visible()
         shoot(visitor, "15-frame-allowed")
+
+
+def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
+    browser: Browser, tmp_path: Path
+) -> None:
+    # A server of its own: the shared one refuses loopback receivers, as production does.
+    server = start_server(
+        tmp_path, clean_env(webhook_allow_private_networks="true"), "webhooks", ("--demo",)
+    )
+    # The receiver runs in an event loop of its own: Playwright's sync API holds this thread.
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    receiver = asyncio.run_coroutine_threadsafe(Receiver().__aenter__(), loop).result(10)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    context = browser.new_context(viewport=LAPTOP)
+
+    def shoot_both(page: Page, name: str) -> None:
+        """Laptop and phone width, of the page as it is now (a secret shown once included)."""
+        page.screenshot(path=shots / f"{name}.png", full_page=True)
+        page.set_viewport_size(PHONE)
+        page.screenshot(path=shots / f"{name}-phone.png", full_page=True)
+        page.set_viewport_size(LAPTOP)
+
+    try:
+        server.wait_until_healthy()
+        login = DEMO_LOGIN.search(server.stderr)
+        assert login, server.stderr
+        email, password = login.groups()
+        site = Site(server, tmp_path, email, password, other_org="")
+        page = context.new_page()
+        sign_in(page, site, email, password)
+
+        page.get_by_role("link", name="Webhooks").click()
+        expect(page.get_by_role("heading", name="Webhooks", exact=True)).to_be_visible()
+        expect(page.get_by_text("No endpoints yet.")).to_be_visible()
+        shoot_both(page, "20-webhooks-add")
+        page.get_by_label("URL").fill(receiver.url)
+        page.get_by_label("Description").fill("Order system")
+        page.get_by_role("checkbox", name=re.compile("submission.created")).check()
+        page.get_by_role("checkbox", name=re.compile("Customer satisfaction survey")).check()
+        page.get_by_role("button", name="Add endpoint").click()
+
+        # The secret, shown once, with how to verify what it signs.
+        box = page.locator(".secret-box")
+        expect(box).to_contain_text("it will not be shown again")
+        expect(box).to_contain_text("standardwebhooks")
+        expect(box.get_by_role("button", name="Copy")).to_be_visible()
+        secret = page.get_by_label("Signing secret", exact=True).input_value()
+        assert secret.startswith("whsec_")
+        shoot_both(page, "21-webhook-secret-shown-once")
+
+        page.get_by_role("button", name="Send test event").click()
+        expect(page.locator(".notice")).to_contain_text("A test event (ping) is on its way")
+        assert secret not in page.content()
+        # The server's own worker delivers it; the log shows the outcome once written.
+        row = page.get_by_role("row", name=re.compile(r"\bping\b"))
+        deadline = time.monotonic() + 20
+        while "succeeded" not in (row.inner_text() if row.count() else ""):
+            assert time.monotonic() < deadline, page.content()
+            time.sleep(0.2)
+            page.reload()
+        expect(row).to_contain_text("HTTP 200")
+        [request] = receiver.received
+        event = Webhook(secret).verify(request.body, request.headers)
+        assert event["type"] == "ping"
+        shoot_both(page, "22-webhook-deliveries")
+
+        row.get_by_role("link", name=re.compile("^Attempts of ping")).click()
+        expect(page.get_by_role("heading", name="Delivery of ping")).to_be_visible()
+        expect(page.get_by_text("Attempt 1")).to_be_visible()
+        expect(page.get_by_label("Answer to attempt 1")).to_have_text("ok")
+        shoot_both(page, "23-webhook-delivery")
+
+        page.get_by_role("link", name="Webhooks", exact=True).click()
+        listed = page.get_by_role("row", name=re.compile("Order system"))
+        expect(listed).to_contain_text("enabled")
+        expect(listed).to_contain_text("submission.created")
+        expect(listed).to_contain_text("Customer satisfaction survey")
+        shoot_both(page, "24-webhooks-list")
+    finally:
+        context.close()
+        asyncio.run_coroutine_threadsafe(receiver.__aexit__(None, None, None), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+        stop_servers([server])
+        saved = Path("/tmp/webhook-shots")  # noqa: S108 - where a person looks at them
+        saved.mkdir(exist_ok=True)
+        for shot in shots.glob("*.png"):
+            shutil.copy(shot, saved / shot.name)
+            shutil.copy(shot, SCREENSHOTS / shot.name)

@@ -10,14 +10,22 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+import aiohttp
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from yarl import URL
 
-from formsapi.kit.egress import EgressRefused, check_destination, check_url, is_public, transport
+from formsapi.kit.egress import (
+    Answer,
+    Client,
+    EgressRefused,
+    check_destination,
+    check_url,
+    is_public,
+)
 
 BODY = b"hello, webhook"
 
@@ -134,7 +142,8 @@ def test_an_ip_literal_off_the_public_internet_is_refused_without_dns(host: str)
     with pytest.raises(EgressRefused, match="is not a public address"):
         check_url(f"https://{host}/hook", allow_private=False)
 
-    assert check_url(f"http://{host}/hook", allow_private=True) == f"http://{host}/hook"
+    allowed = check_url(f"http://{host}/hook", allow_private=True)
+    assert URL(allowed).host == URL(f"http://{host}/hook").host  # IPv6 may come back compressed
 
 
 @pytest.mark.parametrize(
@@ -185,13 +194,20 @@ async def test_a_name_that_does_not_resolve_is_refused_with_a_clear_message() ->
         await check_destination("https://does-not-exist.invalid/hook", allow_private=True)
 
 
+async def _post(url: str, *, allow_private: bool) -> Answer:
+    client = Client(allow_private=allow_private)
+    try:
+        return await client.post(url, b"{}", {}, timeout=10, keep=1024)
+    finally:
+        await client.close()
+
+
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::ffff:127.0.0.1]"])
 async def test_a_host_that_resolves_to_loopback_is_refused_at_connect_time(
     receiver: Receiver, host: str
 ) -> None:
-    async with httpx.AsyncClient(transport=transport(allow_private=False)) as client:
-        with pytest.raises(EgressRefused, match="resolves to an address that is not public"):
-            await client.post(f"http://{host}:{receiver.port}/hook", content=b"{}")
+    with pytest.raises(EgressRefused, match=r"not (a )?public"):
+        await _post(f"https://{host}:{receiver.port}/hook", allow_private=False)
 
     assert receiver.connections == 0
 
@@ -199,18 +215,16 @@ async def test_a_host_that_resolves_to_loopback_is_refused_at_connect_time(
 async def test_with_private_networks_allowed_the_request_reaches_the_receiver(
     receiver: Receiver,
 ) -> None:
-    async with httpx.AsyncClient(transport=transport(allow_private=True)) as client:
-        response = await client.post(f"http://localhost:{receiver.port}/hook", content=b"{}")
+    answer = await _post(f"http://localhost:{receiver.port}/hook", allow_private=True)
 
-    assert (response.status_code, response.content) == (200, BODY)
+    assert (answer.status, answer.body) == (200, BODY)
     assert receiver.connections == 1
 
 
-async def test_a_name_that_stops_resolving_is_a_connect_error_at_connect_time() -> None:
+async def test_a_name_that_stops_resolving_is_a_connection_error_at_connect_time() -> None:
     # Unlike a refusal, a lookup that fails may succeed on a later try.
-    async with httpx.AsyncClient(transport=transport(allow_private=True)) as client:
-        with pytest.raises(httpx.ConnectError, match=r"does-not-exist\.invalid does not resolve"):
-            await client.get("https://does-not-exist.invalid/hook")
+    with pytest.raises(aiohttp.ClientConnectorError, match=r"does-not-exist\.invalid"):
+        await _post("https://does-not-exist.invalid/hook", allow_private=True)
 
 
 async def test_proxies_from_the_environment_are_not_used(
@@ -221,8 +235,7 @@ async def test_proxies_from_the_environment_are_not_used(
             monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.port}")
         for name in ("NO_PROXY", "no_proxy"):
             monkeypatch.delenv(name, raising=False)
-        async with httpx.AsyncClient(transport=transport(allow_private=True)) as client:
-            await client.get(f"http://localhost:{receiver.port}/hook")
+        await _post(f"http://localhost:{receiver.port}/hook", allow_private=True)
 
         assert (proxy.connections, receiver.connections) == (0, 1)
 
@@ -233,15 +246,12 @@ async def test_tls_connects_to_the_vetted_address_but_verifies_the_urls_host_nam
     cert, key = self_signed(tmp_path, "localhost")
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the CA httpx's SSL context trusts
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the CA OpenSSL's default paths trust
 
-    async with (
-        serve(tls) as server,
-        httpx.AsyncClient(transport=transport(allow_private=True)) as client,
-    ):
-        response = await client.get(f"https://localhost:{server.port}/hook")
-        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-            await client.get(f"https://127.0.0.1:{server.port}/hook")  # not the name on it
+    async with serve(tls) as server:
+        answer = await _post(f"https://localhost:{server.port}/hook", allow_private=True)
+        with pytest.raises(aiohttp.ClientConnectorCertificateError):
+            await _post(f"https://127.0.0.1:{server.port}/hook", allow_private=True)
 
-    assert response.content == BODY
+    assert answer.body == BODY
     assert server.server_names == ["localhost", None]  # no SNI for an IP literal

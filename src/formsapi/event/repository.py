@@ -1,5 +1,6 @@
-"""The SQL of the events log: written with each change, read in position
-order by the events list and the webhook dispatcher, purged by age."""
+"""The SQL of the events log: written with each change (and a row of the
+outbox webhook workers fan out from), read in position order by the events
+list, purged by age."""
 
 from collections.abc import Sequence
 from datetime import datetime
@@ -11,6 +12,7 @@ from sqlalchemy import (
     ColumnElement,
     Insert,
     Row,
+    Table,
     Text,
     bindparam,
     cast,
@@ -25,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.models import Event, EventPosition
+from formsapi.models import Event, EventOutbox, EventPosition
 from formsapi.models.base import iso_utc
 from formsapi.tenancy import scoped, unscoped
 
@@ -36,7 +38,7 @@ EventRow = Row[str, str, str, str, int, int]
 
 
 @cache
-def insert_statement() -> Insert:
+def _insert() -> Insert:
     """Built once; its parameters are named so a submission's write can run
     it beside its own (event_id, event_type, occurred_at, event_data,
     organization_id, form_id)."""
@@ -50,8 +52,32 @@ def insert_statement() -> Insert:
     )
 
 
+# The table, not the class: run with a submission's parameters, an ORM
+# insert would take them for rows of its own.
+_OUTBOX: Table = EventOutbox.__table__  # type: ignore[assignment]
+
+
+def ctes() -> list[Any]:
+    """PostgreSQL: the event and its outbox row as WITH clauses, to ride
+    along another statement (a submission's insert) in its round trip."""
+    event = _insert().returning(Event.seq).cte("ev")
+    outbox = insert(_OUTBOX).from_select(["seq"], select(event.c.seq)).cte("ob")
+    return [event, outbox]
+
+
+@cache
+def statements(postgres: bool) -> tuple[Any, ...]:
+    """What writes one event and its outbox row: one statement on
+    PostgreSQL, two on SQLite (the row's number is the last one inserted)."""
+    if postgres:
+        event = _insert().returning(Event.seq).cte("ev")
+        return (insert(_OUTBOX).from_select(["seq"], select(event.c.seq)).add_cte(event),)
+    return (_insert(), insert(_OUTBOX).values(seq=func.last_insert_rowid()))
+
+
 async def insert_one(session: AsyncSession, parameters: dict[str, Any]) -> None:
-    await session.execute(insert_statement(), parameters)
+    for statement in statements(session.get_bind().dialect.name == "postgresql"):
+        await session.execute(statement, parameters)
 
 
 def settled(session: AsyncSession) -> ColumnElement[bool]:
@@ -136,7 +162,7 @@ async def ensure_positions(session: AsyncSession) -> None:
     upsert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     await session.execute(
         upsert(EventPosition)
-        .values(id=1, dispatched_xid=0, dispatched_seq=0, purged_xid=0, purged_seq=0)
+        .values(id=1, purged_xid=0, purged_seq=0)
         .on_conflict_do_nothing(index_elements=["id"])
     )
 
@@ -161,10 +187,13 @@ async def purge(session: AsyncSession, before: datetime, batch: int) -> int:
         .where(tuple_(EventPosition.purged_xid, EventPosition.purged_seq) < tuple_(*last))
         .values(purged_xid=last[0], purged_seq=last[1])
     )
+    seqs = [seq for seq, _ in found]
     await session.execute(
         unscoped(
-            delete(Event).where(Event.seq.in_([seq for seq, _ in found])),
+            delete(Event).where(Event.seq.in_(seqs)),
             "the retention sweep covers every organization",
         )
     )
+    # Not fanned out in all that time (no worker ran): never will be.
+    await session.execute(delete(EventOutbox).where(EventOutbox.seq.in_(seqs)))
     return len(found)

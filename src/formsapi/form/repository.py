@@ -3,7 +3,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, func, select, update
+from sqlalchemy import Row, Select, Text, bindparam, cast, func, select, update
 from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -84,13 +84,21 @@ async def get_version(
 
 
 @cache
-def _lock_for_submission_statement() -> Any:
+def _lock_for_submission_statement(postgres: bool) -> Any:
     """Built once: posts serialize on this statement's row lock, and building
-    it per post cost them (bench/RESULTS.md)."""
+    it per post cost them (bench/RESULTS.md).
+
+    On PostgreSQL a post first queues on an advisory lock of the form, held
+    to commit like the row lock: waiting there, a transaction has no
+    transaction id yet, and the events list and webhooks, which wait for
+    every transaction older than an event to finish, do not wait for a queue
+    of posts (event/repository.py, `settled`)."""
+    statement = update(Form).where(scoped(Form, bindparam("org")), Form.id == bindparam("form"))
+    if postgres:
+        key = func.hashtextextended(bindparam("form"), 0)
+        statement = statement.where(cast(func.pg_advisory_xact_lock(key), Text) == "")
     return (
-        update(Form)
-        .where(scoped(Form, bindparam("org")), Form.id == bindparam("form"))
-        .where(Form.status == FormStatus.published)
+        statement.where(Form.status == FormStatus.published)
         .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
         .returning(Form.version, Form.blocks, Form.change_seq)
         # No Form is loaded in a post's session: nothing for the ORM to update.
@@ -106,7 +114,8 @@ async def lock_for_submission(
     the form's submissions until commit, so change numbers follow commit
     order, and a rollback (invalid answers) takes both back."""
     parameters = {"org": organization_id, "form": form_id}
-    return (await session.execute(_lock_for_submission_statement(), parameters)).first()
+    postgres = session.get_bind().dialect.name == "postgresql"
+    return (await session.execute(_lock_for_submission_statement(postgres), parameters)).first()
 
 
 async def lock(session: AsyncSession, organization_id: str, form_id: str) -> bool:

@@ -1,6 +1,7 @@
 from formsapi.models.api_key import APIKey
 from formsapi.models.base import Base
 from formsapi.models.event import Event, EventType
+from formsapi.models.event_outbox import EventOutbox
 from formsapi.models.event_position import EventPosition
 from formsapi.models.form import Form, FormStatus
 from formsapi.models.form_version import FormVersion
@@ -24,6 +25,7 @@ __all__ = [
     "Base",
     "DeliveryStatus",
     "Event",
+    "EventOutbox",
     "EventPosition",
     "EventType",
     "Form",

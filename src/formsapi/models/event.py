@@ -34,8 +34,6 @@ class Event(Base):
     __table_args__ = (
         # An organization's events in order (GET /v1/events).
         Index("ix_events_organization_id_xid_seq", "organization_id", "xid", "seq"),
-        # Every organization's, for the webhook dispatcher.
-        Index("ix_events_xid_seq", "xid", "seq"),
         Index("ix_events_occurred_at", "occurred_at"),  # the retention sweep
         {"sqlite_autoincrement": True},  # a purged last row's number is never reused
     )

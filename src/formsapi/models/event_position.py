@@ -5,14 +5,11 @@ from formsapi.models.base import Base
 
 
 class EventPosition(Base):
-    """Where the events log stands, one row: how far the webhook dispatcher
-    has fanned events out (it holds this row's lock while it does), and the
-    last position purged by retention (an older cursor answers 410)."""
+    """Where the events log stands, one row: the last position purged by
+    retention (an events cursor older than that answers 410)."""
 
     __tablename__ = "event_positions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)  # always 1
-    dispatched_xid: Mapped[int] = mapped_column(BigInteger, default=0)
-    dispatched_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     purged_xid: Mapped[int] = mapped_column(BigInteger, default=0)
     purged_seq: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -8,11 +8,20 @@ from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
 from formsapi.kit.redact import redact_link_tokens
-from formsapi.web import account, forms, invitations, keys, members, organization, problems
+from formsapi.web import (
+    account,
+    forms,
+    invitations,
+    keys,
+    members,
+    organization,
+    problems,
+    webhooks,
+)
 from formsapi.web.context import BadCSRF, SignInRequired, render, see_other, sign_in_path
 
 router = APIRouter(include_in_schema=False)
-for module in (account, forms, invitations, keys, members, organization, problems):
+for module in (account, forms, invitations, keys, members, organization, problems, webhooks):
     router.include_router(module.router)
 
 

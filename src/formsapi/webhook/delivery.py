@@ -1,18 +1,17 @@
 """One delivery attempt: the signed request, what its answer means, and
 when to try again. No database here (worker.py holds the loop)."""
 
-import asyncio
 import random
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 
-import httpx
+import aiohttp
 from standardwebhooks import Webhook
 
 from formsapi import __version__
-from formsapi.kit.egress import EgressRefused
+from formsapi.kit import egress
 
 USER_AGENT = f"formsapi-webhooks/{__version__}"
 BODY_CAP = 2048  # bytes of a receiver's answer kept in the log
@@ -70,7 +69,7 @@ def _retry_after(value: str | None, now: float) -> float | None:
 
 
 async def attempt(
-    client: httpx.AsyncClient,
+    client: egress.Client,
     url: str,
     payload: bytes,
     request_headers: dict[str, str],
@@ -80,26 +79,18 @@ async def attempt(
     kept; never raises for what the receiver or the network does."""
     started = time.monotonic()
     try:
-        async with (
-            asyncio.timeout(timeout),
-            client.stream("POST", url, content=payload, headers=request_headers) as answer,
-        ):
-            kept = bytearray()
-            async for chunk in answer.aiter_raw():
-                kept += chunk
-                if len(kept) >= BODY_CAP:
-                    break
-    except EgressRefused as refused:
+        answer = await client.post(url, payload, request_headers, timeout, BODY_CAP)
+    except egress.EgressRefused as refused:
         return _failed(started, f"refused: {refused}")
-    except (httpx.TimeoutException, TimeoutError):
+    except TimeoutError:
         return _failed(started, "timed out", overloaded=True)
-    except httpx.HTTPError as error:
+    except (aiohttp.ClientError, OSError) as error:
         return _failed(started, f"{type(error).__name__}: {error}".replace("\x00", "")[:500])
     duration = int((time.monotonic() - started) * 1000)
     # NUL is the one character PostgreSQL text refuses: a receiver's must not
     # fail the batch its outcome is written in.
-    text = bytes(kept[:BODY_CAP]).decode("utf-8", "replace").replace("\x00", "")
-    status = answer.status_code
+    text = answer.body.decode("utf-8", "replace").replace("\x00", "")
+    status = answer.status
     control = answer.headers.get("webhook-delivery", "").strip().lower()
     if 200 <= status < 300:
         return Result(True, status, text, duration_ms=duration)

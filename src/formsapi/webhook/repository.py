@@ -14,20 +14,18 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    literal,
+    literal_column,
     or_,
     select,
     true,
-    tuple_,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.event.repository import Position, ensure_positions, settled
 from formsapi.models import (
     DeliveryStatus,
     Event,
-    EventPosition,
+    EventOutbox,
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
@@ -208,23 +206,28 @@ async def add_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -> N
 # The outbox, across organizations.
 
 
-async def lock_dispatch(session: AsyncSession) -> Position | None:
-    """Where fan-out stands, with its row lock held to commit; None if another
-    worker holds it (it is fanning out now)."""
-    await ensure_positions(session)
-    statement = select(EventPosition.dispatched_xid, EventPosition.dispatched_seq).where(
-        EventPosition.id == 1
-    )
-    if session.get_bind().dialect.name == "postgresql":
-        statement = statement.with_for_update(skip_locked=True)
-    found = (await session.execute(statement)).first()
-    return None if found is None else (found[0], found[1])
+async def outbox_waiting(session: AsyncSession) -> bool:
+    return (await session.execute(select(EventOutbox.seq).limit(1))).first() is not None
 
 
-async def events_to_dispatch(
-    session: AsyncSession, after: Position, limit: int
+async def take_from_outbox(
+    session: AsyncSession, limit: int
 ) -> Sequence[Row[int, int, str, str, str, str | None, datetime]]:
-    """Settled events past `after`: seq, xid, id, organization, type, form, time."""
+    """Take up to `limit` events off the outbox, oldest first, for this
+    transaction to fan out (on PostgreSQL, rows another worker is taking are
+    skipped): seq, xid, id, organization, type, form, time."""
+    taken = select(EventOutbox.seq).order_by(EventOutbox.seq).limit(limit)
+    if session.get_bind().dialect.name == "postgresql":
+        taken = taken.with_for_update(skip_locked=True)
+    seqs = (
+        await session.scalars(
+            delete(EventOutbox)
+            .where(EventOutbox.seq.in_(taken.scalar_subquery()))
+            .returning(EventOutbox.seq)
+        )
+    ).all()
+    if not seqs:
+        return []
     statement = unscoped(
         select(
             Event.seq,
@@ -235,34 +238,11 @@ async def events_to_dispatch(
             Event.form_id,
             Event.occurred_at,
         )
-        .where(
-            tuple_(Event.xid, Event.seq) > tuple_(literal(after[0]), literal(after[1])),
-            settled(session),
-        )
-        .order_by(Event.xid, Event.seq)
-        .limit(limit),
+        .where(Event.seq.in_(seqs))
+        .order_by(Event.seq),
         WORKERS,
     )
     return (await session.execute(statement)).all()
-
-
-async def any_event_after(session: AsyncSession, after: Position) -> bool:
-    """Whether any committed event lies past `after`, settled or not."""
-    statement = unscoped(
-        select(Event.seq)
-        .where(tuple_(Event.xid, Event.seq) > tuple_(literal(after[0]), literal(after[1])))
-        .limit(1),
-        WORKERS,
-    )
-    return (await session.execute(statement)).first() is not None
-
-
-async def move_dispatch(session: AsyncSession, position: Position) -> None:
-    await session.execute(
-        update(EventPosition)
-        .where(EventPosition.id == 1)
-        .values(dispatched_xid=position[0], dispatched_seq=position[1])
-    )
 
 
 async def enabled_endpoints(
@@ -283,9 +263,15 @@ async def enabled_endpoints(
     return (await session.execute(statement)).all()
 
 
+# Written into the SQL, not bound: PostgreSQL's generic plans (which this
+# service forces) use the partial indexes on pending rows only when the
+# predicate is there to see.
+PENDING: Any = literal_column("'pending'")
+
+
 def _due(now: datetime) -> Any:
     return and_(
-        WebhookDelivery.status == DeliveryStatus.pending,
+        WebhookDelivery.status == PENDING,
         WebhookDelivery.next_attempt_at <= now,
         or_(WebhookDelivery.lease_until.is_(None), WebhookDelivery.lease_until < now),
     )
@@ -427,6 +413,19 @@ async def record_outcomes(
             WORKERS,
         )
         await session.execute(statement, outcomes)
+
+
+async def renew(session: AsyncSession, ids: Sequence[str], lease_until: datetime) -> None:
+    """Keep holding deliveries still waiting for a slot or being sent."""
+    await session.execute(
+        unscoped(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id.in_(ids), WebhookDelivery.status == PENDING)
+            .values(lease_until=lease_until)
+            .execution_options(synchronize_session=False),
+            WORKERS,
+        )
+    )
 
 
 async def release(session: AsyncSession, claimed: Sequence[tuple[str, int]]) -> None:

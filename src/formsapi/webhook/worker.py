@@ -1,23 +1,23 @@
 """The webhook worker: fans new events out to the endpoints that want them,
 claims due deliveries, sends them, and records what came of each.
 
-Every step is a short transaction on the outbox, so any number of workers
-share it and any of them may die: fan-out holds one row lock (one worker at a
-time, in event order); a claim leases deliveries (PostgreSQL skips rows
-another worker is claiming) and a lease that runs out makes them due again;
-an outcome is written only by the claim that made it. Delivery is therefore
-at least once, across crashes of either side."""
+Every step is a short transaction, so any number of workers share the work
+and any of them may die: fan-out takes events off the event outbox in the
+transaction that writes their deliveries; a claim leases deliveries
+(PostgreSQL skips rows another worker is claiming), and a lease that runs
+out makes them due again; an outcome is written only by the claim that made
+it. Delivery is therefore at least once, across crashes of either side."""
 
 import asyncio
 import logging
 import random
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
@@ -27,7 +27,7 @@ from formsapi.kit import egress
 from formsapi.kit.ids import new_id
 from formsapi.kit.secretbox import SecretBox, SecretBoxError
 from formsapi.kit.time import isoformat_z, utcnow
-from formsapi.models import DeliveryStatus, EventPosition, EventType, WebhookEndpoint
+from formsapi.models import DeliveryStatus, EventType, WebhookEndpoint
 from formsapi.webhook import delivery, repository
 from formsapi.webhook.service import disabled_event_data
 
@@ -35,6 +35,12 @@ log = logging.getLogger("formsapi.webhooks")
 
 FAN_OUT_BATCH = 1000
 IDLE_POLL = 0.05  # seconds between looks at the outbox when there is nothing to do
+# Claims run ahead of sends, this many per sending slot: a round of the loop
+# (a claim, a flush: a few statements) is then paid by many deliveries.
+QUEUED = 16
+# Outcomes are written this many at a time, or after this many seconds.
+FLUSH_AT = 64
+FLUSH_EVERY = 0.025
 DISABLE_AFTER = timedelta(days=5)
 
 
@@ -58,45 +64,47 @@ class Worker:
         rng: random.Random | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
+        # Reads run a statement each, in autocommit: no BEGIN and ROLLBACK around them.
+        engine = sessionmaker.kw["bind"]
+        self.reader = async_sessionmaker(
+            engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+        )
         self.settings = settings
         self.box = box
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not a secret
         self.timeout = settings.webhook_timeout
-        # Longer than any attempt can take: a lease that runs out means its worker died.
+        # Longer than one attempt can take, and renewed while its delivery
+        # waits for a slot: a lease that runs out means its worker died.
         self.lease = timedelta(seconds=self.timeout + 5)
-        self.client = httpx.AsyncClient(
-            transport=egress.transport(
-                allow_private=settings.webhook_allow_private_networks,
-                max_connections=settings.webhook_concurrency,
-            ),
-            follow_redirects=False,
+        self.renewed_at = time.monotonic()
+        self.sending = asyncio.Semaphore(settings.webhook_concurrency)
+        self.gates: dict[str, asyncio.Semaphore] = {}  # per endpoint
+        self.client = egress.Client(
+            allow_private=settings.webhook_allow_private_networks,
+            limit=settings.webhook_concurrency,
         )
         self.in_flight: dict[str, Claimed] = {}
         self.per_endpoint: Counter[str] = Counter()
         self.per_organization: Counter[str] = Counter()
         self.tasks: set[asyncio.Task[None]] = set()
         self.results: list[tuple[Claimed, delivery.Result, datetime]] = []
+        self.first_result_at = 0.0
         self.wake = asyncio.Event()
         self._secrets: dict[str, str] = {}
 
     async def close(self) -> None:
-        await self.client.aclose()
+        await self.client.close()
 
     # Fan-out.
 
     async def dispatch(self) -> int:
         """One delivery per enabled endpoint that wants each new event; how
-        many events were looked at (0: nothing new, or another worker is at it)."""
-        async with self.sessionmaker() as reader:
-            last = await reader.get(EventPosition, 1)
-            after = (last.dispatched_xid, last.dispatched_seq) if last else (0, 0)
-            if not await repository.events_to_dispatch(reader, after, 1):
+        many events were taken off the outbox."""
+        async with self.reader() as reader:
+            if not await repository.outbox_waiting(reader):
                 return 0
         async with session_scope(self.sessionmaker) as session:
-            position = await repository.lock_dispatch(session)
-            if position is None:
-                return 0
-            events = await repository.events_to_dispatch(session, position, FAN_OUT_BATCH)
+            events = await repository.take_from_outbox(session, FAN_OUT_BATCH)
             if not events:
                 return 0
             organizations = sorted({event[3] for event in events})
@@ -114,7 +122,6 @@ class Worker:
                 and event[6] >= created_at  # an endpoint gets what happened since it was added
             ]
             await repository.add_deliveries(session, rows)
-            await repository.move_dispatch(session, (events[-1][1], events[-1][0]))
         if rows:
             self.wake.set()
         return len(events)
@@ -124,15 +131,15 @@ class Worker:
     async def claim(self) -> int:
         """Lease what is due, within this worker's room in all and per
         endpoint, and start sending it; how many were claimed."""
-        room = self.settings.webhook_concurrency - len(self.in_flight)
+        room = self.settings.webhook_concurrency * QUEUED - len(self.in_flight)
         if room <= 0:
             return 0
-        cap = self.settings.webhook_endpoint_concurrency
+        cap = self.settings.webhook_endpoint_concurrency * QUEUED
         # No organization takes more than half the slots, however many
         # endpoints it has: a tenant's slow receivers leave room for others.
-        organization_cap = max(cap, self.settings.webhook_concurrency // 2)
+        organization_cap = max(cap, self.settings.webhook_concurrency // 2 * QUEUED)
         now = utcnow()
-        async with self.sessionmaker() as reader:
+        async with self.reader() as reader:
             candidates = await repository.due_candidates(reader, now, cap, room * 2)
         picked: list[str] = []
         taken: Counter[str] = Counter()
@@ -156,7 +163,7 @@ class Worker:
         return len(claimed)
 
     async def _send(self, claimed: list[Claimed]) -> None:
-        async with self.sessionmaker() as reader:
+        async with self.reader() as reader:
             events = {
                 row[0]: row[1:]
                 for row in await repository.events_by_seq(reader, [c.event_seq for c in claimed])
@@ -183,16 +190,28 @@ class Worker:
         event: tuple[str, datetime, str] | None,
         endpoint: WebhookEndpoint | None,
     ) -> None:
+        gate = self.gates.get(item.endpoint_id)
+        if gate is None:
+            gate = self.gates[item.endpoint_id] = asyncio.Semaphore(
+                self.settings.webhook_endpoint_concurrency
+            )
         try:
-            result = await self._try(item, event, endpoint)
+            async with gate, self.sending:
+                result = await self._try(item, event, endpoint)
         except Exception as error:  # a bug must not lose the delivery: it is retried
             log.exception("webhook delivery %s failed unexpectedly", item.delivery_id)
             result = delivery.Result(False, error=f"internal error: {type(error).__name__}")
+        if not self.results:
+            self.first_result_at = time.monotonic()
         self.results.append((item, result, utcnow()))
         del self.in_flight[item.delivery_id]
         self.per_endpoint[item.endpoint_id] -= 1
         self.per_organization[item.organization_id] -= 1
-        self.wake.set()
+        if self.per_endpoint[item.endpoint_id] == 0:
+            self.per_endpoint.pop(item.endpoint_id)
+            self.gates.pop(item.endpoint_id, None)
+        if len(self.results) >= FLUSH_AT or not self.in_flight:
+            self.wake.set()
 
     async def _try(
         self,
@@ -229,6 +248,13 @@ class Worker:
         return opened
 
     # Outcomes.
+
+    def flush_due(self) -> bool:
+        return bool(self.results) and (
+            len(self.results) >= FLUSH_AT
+            or not self.in_flight
+            or time.monotonic() - self.first_result_at >= FLUSH_EVERY
+        )
 
     async def flush(self) -> int:
         """Write what the attempts finished since the last flush came to, in
@@ -325,35 +351,34 @@ class Worker:
     def idle(self) -> bool:
         return not (self.in_flight or self.results)
 
-    async def step(self) -> bool:
+    async def renew(self) -> None:
+        """Extend the leases of what this worker holds, now and then."""
+        if time.monotonic() - self.renewed_at < self.lease.total_seconds() / 3:
+            return
+        self.renewed_at = time.monotonic()
+        held = list(self.in_flight)
+        if held:
+            async with session_scope(self.sessionmaker) as session:
+                await repository.renew(session, held, utcnow() + self.lease)
+
+    async def step(self, *, flush: bool = False) -> bool:
         """One round of every step; whether any found work."""
         # Outcomes first: a lease must not run out while its outcome waits.
-        flushed = await self.flush()
+        flushed = await self.flush() if flush or self.flush_due() else 0
+        await self.renew()
         dispatched = await self.dispatch()
         claimed = await self.claim()
         return bool(dispatched or claimed or flushed)
 
-    async def drain(self, patience: float = 30.0) -> None:
-        """Work until nothing is due or in flight, waiting up to `patience`
-        seconds for events other transactions still hold back (on
-        PostgreSQL, any transaction of the cluster older than an event holds
-        it back): for tests and one-shot runs."""
-        deadline = asyncio.get_running_loop().time() + patience
+    async def drain(self) -> None:
+        """Work until nothing is due or in flight: for tests and one-shot runs."""
         while True:
-            busy = await self.step()
+            busy = await self.step(flush=True)
             if self.tasks:
                 await asyncio.gather(*list(self.tasks))
                 continue
             if not busy and self.idle():
-                if not await self._held_back() or asyncio.get_running_loop().time() > deadline:
-                    return
-                await asyncio.sleep(0.05)
-
-    async def _held_back(self) -> bool:
-        async with self.sessionmaker() as reader:
-            last = await reader.get(EventPosition, 1)
-            after = (last.dispatched_xid, last.dispatched_seq) if last else (0, 0)
-            return await repository.any_event_after(reader, after)
+                return
 
     async def run(self, stop: asyncio.Event, grace: float) -> None:
         """Work until `stop` is set; then give attempts in flight `grace`
@@ -374,7 +399,11 @@ class Worker:
                     asyncio.ensure_future(self.wake.wait()),
                     asyncio.ensure_future(stop.wait()),
                 ]
-                await asyncio.wait(waiters, timeout=IDLE_POLL, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    waiters,
+                    timeout=FLUSH_EVERY if self.results else IDLE_POLL,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 for waiter in waiters:
                     waiter.cancel()
         await self.stop(grace)

@@ -1,5 +1,6 @@
-"""Events and webhooks: the events log (written with each change), webhook
-endpoints, their deliveries (the outbox) and each delivery's attempts.
+"""Events and webhooks: the events log (written with each change) and its
+outbox for fan-out, webhook endpoints, their deliveries and each delivery's
+attempts.
 
 Revision ID: 0011
 Revises: 0010
@@ -52,20 +53,19 @@ def upgrade() -> None:
     op.create_index(
         "ix_events_organization_id_xid_seq", "events", ["organization_id", "xid", "seq"]
     )
-    op.create_index("ix_events_xid_seq", "events", ["xid", "seq"])
     op.create_index("ix_events_occurred_at", "events", ["occurred_at"])
     op.create_table(
         "event_positions",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("dispatched_xid", sa.BigInteger(), nullable=False),
-        sa.Column("dispatched_seq", sa.BigInteger(), nullable=False),
         sa.Column("purged_xid", sa.BigInteger(), nullable=False),
         sa.Column("purged_seq", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_event_positions"),
     )
-    op.execute(
-        "INSERT INTO event_positions (id, dispatched_xid, dispatched_seq, purged_xid, purged_seq)"
-        " VALUES (1, 0, 0, 0, 0)"
+    op.execute("INSERT INTO event_positions (id, purged_xid, purged_seq) VALUES (1, 0, 0)")
+    op.create_table(
+        "event_outbox",
+        sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
+        sa.PrimaryKeyConstraint("seq", name="pk_event_outbox"),
     )
     op.create_table(
         "webhook_endpoints",
@@ -161,6 +161,7 @@ def downgrade() -> None:
         "webhook_deliveries",
         "webhook_endpoints",
         "event_positions",
+        "event_outbox",
         "events",
     ):
         op.drop_table(table)

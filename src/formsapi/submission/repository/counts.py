@@ -104,7 +104,8 @@ def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
             "version",
         )
         statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
-        statements.append(event_repository.insert_statement())
+        if not postgres:
+            statements.extend(event_repository.statements(postgres=False))
     for table, column in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
         statement = upsert(table).values(
             organization_id=bindparam("organization_id"),
@@ -120,7 +121,10 @@ def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
         )
     if postgres:
         first, *others = statements
-        return (first.add_cte(*(s.cte(f"w{i}") for i, s in enumerate(others))),)
+        ctes = [s.cte(f"w{i}") for i, s in enumerate(others)]
+        if with_row:
+            ctes = event_repository.ctes() + ctes
+        return (first.add_cte(*ctes),)
     return tuple(statements)
 
 
