@@ -139,6 +139,24 @@ async def session_scope(
                 await after_commit(session)
 
 
+Purge = Callable[[AsyncSession, Any, int], Awaitable[int]]
+
+
+async def purge_in_batches(
+    sessionmaker: async_sessionmaker[AsyncSession], purge: Purge, before: Any, batch: int = 5000
+) -> int:
+    """Run `purge(session, before, batch)` a transaction at a time until a
+    batch comes back short, so a retention sweep never holds one long
+    transaction; how many rows went."""
+    purged = 0
+    while True:
+        async with session_scope(sessionmaker) as session:
+            found = await purge(session, before, batch)
+        purged += found
+        if found < batch:
+            return purged
+
+
 def _alembic_config(url: str) -> Any:
     from alembic.config import Config
 

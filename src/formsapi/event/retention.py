@@ -5,20 +5,11 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import session_scope
+from formsapi.db import purge_in_batches
 from formsapi.event import repository
 from formsapi.kit.time import utcnow
-
-BATCH = 5000
 
 
 async def purge_events(sessionmaker: async_sessionmaker[AsyncSession], days: int) -> int:
     """Purge every event older than `days`; how many went."""
-    before = utcnow() - timedelta(days=days)
-    purged = 0
-    while True:
-        async with session_scope(sessionmaker) as session:
-            batch = await repository.purge(session, before, BATCH)
-        purged += batch
-        if batch < BATCH:
-            return purged
+    return await purge_in_batches(sessionmaker, repository.purge, utcnow() - timedelta(days=days))
