@@ -131,6 +131,27 @@ async def test_editing_disabling_and_deleting_an_endpoint(api: Api, session: Asy
     assert (await api.get(path, key)).status_code == 404
 
 
+async def test_a_disabled_endpoint_refuses_test_resend_and_recover_until_enabled(
+    api: Api, session: AsyncSession
+) -> None:
+    key, _ = await _key(session)
+    endpoint = (await api.post("/v1/webhook-endpoints", key, json={"url": URL})).json()
+    path = f"/v1/webhook-endpoints/{endpoint['id']}"
+    sent = (await api.post(f"{path}/test", key)).json()
+    await api.patch(path, key, json={"enabled": False})
+
+    refused = [
+        await api.post(f"{path}/test", key),
+        await api.post(f"{path}/deliveries/{sent['deliveryId']}/resend", key),
+        await api.post(f"{path}/recover", key, json={"since": "2026-01-01T00:00:00Z"}),
+    ]
+    for response in refused:
+        assert response.status_code == 409, response.text
+        assert response.json()["detail"].startswith("Enable the endpoint first")
+    await api.patch(path, key, json={"enabled": True})
+    assert (await api.post(f"{path}/test", key)).status_code == 202
+
+
 async def test_without_a_secret_key_postgresql_deployments_say_how_to_enable_webhooks(
     api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings
 ) -> None:

@@ -35,7 +35,7 @@ from formsapi.web.context import (
 )
 from formsapi.webhook import service
 from formsapi.webhook.schemas import WebhookEndpointCreate, WebhookEndpointUpdate
-from formsapi.webhook.service import DeliveryNotFound, EndpointNotFound
+from formsapi.webhook.service import DeliveryNotFound, EndpointDisabled, EndpointNotFound
 
 router = APIRouter(prefix="/settings/webhooks")
 
@@ -64,8 +64,6 @@ FIELD_NAMES = {
     "form_ids": "Forms",
 }
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
-# The service would queue it, and the worker fail it at once as "endpoint disabled".
-ENABLE_FIRST = "Enable the endpoint first: nothing is sent to a disabled endpoint."
 
 
 def may_manage(role: str | None) -> bool:
@@ -479,8 +477,6 @@ async def resend(
         return organization_id
     back = f"{_endpoint_page(endpoint_id)}/deliveries/{delivery_id}"
     try:
-        if not (await service.get(session, organization_id, endpoint_id)).enabled:
-            return await back_with(session, viewer, back, error=ENABLE_FIRST)
         found = await service.resend(
             session,
             organization_id,
@@ -488,6 +484,8 @@ async def resend(
             delivery_id,
             len(_settings(request).webhook_retry_schedule),
         )
+    except EndpointDisabled as error:
+        return await back_with(session, viewer, back, error=error.detail)
     except FormsAPIError as error:
         return await _refused(session, viewer, endpoint_id, error)
     sending = found.lease_until is not None  # a worker has it in hand: left as it is
@@ -521,8 +519,6 @@ async def recover(
             session, viewer, back, error="Choose the date and time (UTC) to recover from."
         )
     try:
-        if not (await service.get(session, organization_id, endpoint_id)).enabled:
-            return await back_with(session, viewer, back, error=ENABLE_FIRST)
         queued = await service.recover(
             session, organization_id, endpoint_id, moment, _settings(request).event_days
         )

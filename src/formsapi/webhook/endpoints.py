@@ -43,6 +43,9 @@ ERRORS_WRITE = problem_responses(
     429,
     _404="No such webhook endpoint (or delivery) in this organization.",
 )
+DISABLED = "The endpoint is disabled: enable it first (`PATCH` with `enabled: true`)."
+ERRORS_SEND = {**ERRORS, **problem_responses(409, _409=DISABLED)}
+ERRORS_RECOVER = {**ERRORS_WRITE, **problem_responses(409, _409=DISABLED)}
 
 EndpointId = Annotated[
     str, Path(alias="endpointId", pattern=ID_PATTERN, max_length=64, description="An endpoint id.")
@@ -166,7 +169,7 @@ async def rotate_secret(
     "/{endpointId}/test",
     status_code=202,
     response_model=TestSent,
-    responses=ERRORS,
+    responses=ERRORS_SEND,
     openapi_extra=MANAGE,
 )
 async def send_test(
@@ -254,7 +257,7 @@ async def get_delivery(
     "/{endpointId}/deliveries/{deliveryId}/resend",
     status_code=202,
     response_model=DeliveryOut,
-    responses=ERRORS,
+    responses=ERRORS_SEND,
     openapi_extra=MANAGE,
 )
 async def resend_delivery(
@@ -279,7 +282,7 @@ async def resend_delivery(
     "/{endpointId}/recover",
     status_code=202,
     response_model=Recovered,
-    responses=ERRORS_WRITE,
+    responses=ERRORS_RECOVER,
     openapi_extra=MANAGE,
 )
 async def recover(

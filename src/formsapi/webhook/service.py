@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from formsapi.db import async_url
-from formsapi.errors import FormsAPIError, NotFound, ValidationFailed
+from formsapi.errors import Conflict, FormsAPIError, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import repository as form_repository
 from formsapi.kit import egress
@@ -46,6 +46,19 @@ class WebhooksUnavailable(FormsAPIError):
 class EndpointNotFound(NotFound):
     def __init__(self, endpoint_id: str) -> None:
         super().__init__(f"No webhook endpoint with id '{endpoint_id}' in this organization.")
+
+
+class EndpointDisabled(Conflict):
+    def __init__(self) -> None:
+        super().__init__("Enable the endpoint first: nothing is sent to a disabled endpoint.")
+
+
+def _enabled(endpoint: WebhookEndpoint) -> WebhookEndpoint:
+    """A disabled endpoint's worker sends nothing, so queuing to it would
+    only fail: say so instead."""
+    if not endpoint.enabled:
+        raise EndpointDisabled()
+    return endpoint
 
 
 class DeliveryNotFound(NotFound):
@@ -258,7 +271,7 @@ async def send_test(
     session: AsyncSession, organization_id: str, endpoint_id: str
 ) -> tuple[str, str]:
     """A `ping` event for this endpoint alone, due at once: (event id, delivery id)."""
-    endpoint = await get(session, organization_id, endpoint_id)
+    endpoint = _enabled(await get(session, organization_id, endpoint_id))
     now = utcnow()
     event_id = await event_service.record(
         session,
@@ -325,6 +338,7 @@ async def resend(
 ) -> WebhookDelivery:
     """Send a delivery once more, now, whatever came of it before. Same
     event, same `webhook-id`; a resend that fails is not retried."""
+    _enabled(await get(session, organization_id, endpoint_id))
     found, _ = await delivery_detail(session, organization_id, endpoint_id, delivery_id)
     now = utcnow()
     if found.lease_until is not None and found.lease_until > now:
@@ -348,7 +362,7 @@ async def recover(
     failed deliveries due again now, and a new delivery of each event it
     never got (it was disabled, or filtered them), RECOVER_BATCH at most a
     call (call again for more). How many are due."""
-    endpoint = await get(session, organization_id, endpoint_id)
+    endpoint = _enabled(await get(session, organization_id, endpoint_id))
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)  # no offset means UTC, as everywhere in the API
     now = utcnow()
