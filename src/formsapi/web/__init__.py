@@ -18,7 +18,14 @@ from formsapi.web import (
     problems,
     webhooks,
 )
-from formsapi.web.context import BadCSRF, SignInRequired, render, see_other, sign_in_path
+from formsapi.web.context import (
+    BadCSRF,
+    ShowInstead,
+    SignInRequired,
+    render,
+    see_other,
+    sign_in_path,
+)
 
 router = APIRouter(include_in_schema=False)
 for module in (account, forms, invitations, keys, members, organization, problems, webhooks):
@@ -50,6 +57,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(SignInRequired)
     async def _sign_in(_: Request, error: SignInRequired) -> Response:
         return see_other(sign_in_path(error.next_path))
+
+    @app.exception_handler(ShowInstead)
+    async def _instead(_: Request, error: ShowInstead) -> Response:
+        return error.response
 
     @app.exception_handler(BadCSRF)
     async def _bad_csrf(request: Request, _: BadCSRF) -> Response:

@@ -73,6 +73,14 @@ class SignInRequired(Exception):
         self.next_path = next_path
 
 
+class ShowInstead(Exception):
+    """Raised by a page's dependency that answers in the page's place (a
+    refusal): the response to send."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
 class BadCSRF(Exception):
     """A state-changing post without this session's token, or from another site."""
 

@@ -8,7 +8,7 @@ import re
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response
 from markupsafe import Markup, escape
 from pydantic import ValidationError
@@ -27,6 +27,7 @@ from formsapi.web.context import (
     FormText,
     PathId,
     ReadDep,
+    ShowInstead,
     Viewer,
     ViewerDep,
     back_with,
@@ -83,21 +84,27 @@ templates.env.globals["may_manage_webhooks"] = may_manage
 templates.env.globals["breakable"] = breakable  # for the endpoint's page
 
 
-def _organization_id(request: Request, viewer: Viewer) -> str | Response:
-    """The active organization's id, or the page refusing this person."""
+def _managed_organization(request: Request, viewer: ViewerDep) -> str:
+    """The active organization's id, if this person may manage its
+    webhooks; otherwise the page refusing them is shown instead."""
     if viewer.organization is None or viewer.role is None:
-        return render(request, "no_organization.html", viewer, section="webhooks")
+        raise ShowInstead(render(request, "no_organization.html", viewer, section="webhooks"))
     if not may_manage(viewer.role):
-        return render(
-            request,
-            "message.html",
-            viewer,
-            403,
-            heading="Webhooks",
-            message="Only owners and admins manage webhooks: they send "
-            f"{viewer.organization.name}'s data to other servers.",
+        raise ShowInstead(
+            render(
+                request,
+                "message.html",
+                viewer,
+                403,
+                heading="Webhooks",
+                message="Only owners and admins manage webhooks: they send "
+                f"{viewer.organization.name}'s data to other servers.",
+            )
         )
     return viewer.organization.id
+
+
+ManagedDep = Annotated[str, Depends(_managed_organization)]
 
 
 def _not_found(
@@ -175,10 +182,9 @@ def _endpoint_page(endpoint_id: str) -> str:
 
 
 @router.get("")
-async def webhooks(request: Request, session: ReadDep, viewer: ViewerDep) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
+async def webhooks(
+    request: Request, session: ReadDep, viewer: ViewerDep, organization_id: ManagedDep
+) -> Response:
     endpoints = await service.list_all(session, organization_id)
     forms, form_total = await _form_choices(session, organization_id)
     return render(
@@ -202,14 +208,12 @@ async def add(
     request: Request,
     session: DbDep,
     viewer: ViewerDep,
+    organization_id: ManagedDep,
     url: FormText = "",
     description: FormText = "",
     event_types: Annotated[list[str] | None, Form()] = None,
     form_ids: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     # Shown again in the form if it is refused (post/redirect/get drops it
     # otherwise): only what the form can tick, so the session keeps little.
     posted = {
@@ -253,13 +257,11 @@ async def endpoint_page(
     request: Request,
     session: ReadDep,
     viewer: ViewerDep,
+    organization_id: ManagedDep,
     endpoint_id: PathId,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     status: Annotated[DeliveryStatus | None, Query()] = None,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         endpoint = await service.get(session, organization_id, endpoint_id)
         rows, total = await service.deliveries(
@@ -308,12 +310,10 @@ async def delivery_page(
     request: Request,
     session: ReadDep,
     viewer: ViewerDep,
+    organization_id: ManagedDep,
     endpoint_id: PathId,
     delivery_id: PathId,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         endpoint = await service.get(session, organization_id, endpoint_id)
         delivery, attempts = await service.delivery_detail(
@@ -335,11 +335,12 @@ async def delivery_page(
 
 @router.get("/{endpoint_id}/delete")
 async def confirm_delete(
-    request: Request, session: ReadDep, viewer: ViewerDep, endpoint_id: PathId
+    request: Request,
+    session: ReadDep,
+    viewer: ViewerDep,
+    organization_id: ManagedDep,
+    endpoint_id: PathId,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         endpoint = await service.get(session, organization_id, endpoint_id)
     except EndpointNotFound as error:
@@ -351,11 +352,12 @@ async def confirm_delete(
 
 @router.post("/{endpoint_id}/delete")
 async def delete(
-    request: Request, session: DbDep, viewer: ViewerDep, endpoint_id: PathId
+    request: Request,
+    session: DbDep,
+    viewer: ViewerDep,
+    organization_id: ManagedDep,
+    endpoint_id: PathId,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         endpoint = await service.get(session, organization_id, endpoint_id)
         await service.delete(session, organization_id, endpoint_id)
@@ -371,11 +373,13 @@ async def delete(
 
 
 async def _set_enabled(
-    request: Request, session: AsyncSession, viewer: Viewer, endpoint_id: str, enabled: bool
+    request: Request,
+    session: AsyncSession,
+    viewer: Viewer,
+    organization_id: str,
+    endpoint_id: str,
+    enabled: bool,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         endpoint = await service.get(session, organization_id, endpoint_id)
         recover_from = _recover_from(endpoint)
@@ -407,25 +411,34 @@ async def _set_enabled(
 
 @router.post("/{endpoint_id}/enable")
 async def enable(
-    request: Request, session: DbDep, viewer: ViewerDep, endpoint_id: PathId
+    request: Request,
+    session: DbDep,
+    viewer: ViewerDep,
+    organization_id: ManagedDep,
+    endpoint_id: PathId,
 ) -> Response:
-    return await _set_enabled(request, session, viewer, endpoint_id, True)
+    return await _set_enabled(request, session, viewer, organization_id, endpoint_id, True)
 
 
 @router.post("/{endpoint_id}/disable")
 async def disable(
-    request: Request, session: DbDep, viewer: ViewerDep, endpoint_id: PathId
+    request: Request,
+    session: DbDep,
+    viewer: ViewerDep,
+    organization_id: ManagedDep,
+    endpoint_id: PathId,
 ) -> Response:
-    return await _set_enabled(request, session, viewer, endpoint_id, False)
+    return await _set_enabled(request, session, viewer, organization_id, endpoint_id, False)
 
 
 @router.post("/{endpoint_id}/test")
 async def send_test(
-    request: Request, session: DbDep, viewer: ViewerDep, endpoint_id: PathId
+    request: Request,
+    session: DbDep,
+    viewer: ViewerDep,
+    organization_id: ManagedDep,
+    endpoint_id: PathId,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         await service.send_test(session, organization_id, endpoint_id)
     except FormsAPIError as error:
@@ -440,11 +453,12 @@ async def send_test(
 
 @router.post("/{endpoint_id}/rotate")
 async def rotate(
-    request: Request, session: DbDep, viewer: ViewerDep, endpoint_id: PathId
+    request: Request,
+    session: DbDep,
+    viewer: ViewerDep,
+    organization_id: ManagedDep,
+    endpoint_id: PathId,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     try:
         endpoint, secret = await service.rotate_secret(
             session, request.app.state.secret_box, organization_id, endpoint_id
@@ -469,12 +483,10 @@ async def resend(
     request: Request,
     session: DbDep,
     viewer: ViewerDep,
+    organization_id: ManagedDep,
     endpoint_id: PathId,
     delivery_id: PathId,
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     back = f"{_endpoint_page(endpoint_id)}/deliveries/{delivery_id}"
     try:
         found = await service.resend(
@@ -505,12 +517,10 @@ async def recover(
     request: Request,
     session: DbDep,
     viewer: ViewerDep,
+    organization_id: ManagedDep,
     endpoint_id: PathId,
     since: FormText = "",
 ) -> Response:
-    organization_id = _organization_id(request, viewer)
-    if isinstance(organization_id, Response):
-        return organization_id
     back = _endpoint_page(endpoint_id)
     try:
         moment = parse_timestamp(since)
