@@ -1,0 +1,284 @@
+"""One builder per endpoint: its arguments in, the Call both clients send out.
+Readers are built once, here, at import."""
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from formsapi_client._core import Call, call, from_model, nothing
+from formsapi_client.models import (
+    Answer,
+    Block,
+    BlockList,
+    Changes,
+    DeliveriesPage,
+    Delivery,
+    DeliveryDetail,
+    DeliveryStatus,
+    EventsPage,
+    EventType,
+    FormCreate,
+    FormDetail,
+    FormsPage,
+    FormStatus,
+    FormUpdate,
+    Recover,
+    Recovered,
+    SecretRotated,
+    SubmissionCreate,
+    SubmissionDetail,
+    SubmissionPatch,
+    SubmissionsPage,
+    TestSent,
+    WebhookEndpoint,
+    WebhookEndpointCreate,
+    WebhookEndpointCreated,
+    WebhookEndpointsPage,
+    WebhookEndpointUpdate,
+)
+
+Blocks = Sequence[Block | Mapping[str, Any]]
+
+_forms_page = from_model(FormsPage)
+_form = from_model(FormDetail)
+_submissions_page = from_model(SubmissionsPage)
+_submission = from_model(SubmissionDetail)
+_changes = from_model(Changes)
+try:  # twice as fast as the standard library's on a feed page, when it is there
+    from orjson import loads as json_loads
+except ImportError:  # pragma: no cover - orjson comes with the sync extra
+    from json import loads as json_loads  # type: ignore[assignment]
+_events = from_model(EventsPage)
+_endpoint = from_model(WebhookEndpoint)
+_endpoint_created = from_model(WebhookEndpointCreated)
+_endpoints = from_model(WebhookEndpointsPage)
+_rotated = from_model(SecretRotated)
+_test_sent = from_model(TestSent)
+_deliveries = from_model(DeliveriesPage)
+_delivery = from_model(Delivery)
+_delivery_detail = from_model(DeliveryDetail)
+_recovered = from_model(Recovered)
+
+
+def _blocks(blocks: Blocks | None) -> list[Block] | None:
+    return None if blocks is None else BlockList.validate_python(list(blocks))
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields passed: those left None are not sent (and do not change)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _moment(value: datetime | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+# Forms
+
+
+def forms_list(page: int, limit: int) -> Call[FormsPage]:
+    return call("forms.list", _forms_page, params={"page": page, "limit": limit})
+
+
+def forms_get(form_id: str, version: int | None) -> Call[FormDetail]:
+    return call("forms.get", _form, ids={"formId": form_id}, params={"version": version})
+
+
+def forms_create(
+    title: str, blocks: Blocks | None, slug: str | None, idempotency_key: str | None
+) -> Call[FormDetail]:
+    body = FormCreate(**_given(title=title, slug=slug, blocks=_blocks(blocks)))
+    return call("forms.create", _form, body=body, idempotency_key=idempotency_key)
+
+
+def forms_update(
+    form_id: str,
+    title: str | None,
+    slug: str | None,
+    blocks: Blocks | None,
+    status: FormStatus | None,
+) -> Call[FormDetail]:
+    body = FormUpdate(**_given(title=title, slug=slug, blocks=_blocks(blocks), status=status))
+    return call("forms.update", _form, ids={"formId": form_id}, body=body)
+
+
+def forms_delete(form_id: str, delete_submissions: bool) -> Call[None]:
+    params = {"deleteSubmissions": "true" if delete_submissions else None}
+    return call("forms.delete", nothing, ids={"formId": form_id}, params=params)
+
+
+# Submissions
+
+
+def submissions_list(
+    form_id: str, page: int, limit: int, since: datetime | str | None
+) -> Call[SubmissionsPage]:
+    params = {"page": page, "limit": limit, "since": _moment(since)}
+    return call("submissions.list", _submissions_page, ids={"formId": form_id}, params=params)
+
+
+def submissions_get(form_id: str, submission_id: str) -> Call[SubmissionDetail]:
+    ids = {"formId": form_id, "submissionId": submission_id}
+    return call("submissions.get", _submission, ids=ids)
+
+
+def submissions_create(
+    form_id: str, answers: Mapping[str, Answer], idempotency_key: str | None
+) -> Call[SubmissionDetail]:
+    body = SubmissionCreate(answers=dict(answers))
+    return call(
+        "submissions.create",
+        _submission,
+        ids={"formId": form_id},
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+
+
+def submissions_edit(
+    form_id: str,
+    submission_id: str,
+    answers: Mapping[str, Answer | None],
+    if_match: str | int | None,
+    idempotency_key: str | None,
+) -> Call[SubmissionDetail]:
+    headers = None
+    if if_match is not None:
+        # A version number is the ETag unquoted.
+        headers = {"If-Match": f'"{if_match}"' if isinstance(if_match, int) else if_match}
+    return call(
+        "submissions.edit",
+        _submission,
+        ids={"formId": form_id, "submissionId": submission_id},
+        body=SubmissionPatch(answers=dict(answers)),
+        idempotency_key=idempotency_key,
+        headers=headers,
+    )
+
+
+def submissions_delete(form_id: str, submission_id: str) -> Call[None]:
+    ids = {"formId": form_id, "submissionId": submission_id}
+    return call("submissions.delete", nothing, ids=ids)
+
+
+def submissions_changes(form_id: str, after: int, limit: int) -> Call[Changes]:
+    params = {"after": after, "limit": limit}
+    return call("submissions.changes", _changes, ids={"formId": form_id}, params=params)
+
+
+def submissions_changes_json(form_id: str, after: int, limit: int) -> Call[Any]:
+    params = {"after": after, "limit": limit}
+    return call("submissions.changes", json_loads, ids={"formId": form_id}, params=params)
+
+
+def submissions_export(form_id: str) -> Call[None]:
+    # Streamed: the clients read the body themselves (ExportReader).
+    return call("submissions.export", nothing, ids={"formId": form_id})
+
+
+# Events
+
+
+def events_list(
+    after: str | None,
+    types: Sequence[EventType | str] | None,
+    form_id: str | None,
+    limit: int,
+) -> Call[EventsPage]:
+    params = {
+        "after": after,
+        "types": ",".join(types) if types else None,
+        "formId": form_id,
+        "limit": limit,
+    }
+    return call("events.list", _events, params=params)
+
+
+# Webhook endpoints
+
+
+def endpoints_create(
+    url: str,
+    description: str | None,
+    event_types: Sequence[EventType] | None,
+    form_ids: Sequence[str] | None,
+    enabled: bool | None,
+) -> Call[WebhookEndpointCreated]:
+    body = WebhookEndpointCreate(
+        **_given(
+            url=url,
+            description=description,
+            event_types=None if event_types is None else list(event_types),
+            form_ids=None if form_ids is None else list(form_ids),
+            enabled=enabled,
+        )
+    )
+    return call("webhook_endpoints.create", _endpoint_created, body=body)
+
+
+def endpoints_list() -> Call[WebhookEndpointsPage]:
+    return call("webhook_endpoints.list", _endpoints)
+
+
+def endpoints_get(endpoint_id: str) -> Call[WebhookEndpoint]:
+    return call("webhook_endpoints.get", _endpoint, ids={"endpointId": endpoint_id})
+
+
+def endpoints_update(
+    endpoint_id: str,
+    url: str | None,
+    description: str | None,
+    event_types: Sequence[EventType] | None,
+    form_ids: Sequence[str] | None,
+    enabled: bool | None,
+) -> Call[WebhookEndpoint]:
+    body = WebhookEndpointUpdate(
+        **_given(
+            url=url,
+            description=description,
+            event_types=None if event_types is None else list(event_types),
+            form_ids=None if form_ids is None else list(form_ids),
+            enabled=enabled,
+        )
+    )
+    return call("webhook_endpoints.update", _endpoint, ids={"endpointId": endpoint_id}, body=body)
+
+
+def endpoints_delete(endpoint_id: str) -> Call[None]:
+    return call("webhook_endpoints.delete", nothing, ids={"endpointId": endpoint_id})
+
+
+def endpoints_rotate_secret(endpoint_id: str) -> Call[SecretRotated]:
+    return call("webhook_endpoints.rotate_secret", _rotated, ids={"endpointId": endpoint_id})
+
+
+def endpoints_test(endpoint_id: str) -> Call[TestSent]:
+    return call("webhook_endpoints.test", _test_sent, ids={"endpointId": endpoint_id})
+
+
+def endpoints_deliveries(
+    endpoint_id: str, page: int, limit: int, status: DeliveryStatus | None
+) -> Call[DeliveriesPage]:
+    params = {"page": page, "limit": limit, "status": status}
+    return call(
+        "webhook_endpoints.deliveries", _deliveries, ids={"endpointId": endpoint_id}, params=params
+    )
+
+
+def endpoints_delivery(endpoint_id: str, delivery_id: str) -> Call[DeliveryDetail]:
+    ids = {"endpointId": endpoint_id, "deliveryId": delivery_id}
+    return call("webhook_endpoints.delivery", _delivery_detail, ids=ids)
+
+
+def endpoints_resend(endpoint_id: str, delivery_id: str) -> Call[Delivery]:
+    ids = {"endpointId": endpoint_id, "deliveryId": delivery_id}
+    return call("webhook_endpoints.resend", _delivery, ids=ids)
+
+
+def endpoints_recover(endpoint_id: str, since: datetime) -> Call[Recovered]:
+    return call(
+        "webhook_endpoints.recover",
+        _recovered,
+        ids={"endpointId": endpoint_id},
+        body=Recover(since=since),
+    )

@@ -1,0 +1,418 @@
+"""The API's request and response bodies: camelCase on the wire, snake_case in
+Python. Written by hand, kept equal to the service's `/v1/openapi.json` by
+`tests/client/test_contract.py`.
+
+Response models ignore fields they do not know, and open sets (event types,
+statuses) are plain strings, so a newer server with more of them does not
+break this client; a block of a type this client does not know reads as an
+`UnknownBlock` that keeps all of its fields.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+T = TypeVar("T")
+
+FormStatus = Literal["draft", "published", "closed", "archived"]
+EventType = Literal[
+    "submission.created",
+    "submission.updated",
+    "submission.deleted",
+    "form.created",
+    "form.updated",
+    "form.status_changed",
+    "form.deleted",
+    "webhook_endpoint.disabled",
+    "ping",
+]
+DeliveryStatus = Literal["pending", "succeeded", "failed"]
+# Every answer is a string or a number (multiple choice: values joined by commas).
+Answer = str | int | float
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class _Open(Model):
+    """Keeps fields this client does not know, and sends them back as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Pagination(Model):
+    page: int
+    limit: int
+    total: int
+
+
+class _Page(Model, Generic[T]):
+    data: list[T]
+    pagination: Pagination
+
+
+# Blocks: the questions and layout of a form. Settings left out are None and
+# are not sent.
+
+
+class Option(_Open):
+    value: str
+    label: str
+
+
+class _Question(_Open):
+    key: str
+    title: str
+    description: str | None = None
+    required: bool = False
+
+
+class ShortText(_Question):
+    type: Literal["short_text"] = "short_text"
+    min_length: int | None = None
+    max_length: int | None = None
+    placeholder: str | None = None
+
+
+class LongText(_Question):
+    type: Literal["long_text"] = "long_text"
+    min_length: int | None = None
+    max_length: int | None = None
+    placeholder: str | None = None
+
+
+class Email(_Question):
+    type: Literal["email"] = "email"
+    placeholder: str | None = None
+
+
+class Url(_Question):
+    type: Literal["url"] = "url"
+    placeholder: str | None = None
+
+
+class Phone(_Question):
+    type: Literal["phone"] = "phone"
+    placeholder: str | None = None
+
+
+class Number(_Question):
+    type: Literal["number"] = "number"
+    min: int | float | None = None
+    max: int | float | None = None
+    integer: bool = False
+    unit: str | None = None
+
+
+class Rating(_Question):
+    type: Literal["rating"] = "rating"
+    scale: int = 5
+
+
+class SingleChoice(_Question):
+    type: Literal["single_choice"] = "single_choice"
+    options: list[Option]
+
+
+class MultipleChoice(_Question):
+    type: Literal["multiple_choice"] = "multiple_choice"
+    options: list[Option]
+    min_selections: int | None = None
+    max_selections: int | None = None
+
+
+class Date(_Question):
+    type: Literal["date"] = "date"
+
+
+class Heading(_Open):
+    type: Literal["heading"] = "heading"
+    text: str
+
+
+class Paragraph(_Open):
+    type: Literal["paragraph"] = "paragraph"
+    text: str
+
+
+class PageBreak(_Open):
+    type: Literal["page_break"] = "page_break"
+
+
+class UnknownBlock(_Open):
+    """A block of a type newer than this client: every field is kept."""
+
+    type: str
+
+
+BLOCK_TYPES: dict[str, type[_Open]] = {
+    "short_text": ShortText,
+    "long_text": LongText,
+    "email": Email,
+    "url": Url,
+    "phone": Phone,
+    "number": Number,
+    "rating": Rating,
+    "single_choice": SingleChoice,
+    "multiple_choice": MultipleChoice,
+    "date": Date,
+    "heading": Heading,
+    "paragraph": Paragraph,
+    "page_break": PageBreak,
+}
+
+
+def _block_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in BLOCK_TYPES else "unknown"
+
+
+Block = Annotated[
+    Annotated[ShortText, Tag("short_text")]
+    | Annotated[LongText, Tag("long_text")]
+    | Annotated[Email, Tag("email")]
+    | Annotated[Url, Tag("url")]
+    | Annotated[Phone, Tag("phone")]
+    | Annotated[Number, Tag("number")]
+    | Annotated[Rating, Tag("rating")]
+    | Annotated[SingleChoice, Tag("single_choice")]
+    | Annotated[MultipleChoice, Tag("multiple_choice")]
+    | Annotated[Date, Tag("date")]
+    | Annotated[Heading, Tag("heading")]
+    | Annotated[Paragraph, Tag("paragraph")]
+    | Annotated[PageBreak, Tag("page_break")]
+    | Annotated[UnknownBlock, Tag("unknown")],
+    Discriminator(_block_tag),
+]
+BlockList: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
+
+
+# Forms
+
+
+class FormSummary(Model):
+    id: str
+    title: str
+    slug: str
+    status: str  # FormStatus; a plain string so a new status reads too
+    response_count: int
+    created_at: datetime
+    change_seq: int
+
+
+class FormDetail(FormSummary):
+    updated_at: datetime
+    version: int
+    blocks: list[Block]
+    answers_schema: dict[str, Any] = Field(alias="schema")
+
+
+class FormsPage(_Page[FormSummary]):
+    pass
+
+
+class FormCreate(Model):
+    title: str
+    slug: str | None = None
+    blocks: list[Block] | None = None
+
+
+class FormUpdate(Model):
+    title: str | None = None
+    slug: str | None = None
+    blocks: list[Block] | None = None
+    status: FormStatus | None = None
+
+
+# Submissions
+
+
+class Submission(Model):
+    id: str
+    form_id: str
+    form_version: int
+    submitted_at: datetime
+    answers: dict[str, Answer]
+
+
+class SubmissionDetail(Submission):
+    updated_at: datetime
+    version: int  # the ETag, unquoted
+    change_seq: int
+
+
+class SubmissionDeleted(Model):
+    id: str
+    change_seq: int
+    deleted: Literal[True]
+    deleted_at: datetime
+
+
+class SubmissionsPage(_Page[Submission]):
+    pass
+
+
+def _change_tag(value: Any) -> str:
+    deleted = value.get("deleted") if isinstance(value, dict) else getattr(value, "deleted", None)
+    return "deleted" if deleted else "live"
+
+
+Change = Annotated[
+    Annotated[SubmissionDetail, Tag("live")] | Annotated[SubmissionDeleted, Tag("deleted")],
+    Discriminator(_change_tag),
+]
+
+
+class Changes(Model):
+    """One page of a form's change feed: apply `data` (upsert live ones by id,
+    delete tombstones), then store `next` with them."""
+
+    data: list[Change]
+    next: int
+    has_more: bool
+
+
+class ExportEnd(Model):
+    """The last line of an NDJSON export: without it, the download was cut short."""
+
+    end: Literal[True]
+    change_seq: int
+    count: int
+
+
+class SubmissionCreate(Model):
+    answers: dict[str, Answer]
+
+
+class SubmissionPatch(Model):
+    answers: dict[str, Answer | None]  # a JSON merge patch: None removes an answer
+
+
+# Events and webhooks
+
+
+class Event(Model):
+    id: str
+    type: str  # EventType; a plain string so a new type reads too
+    timestamp: datetime
+    data: dict[str, Any]
+
+
+class EventsPage(Model):
+    data: list[Event]
+    next: str | None
+    has_more: bool
+
+
+class WebhookEndpoint(Model):
+    id: str
+    url: str
+    description: str
+    event_types: list[str]
+    form_ids: list[str]
+    enabled: bool
+    disabled_reason: str | None
+    disabled_at: datetime | None
+    failing_since: datetime | None
+    previous_secret_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class WebhookEndpointCreated(WebhookEndpoint):
+    secret: str  # shown this once
+
+
+class WebhookEndpointsPage(_Page[WebhookEndpoint]):
+    pass
+
+
+class WebhookEndpointCreate(Model):
+    url: str
+    description: str | None = None
+    event_types: list[EventType] | None = None
+    form_ids: list[str] | None = None
+    enabled: bool | None = None
+
+
+class WebhookEndpointUpdate(Model):
+    url: str | None = None
+    description: str | None = None
+    event_types: list[EventType] | None = None
+    form_ids: list[str] | None = None
+    enabled: bool | None = None
+
+
+class SecretRotated(Model):
+    secret: str
+    previous_secret_expires_at: datetime
+
+
+class TestSent(Model):
+    event_id: str
+    delivery_id: str
+
+
+class Delivery(Model):
+    id: str
+    event_id: str
+    event_type: str
+    status: str  # DeliveryStatus
+    attempts: int
+    next_attempt_at: datetime | None
+    last_attempt_at: datetime | None
+    last_status_code: int | None
+    last_error: str | None
+    created_at: datetime
+
+
+class Attempt(Model):
+    attempted_at: datetime
+    duration_ms: int
+    status_code: int | None
+    response_body: str
+    error: str | None
+
+
+class DeliveryDetail(Delivery):
+    attempt_log: list[Attempt]
+
+
+class DeliveriesPage(_Page[Delivery]):
+    pass
+
+
+class Recover(Model):
+    since: datetime
+
+
+class Recovered(Model):
+    queued: int
+
+
+# Problems (RFC 9457)
+
+
+class InvalidParam(Model):
+    name: str
+    in_: str = Field(alias="in")
+    reason: str
+
+
+class FieldError(Model):
+    pointer: str  # RFC 6901, into the request body
+    detail: str
+
+
+class Problem(Model):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    invalid_params: list[InvalidParam] | None = None

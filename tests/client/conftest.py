@@ -1,0 +1,71 @@
+"""The client against real `formsapi serve` processes, one per engine (shared
+by the test files a worker runs; a file that needs other settings starts its
+own), each on a database of its own with an organization and a key that may
+do everything. Never a mock transport: tests make the forms they count."""
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from formsapi_client import Client
+from formsapi_client.models import FormDetail
+from tests.factories import BLOCKS
+from tests.servers import clean_env, start_server, stop_servers
+from tests.shared_database import shared_database, tenant
+
+# Rate limits off unless a test file turns them on; webhooks may go to a
+# receiver on loopback and are delivered by the server itself on both engines.
+SETTINGS = {
+    "rate_limit_enabled": "false",
+    "secret_key": "c" * 32,
+    "webhook_allow_private_networks": "true",
+    "webhook_worker": "on",
+}
+
+
+@dataclass(frozen=True)
+class Live:
+    base_url: str
+    secret: str
+    database_url: str
+
+
+@contextlib.contextmanager
+def live_server(request: pytest.FixtureRequest, directory: Path, **settings: str) -> Iterator[Live]:
+    """A server on a fresh database of the engine `request.param` names."""
+    with shared_database(request, directory) as url:
+        setup = asyncio.run(tenant(url, forms=0))
+        env = clean_env(database_url=url, **{**SETTINGS, **settings})
+        server = start_server(directory, env, "server", ("--no-access-log",))
+        try:
+            server.wait_until_healthy()
+            yield Live(server.base_url, setup.secret, url)
+        finally:
+            stop_servers([server])
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def live(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    with live_server(request, tmp_path_factory.mktemp("client")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(live: Live) -> Iterator[Client]:
+    with Client(live.base_url, live.secret) as client:
+        yield client
+
+
+def published_form(client: Client, title: str = "Client test") -> FormDetail:
+    """A new form with the factories' blocks (name and colors required), published."""
+    form = client.forms.create(title, BLOCKS)
+    return client.forms.update(form.id, status="published")
+
+
+ANSWERS = {"name": "Ada", "colors": "red"}

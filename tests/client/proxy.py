@@ -1,0 +1,87 @@
+"""A TCP proxy on loopback in front of a real server, for what a network does
+to a client: lose the answer to a request the server did act on, or cut an
+answer short. Each connection it accepts takes the next plan in `plans`
+(then passes everything through)."""
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+# "lose": the request goes through; the connection is closed as its answer
+# starts, so the server acted and the client never hears of it.
+# ("cut", n): the answer's headers and n bytes of its body, then the close.
+Plan = Literal["lose"] | tuple[Literal["cut"], int]
+
+
+@dataclass
+class Proxy:
+    upstream: str
+    plans: list[Plan] = field(default_factory=list)
+    connections: int = 0
+    url: str = ""
+    _listener: socket.socket | None = None
+
+    def _pump_answer(self, source: socket.socket, sink: socket.socket, plan: Plan | None) -> None:
+        head = b""  # the answer so far, until its headers are complete
+        body_left: int | None = None  # ("cut", n): body bytes still to pass on
+        while data := source.recv(65536):
+            if plan == "lose":
+                return
+            if plan is None:
+                sink.sendall(data)
+            elif body_left is None:
+                head += data
+                end = head.find(b"\r\n\r\n")
+                if end < 0:
+                    sink.sendall(data)
+                    continue
+                in_head = len(head) - end - 4
+                sink.sendall(data[: len(data) - max(0, in_head - plan[1])])
+                body_left = plan[1] - in_head
+            else:
+                sink.sendall(data[:body_left])
+                body_left -= len(data)
+            if body_left is not None and body_left <= 0:
+                return
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+
+    def _serve(self, downstream: socket.socket, plan: Plan | None) -> None:
+        parts = urlsplit(self.upstream)
+        upstream = socket.create_connection((parts.hostname, parts.port))
+        threading.Thread(target=self._pump, args=(downstream, upstream), daemon=True).start()
+        try:
+            with contextlib.suppress(OSError):
+                self._pump_answer(upstream, downstream, plan)
+        finally:
+            for end in (downstream, upstream):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+                end.close()
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        with contextlib.suppress(OSError):
+            while True:
+                downstream, _ = self._listener.accept()
+                self.connections += 1
+                plan = self.plans.pop(0) if self.plans else None
+                threading.Thread(target=self._serve, args=(downstream, plan), daemon=True).start()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator["Proxy"]:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+        try:
+            yield self
+        finally:
+            self._listener.close()
