@@ -28,7 +28,7 @@ from formsapi.models import EventOutbox, WebhookDelivery
 from formsapi.tenancy import unscoped
 from tests.servers import FORMSAPI, Server, clean_env, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
-from tests.test_sync import WRITERS, Writers
+from tests.writers import WRITERS, Writers
 
 WRITING_SECONDS = 4.0
 SCHEDULE = "0,0.2,0.5,1,1.5,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"  # ~33 s: outlasts the chaos

@@ -1,0 +1,153 @@
+"""`formsapi-sync`: a form's submissions, several forms' or a whole
+organization's, copied into SQLite or PostgreSQL and kept up to date."""
+
+import os
+import signal
+import threading
+from types import FrameType
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
+
+from formsapi_client import (
+    ApiError,
+    Client,
+    ConnectionFailed,
+    Forbidden,
+    ServerError,
+    Unauthorized,
+)
+from formsapi_client.sync.runner import NoSuchForm, Outcome, Sync
+from formsapi_client.sync.store import Store, shown
+
+KEY_VARIABLE = "FORMSAPI_API_KEY"
+# Exit statuses, also in the README.
+USAGE, SERVER, DATABASE, API = 2, 3, 4, 1
+
+out = Console()
+err = Console(stderr=True)
+app = typer.Typer(add_completion=False, rich_markup_mode=None)
+
+
+@app.command(
+    help="Copy forms' submissions into SQLite or PostgreSQL, one table per form, and keep "
+    f"the copy exact by following each form's change feed. The API key is read from "
+    f"{KEY_VARIABLE} (never an option: other users can read a command line)."
+)
+def sync(
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to", help="Where to copy: sqlite:///copy.db or postgresql://user@host/database."
+        ),
+    ],
+    form: Annotated[
+        list[str] | None,
+        typer.Option("--form", help="A form id; repeat for several. Default: every form."),
+    ] = None,
+    url: Annotated[
+        str,
+        typer.Option("--url", envvar="FORMSAPI_URL", help="The formsapi server."),
+    ] = "http://127.0.0.1:8000",
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Keep going: poll for changes until Ctrl-C.")
+    ] = False,
+    longest_wait: Annotated[
+        float,
+        typer.Option(help="With --watch: the longest wait between polls, in seconds.", min=1),
+    ] = 30.0,
+) -> None:
+    key = os.environ.get(KEY_VARIABLE, "").strip()
+    if not key:
+        _fail(
+            USAGE,
+            f"Set {KEY_VARIABLE} to an API key with the forms:read and submissions:read "
+            "scopes (made in the settings area, API keys).",
+        )
+    try:
+        store = Store(to)
+    except (SQLAlchemyError, ValueError) as error:
+        _fail(DATABASE, f"The database at {shown(to)} refused: {_reason(error)}")
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    client = Client(url, key, max_retries=3)
+    runner = Sync(client, store, console=err, stop=stop)
+    try:
+        if watch:
+            _watch(runner, form, longest_wait)
+        else:
+            for outcome in runner.once(form):
+                out.print(outcome.line(), highlight=False, soft_wrap=True)
+    except NoSuchForm as error:
+        _fail(USAGE, str(error))
+    except (Unauthorized, Forbidden) as error:
+        _fail(
+            USAGE,
+            f"The server refused the API key in {KEY_VARIABLE} ({error.status}): {error.detail}",
+        )
+    except ConnectionFailed as error:
+        _fail(SERVER, f"Cannot reach the server at {url}: {error}")
+    except ApiError as error:
+        _fail(API, f"The server answered {error.status} {error.title}: {error.detail}")
+    except SQLAlchemyError as error:
+        _fail(DATABASE, f"The database at {store.where} refused: {_reason(error)}")
+    finally:
+        client.close()
+        store.close()
+    if stop.is_set():
+        err.print("Stopped between pages: the next run goes on from there.")
+
+
+def _watch(runner: Sync, forms: list[str] | None, longest_wait: float) -> None:
+    """Pass after pass; a server that is down or failing is waited for, not
+    given up on."""
+    wait = 1.0
+    while not runner.stop.is_set():
+        try:
+            for outcomes in runner.watch(forms, longest_wait=longest_wait):
+                _print_changed(outcomes)
+                wait = 1.0
+        except (ConnectionFailed, ServerError) as error:
+            err.print(f"{error}; trying again in {wait:.0f} s.", highlight=False)
+            runner.stop.wait(wait)
+            wait = min(wait * 2, longest_wait)
+
+
+def _print_changed(outcomes: list[Outcome]) -> None:
+    for outcome in outcomes:
+        if outcome.changed:
+            out.print(outcome.line(), highlight=False, soft_wrap=True)
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    """Ctrl-C (or SIGTERM) stops between pages; a second one at once (the
+    page being written is rolled back, so that is safe too)."""
+
+    def handle(signum: int, _: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+        err.print("Stopping after this page (Ctrl-C again to stop at once).")
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def _reason(error: BaseException) -> str:
+    original = getattr(error, "orig", None) or error
+    return str(original).strip().splitlines()[0] if str(original).strip() else type(error).__name__
+
+
+def _fail(status: int, message: str) -> NoReturn:
+    err.print(f"formsapi-sync: {message}", highlight=False, markup=False)
+    raise typer.Exit(status)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("Stopped.")
+        raise SystemExit(130) from None

@@ -1,0 +1,54 @@
+"""How a form becomes a table people can query: a typed column per question,
+named after its key, beside the submission's own fields."""
+
+import re
+from dataclasses import dataclass
+
+from formsapi_client.models import Block, FormDetail
+
+# The submission's own fields, first in every form's table.
+META = ("submission_id", "submitted_at", "updated_at", "form_version")
+# Question types whose answers are numbers or dates; every other is text
+# (choices included: a multiple choice is its values joined by commas).
+TYPES = {"rating": "integer", "date": "date"}
+IDENTIFIER = re.compile(r"[^a-z0-9_]+")
+MAX_NAME = 55  # PostgreSQL cuts identifiers at 63 bytes; room for a suffix
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str
+    type: str  # text, integer, number or date
+
+
+def questions(form: FormDetail) -> list[Question]:
+    """The form's questions in block order, each with its column type."""
+    found = []
+    for block in form.blocks:
+        key = getattr(block, "key", None)  # layout blocks have none
+        if isinstance(key, str):
+            found.append(Question(key, column_type(block)))
+    return found
+
+
+def column_type(block: Block) -> str:
+    kind = str(getattr(block, "type", ""))
+    if kind == "number":
+        return "integer" if getattr(block, "integer", False) else "number"
+    return TYPES.get(kind, "text")
+
+
+def identifier(text: str, taken: set[str] | frozenset[str] = frozenset(), prefix: str = "q") -> str:
+    """A lower-case SQL name for `text` that needs no quoting and is not in
+    `taken`: `Favourite colour!` -> `favourite_colour`, `2fa` -> `q_2fa`."""
+    name = IDENTIFIER.sub("_", text.lower()).strip("_")[:MAX_NAME] or prefix
+    if not name[0].isalpha():
+        name = f"{prefix}_{name}"[:MAX_NAME]
+    unique, n = name, 2
+    while unique in taken:
+        unique, n = f"{name}_{n}", n + 1
+    return unique
+
+
+def table_name(slug: str, taken: set[str]) -> str:
+    return identifier(f"form_{slug}", taken)

@@ -1,0 +1,461 @@
+"""The copy: one table per form, a table of forms, their columns, and each
+form's position in its change feed, in SQLite or PostgreSQL.
+
+A page of the feed is applied in one transaction with the position it
+leads to, so a copy killed at any moment resumes exactly where its last
+commit left it: nothing lost, nothing applied twice."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Connection,
+    Date,
+    DateTime,
+    Engine,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    func,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.sql.type_api import TypeEngine
+
+from formsapi_client.models import FormDetail
+from formsapi_client.sync.columns import META, Question, identifier, questions, table_name
+
+SQL_TYPES: dict[str, TypeEngine[Any]] = {
+    "text": Text(),
+    "integer": BigInteger(),
+    "number": Float(53),  # double precision
+    "date": Date(),
+}
+
+metadata = MetaData()
+forms_table = Table(
+    "formsapi_forms",
+    metadata,
+    Column("form_id", String(64), primary_key=True),
+    Column("table_name", String(63), nullable=False, unique=True),
+    Column("title", Text, nullable=False),
+    Column("slug", Text, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("deleted_at", DateTime(timezone=True)),
+    Column("synced_at", DateTime(timezone=True), nullable=False),
+)
+columns_table = Table(
+    "formsapi_columns",
+    metadata,
+    Column("form_id", String(64), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("column_name", String(63), nullable=False),
+    Column("type", String(10), nullable=False),
+)
+state_table = Table(
+    "formsapi_sync_state",
+    metadata,
+    Column("form_id", String(64), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+    Column("copied", Boolean, nullable=False),  # the first copy reached the end once
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+
+def shown(url: str) -> str:
+    """The URL without its password, to print."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL at all: nothing in it to hide
+        return url.split("@")[-1]
+
+
+def engine_for(url: str) -> Engine:
+    """An engine for `sqlite:///path` or `postgresql://...` (psycopg 3)."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ValueError("--to takes a sqlite:/// or postgresql:// URL")
+    engine = create_engine(parsed)
+    if engine.dialect.name == "sqlite":
+        _transactional_sqlite(engine)
+    return engine
+
+
+def _transactional_sqlite(engine: Engine) -> None:
+    """pysqlite opens its transactions itself, and not before DDL: begin
+    them here instead, so a new column commits with the rows that need it
+    (SQLAlchemy's documented recipe). WAL lets a dashboard read meanwhile."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _: Any) -> None:
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")  # a killed process loses nothing
+        dbapi_connection.execute("PRAGMA cache_size=-65536")  # 64 MiB: a big first copy's index
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+
+@dataclass
+class FormTable:
+    """A form's table as this copy has it: the question key of each column."""
+
+    form_id: str
+    table: Table
+    columns: dict[str, tuple[str, str]]  # key -> (column name, type)
+    version: int
+    upsert: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A page of the change feed as JSON (`Submissions.changes_json`): a
+    submission as the API shows it, or a tombstone with `"deleted": true`.
+    Plain dicts: building models for a bulk copy cost more than the copy."""
+
+    data: list[dict[str, Any]]
+    next: int
+    has_more: bool
+
+
+@dataclass
+class Applied:
+    upserted: int
+    deleted: int
+    position: int
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        self.engine = engine_for(url)
+        self.postgres = self.engine.dialect.name == "postgresql"
+        with self.engine.begin() as connection:
+            metadata.create_all(connection)
+        self.tables: dict[str, FormTable] = {}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @property
+    def where(self) -> str:
+        return shown(str(self.engine.url))
+
+    # What the copy holds.
+
+    def position(self, form_id: str) -> int:
+        with self.engine.connect() as connection:
+            found = connection.scalar(
+                select(state_table.c.position).where(state_table.c.form_id == form_id)
+            )
+        return int(found or 0)
+
+    def positions(self) -> dict[str, int]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(state_table.c.form_id, state_table.c.position))
+            return {form_id: int(position) for form_id, position in rows}
+
+    def known_forms(self) -> list[str]:
+        """The forms this copy holds that are not marked deleted."""
+        with self.engine.connect() as connection:
+            return list(
+                connection.scalars(
+                    select(forms_table.c.form_id).where(forms_table.c.deleted_at.is_(None))
+                )
+            )
+
+    def unknown_keys(self, form_id: str, page: Page) -> set[str]:
+        """Answer keys in the page that the form's table has no column for
+        (a question added in a form version this copy has not seen)."""
+        columns = self.tables[form_id].columns
+        return {
+            key
+            for change in page.data
+            if not change.get("deleted")
+            for key in change["answers"]
+            if key not in columns
+        }
+
+    def known_table(self, form_id: str) -> tuple[str, str] | None:
+        """The table and title of a form this copy holds."""
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                select(forms_table.c.table_name, forms_table.c.title).where(
+                    forms_table.c.form_id == form_id
+                )
+            ).first()
+        return (row[0], row[1]) if row else None
+
+    def count(self, form_id: str) -> int:
+        table = self.tables[form_id].table
+        with self.engine.connect() as connection:
+            return int(connection.scalar(select(func.count()).select_from(table)) or 0)
+
+    # Making room for a form.
+
+    def prepare(self, form: FormDetail) -> FormTable:
+        """The form's table, made or widened for the questions of `form`
+        (a later version's new questions become new columns; none is ever
+        dropped), with the form's row in formsapi_forms."""
+        now = datetime.now(UTC)
+        with self.engine.begin() as connection:
+            known = connection.execute(
+                select(forms_table.c.table_name).where(forms_table.c.form_id == form.id)
+            ).scalar()
+            if known is None:
+                taken = set(connection.scalars(select(forms_table.c.table_name)))
+                taken |= set(inspect(connection).get_table_names())
+                known = table_name(form.slug, taken)
+                connection.execute(
+                    forms_table.insert().values(
+                        form_id=form.id,
+                        table_name=known,
+                        title=form.title,
+                        slug=form.slug,
+                        status=form.status,
+                        version=form.version,
+                        synced_at=now,
+                    )
+                )
+                connection.execute(
+                    state_table.insert().values(
+                        form_id=form.id, position=0, copied=False, updated_at=now
+                    )
+                )
+            else:
+                connection.execute(
+                    update(forms_table)
+                    .where(forms_table.c.form_id == form.id)
+                    .values(
+                        title=form.title,
+                        slug=form.slug,
+                        status=form.status,
+                        version=form.version,
+                        deleted_at=None,
+                        synced_at=now,
+                    )
+                )
+            found = self._widen(connection, form.id, known, questions(form))
+        found.version = form.version
+        return found
+
+    def widen(self, form_id: str, found: Sequence[Question]) -> FormTable:
+        """Columns for those questions (of an older or newer version of the
+        form) that the table lacks; nothing else changes."""
+        with self.engine.begin() as connection:
+            known = self.tables[form_id].table.name
+            return self._widen(connection, form_id, known, found)
+
+    def _widen(
+        self, connection: Connection, form_id: str, name: str, found: Sequence[Question]
+    ) -> FormTable:
+        columns = self._columns(connection, form_id)
+        added = self._add_questions(connection, form_id, name, columns, found)
+        table = self._table(name, columns)
+        if not inspect(connection).has_table(name):
+            table.create(connection)
+        else:
+            for key in added:
+                self._add_column(connection, name, *columns[key])
+        previous = self.tables.get(form_id)
+        form_table = FormTable(
+            form_id, table, columns, previous.version if previous else 0, self._upsert(table)
+        )
+        self.tables[form_id] = form_table
+        return form_table
+
+    def _columns(self, connection: Connection, form_id: str) -> dict[str, tuple[str, str]]:
+        rows = connection.execute(
+            select(columns_table.c.key, columns_table.c.column_name, columns_table.c.type).where(
+                columns_table.c.form_id == form_id
+            )
+        )
+        return {key: (name, type_) for key, name, type_ in rows}
+
+    def _add_questions(
+        self,
+        connection: Connection,
+        form_id: str,
+        table: str,
+        columns: dict[str, tuple[str, str]],
+        found: Sequence[Question],
+    ) -> list[str]:
+        """Record a column for each new question (and widen a column whose
+        question changed type); the keys added."""
+        added = []
+        taken = set(META) | {name for name, _ in columns.values()}
+        for question in found:
+            if question.key not in columns:
+                name = identifier(question.key, taken)
+                taken.add(name)
+                columns[question.key] = (name, question.type)
+                connection.execute(
+                    columns_table.insert().values(
+                        form_id=form_id, key=question.key, column_name=name, type=question.type
+                    )
+                )
+                added.append(question.key)
+            elif columns[question.key][1] != question.type:
+                name, old = columns[question.key]
+                wider = "number" if {old, question.type} == {"integer", "number"} else "text"
+                if wider != old:
+                    columns[question.key] = (name, wider)
+                    connection.execute(
+                        update(columns_table)
+                        .where(
+                            columns_table.c.form_id == form_id, columns_table.c.key == question.key
+                        )
+                        .values(type=wider)
+                    )
+                    if self.postgres and inspect(connection).has_table(table):
+                        sql_type = SQL_TYPES[wider].compile(dialect=connection.dialect)
+                        connection.execute(
+                            text(
+                                f'ALTER TABLE "{table}" ALTER COLUMN "{name}" TYPE {sql_type} '
+                                f'USING "{name}"::{sql_type}'
+                            )
+                        )
+        return added
+
+    def _add_column(self, connection: Connection, table: str, name: str, type_: str) -> None:
+        sql_type = SQL_TYPES[type_].compile(dialect=connection.dialect)
+        connection.execute(text(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sql_type}'))
+
+    def _table(self, name: str, columns: dict[str, tuple[str, str]]) -> Table:
+        return Table(
+            name,
+            MetaData(),
+            Column("submission_id", String(64), primary_key=True),
+            Column("submitted_at", DateTime(timezone=True), nullable=False),
+            Column("updated_at", DateTime(timezone=True), nullable=False),
+            Column("form_version", Integer, nullable=False),
+            *(Column(column, SQL_TYPES[type_]) for column, type_ in columns.values()),
+        )
+
+    def _upsert(self, table: Table) -> str:
+        """The statement a page's rows go in with, for the driver itself:
+        SQLAlchemy's per-row parameter processing cost more than the
+        database's own work (see bench/RESULTS.md)."""
+        names = [column.name for column in table.columns]
+        mark = "%s" if self.postgres else "?"
+        quoted = ", ".join(f'"{name}"' for name in names)
+        assign = ", ".join(f'"{name}" = excluded."{name}"' for name in names[1:])
+        values = ", ".join([mark] * len(names))
+        # Every name is ours, made by columns.identifier: nothing to inject.
+        insert = f'INSERT INTO "{table.name}" ({quoted}) VALUES ({values})'  # noqa: S608
+        return f'{insert} ON CONFLICT ("submission_id") DO UPDATE SET {assign}'
+
+    # Changing it.
+
+    def apply(self, form_id: str, page: Page) -> Applied:
+        """The page's creates, edits and deletes, and its position, in one
+        transaction."""
+        found = self.tables[form_id]
+        moment = _postgres_moment if self.postgres else _sqlite_moment
+        answer = _postgres_answer if self.postgres else _sqlite_answer
+        columns = [(key, type_) for key, (_, type_) in found.columns.items()]
+        rows, gone = [], []
+        for change in page.data:
+            if change.get("deleted"):
+                gone.append(change["id"])
+                continue
+            answers = change["answers"]
+            rows.append(
+                (
+                    change["id"],
+                    moment(change["submittedAt"]),
+                    moment(change["updatedAt"]),
+                    change["formVersion"],
+                    *[answer(answers.get(key), type_) for key, type_ in columns],
+                )
+            )
+        with self.engine.begin() as connection:
+            if rows:
+                connection.exec_driver_sql(found.upsert, rows)
+            if gone:
+                connection.execute(delete(found.table).where(found.table.c.submission_id.in_(gone)))
+            self._set_position(connection, form_id, page.next, copied=not page.has_more)
+        return Applied(len(rows), len(gone), page.next)
+
+    def restart(self, form_id: str) -> None:
+        """Empty the form's table and start its copy again from the
+        beginning, in one transaction (its feed cannot continue)."""
+        found = self.tables[form_id]
+        with self.engine.begin() as connection:
+            connection.execute(delete(found.table))
+            connection.execute(
+                update(state_table)
+                .where(state_table.c.form_id == form_id)
+                .values(position=0, copied=False, updated_at=datetime.now(UTC))
+            )
+
+    def mark_deleted(self, form_id: str) -> None:
+        """The form is gone from the server: say so, and keep its last copy."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(forms_table)
+                .where(forms_table.c.form_id == form_id, forms_table.c.deleted_at.is_(None))
+                .values(deleted_at=datetime.now(UTC))
+            )
+
+    def _set_position(
+        self, connection: Connection, form_id: str, position: int, *, copied: bool
+    ) -> None:
+        values: dict[str, Any] = {"position": position, "updated_at": datetime.now(UTC)}
+        if copied:
+            values["copied"] = True
+        connection.execute(
+            update(state_table).where(state_table.c.form_id == form_id).values(**values)
+        )
+
+
+def _postgres_moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _sqlite_moment(text: str) -> str:
+    """An API time ('2026-05-27T22:51:39.859Z') as SQLAlchemy keeps a
+    DateTime in SQLite ('2026-05-27 22:51:39.859000', UTC), so that it and
+    the copy's other readers read it back."""
+    if len(text) == 24 and text[-1] == "Z":  # the API's form: the quick way
+        return f"{text[:10]} {text[11:23]}000"
+    moment = datetime.fromisoformat(text).astimezone(UTC)
+    return moment.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _sqlite_answer(value: Any, type_: str) -> Any:
+    # Dates stay 'YYYY-MM-DD', as SQLAlchemy keeps a Date in SQLite.
+    if type_ == "text" and value is not None and not isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _postgres_answer(value: Any, type_: str) -> Any:
+    if value is None:
+        return None
+    if type_ == "date":
+        try:
+            return date.fromisoformat(value)
+        except (TypeError, ValueError):
+            return None
+    if type_ == "text" and not isinstance(value, str):
+        return str(value)
+    return value

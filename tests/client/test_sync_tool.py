@@ -1,0 +1,307 @@
+"""`formsapi-sync` end to end: a real server on each engine, a copy in each
+target database, fifty writers, and the tool killed with SIGKILL and
+started again while it watches. The copy must end equal to the server's
+data, row for row and value for value; a run with nothing new writes nothing."""
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from formsapi_client import Client
+from tests.conftest import scratch_postgres
+from tests.servers import Server, clean_env, start_server, stop_servers
+from tests.shared_database import Setup, shared_database, tenant
+from tests.writers import WRITERS, Writers
+
+SYNC = Path(sys.executable).parent / "formsapi-sync"
+WRITING_SECONDS = 3.0
+CATCH_UP_SECONDS = 60
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
+    with shared_database(request, tmp_path) as url:
+        yield asyncio.run(tenant(url, forms=2))
+
+
+@pytest.fixture
+def server(setup: Setup, tmp_path: Path) -> Iterator[Server]:
+    env = clean_env(database_url=setup.database_url, rate_limit_enabled="false")
+    started = start_server(tmp_path, env, "server", ("--no-access-log",))
+    try:
+        started.wait_until_healthy()
+        yield started
+    finally:
+        stop_servers([started])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'copy.db'}"
+    else:
+        with scratch_postgres(request.getfixturevalue("postgres_url")) as url:
+            yield url
+
+
+def _env(setup: Setup) -> dict[str, str]:
+    return clean_env() | {"FORMSAPI_API_KEY": setup.secret}
+
+
+def sync(server: Server, setup: Setup, target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SYNC), "--to", target, "--url", server.base_url, *args],
+        env=_env(setup),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def watch(server: Server, setup: Setup, target: str, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            [str(SYNC), "--to", target, "--url", server.base_url, "--watch", "--longest-wait", "1"],
+            env=_env(setup),
+            stdout=output,
+            stderr=output,
+        )
+
+
+def _engine(target: str) -> sa.Engine:
+    return sa.create_engine(target.replace("postgresql://", "postgresql+psycopg://", 1))
+
+
+def copied(target: str) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """Each form's table in the copy: submission -> (name, colors, form
+    version, submitted, updated)."""
+    engine = _engine(target)
+    found: dict[str, dict[str, tuple[Any, ...]]] = {}
+    with engine.connect() as connection:
+        tables = connection.execute(sa.text("SELECT form_id, table_name FROM formsapi_forms"))
+        for form_id, table in list(tables):
+            columns = "submission_id, name, colors, form_version, submitted_at, updated_at"
+            rows = connection.execute(sa.text(f'SELECT {columns} FROM "{table}"'))  # noqa: S608
+            found[form_id] = {row[0]: (*row[1:4], _utc(row[4]), _utc(row[5])) for row in rows}
+    engine.dispose()
+    return found
+
+
+def state(target: str) -> list[tuple[Any, ...]]:
+    engine = _engine(target)
+    with engine.connect() as connection:
+        rows = connection.execute(
+            sa.text("SELECT form_id, position, copied, updated_at FROM formsapi_sync_state")
+        )
+        found = sorted(tuple(row) for row in rows)
+    engine.dispose()
+    return found
+
+
+def _utc(moment: datetime | str) -> datetime:
+    if isinstance(moment, str):  # SQLite keeps them as text: '2026-11-23 11:45:53.593000'
+        moment = datetime.fromisoformat(moment)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def on_server(server: Server, setup: Setup) -> dict[str, dict[str, tuple[Any, ...]]]:
+    """The server's data as its export gives it."""
+    found: dict[str, dict[str, tuple[Any, ...]]] = {}
+    with Client(server.base_url, setup.secret) as client:
+        for form_id in setup.forms:
+            with client.submissions.export(form_id) as export:
+                found[form_id] = {
+                    row.id: (
+                        row.answers.get("name"),
+                        row.answers.get("colors"),
+                        row.form_version,
+                        row.submitted_at.astimezone(UTC),
+                        row.updated_at.astimezone(UTC),
+                    )
+                    for row in export
+                }
+    return found
+
+
+def change_seqs(server: Server, setup: Setup) -> dict[str, int]:
+    with Client(server.base_url, setup.secret) as client:
+        return {form.id: form.change_seq for form in client.forms.iter()}
+
+
+def caught_up(server: Server, setup: Setup, target: str) -> bool:
+    wanted = change_seqs(server, setup)
+    deadline = time.monotonic() + CATCH_UP_SECONDS
+    while time.monotonic() < deadline:
+        positions = {form_id: position for form_id, position, _, _ in state(target)}
+        if positions == wanted:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
+    setup: Setup, server: Server, target: str, tmp_path: Path
+) -> None:
+    clients = [
+        httpx.AsyncClient(
+            base_url=server.base_url,
+            headers={"Authorization": f"Bearer {setup.secret}"},
+            timeout=60,
+            limits=httpx.Limits(max_connections=WRITERS + 4),
+        )
+    ]
+    writers = Writers(setup, clients, seed=16)
+    loop = asyncio.get_running_loop()
+    # Something to copy first, then the copy, then the writers with it watching.
+    await asyncio.gather(*(writers.write(loop.time() + 0.5) for _ in range(10)))
+    first = await asyncio.to_thread(sync, server, setup, target)
+    assert first.returncode == 0, first.stderr
+    assert copied(target) == on_server(server, setup)
+
+    log = tmp_path / "watch.log"
+    watcher = watch(server, setup, target, log)
+    kills = 0
+
+    async def kill_and_restart() -> None:
+        nonlocal watcher, kills
+        for _ in range(2):
+            await asyncio.sleep(WRITING_SECONDS / 3)
+            watcher.send_signal(signal.SIGKILL)
+            watcher.wait(timeout=10)
+            kills += 1
+            watcher = watch(server, setup, target, log)
+
+    until = loop.time() + WRITING_SECONDS
+    await asyncio.gather(kill_and_restart(), *(writers.write(until) for _ in range(WRITERS)))
+    for client in clients:
+        await client.aclose()
+    try:
+        assert await asyncio.to_thread(caught_up, server, setup, target), log.read_text()
+        watcher.send_signal(signal.SIGINT)  # Ctrl-C: stops between pages
+        assert watcher.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    assert kills == 2
+    assert "Stopped between pages" in log.read_text()
+    assert writers.seen.deleted
+    assert any(v > 1 for v in writers.seen.versions.values())
+
+    server_data = on_server(server, setup)
+    assert copied(target) == server_data
+    assert sum(len(rows) for rows in server_data.values()) > 0
+
+    # Nothing new: a run writes nothing, and says so.
+    before = state(target)
+    again = sync(server, setup, target)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("up to date") == len(setup.forms), again.stdout
+    assert state(target) == before
+    assert copied(target) == server_data
+
+
+def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
+    tmp_path: Path, server: Server, setup: Setup, target: str
+) -> None:
+    with Client(server.base_url, setup.secret) as client:
+        form_id = setup.forms[0]
+        kept = client.submissions.create(form_id, {"name": "Ada", "colors": "red"})
+        gone = client.submissions.create(form_id, {"name": "Bob", "colors": "red"})
+        assert sync(server, setup, target, "--form", form_id).returncode == 0
+
+        form = client.forms.get(form_id)
+        blocks = [b.model_dump(by_alias=True, exclude_none=True) for b in form.blocks]
+        added: list[dict[str, Any]] = [
+            {"type": "number", "key": "years", "title": "Years with us", "integer": True},
+            {"type": "number", "key": "score", "title": "Score"},
+            {"type": "date", "key": "born", "title": "Born"},
+            {"type": "short_text", "key": "submitted_at", "title": "Sent on paper at"},
+        ]
+        client.forms.update(form_id, blocks=blocks + added)
+        answers: dict[str, str | int | float] = {
+            "name": "Cy",
+            "colors": "red",
+            "years": 41,
+            "score": 2.5,
+            "submitted_at": "9am",
+        }
+        newer = client.submissions.create(form_id, {**answers, "born": "1985-02-03"})
+        client.submissions.edit(form_id, kept.id, {"name": "Ada L."})
+        client.submissions.delete(form_id, gone.id)
+
+    done = sync(server, setup, target, "--form", form_id)
+    assert done.returncode == 0, done.stderr
+    assert "2 written, 1 deleted" in done.stdout, done.stdout
+    engine = _engine(target)
+    with engine.connect() as connection:
+        table = connection.execute(
+            sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
+        ).scalar_one()
+        columns = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
+        rows = {
+            row.submission_id: row
+            for row in connection.execute(sa.text(f'SELECT * FROM "{table}"'))  # noqa: S608
+        }
+    engine.dispose()
+    assert list(columns)[:4] == ["submission_id", "submitted_at", "updated_at", "form_version"]
+    assert isinstance(columns["age"], sa.BigInteger)  # in the first version
+    assert isinstance(columns["years"], sa.BigInteger)  # added in the second
+    assert isinstance(columns["score"], sa.Float)
+    assert isinstance(columns["born"], sa.Date)
+    assert set(rows) == {kept.id, newer.id}
+    assert rows[kept.id].name == "Ada L."
+    assert rows[kept.id].years is None
+    assert (rows[newer.id].years, rows[newer.id].score) == (41, 2.5)
+    assert rows[newer.id].submitted_at_2 == "9am"  # a question named like a column of ours
+    assert str(rows[newer.id].born) == "1985-02-03"
+    assert rows[newer.id].form_version == 2
+
+
+def test_mistakes_get_one_clear_line_and_a_status(
+    tmp_path: Path, server: Server, setup: Setup
+) -> None:
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    env = _env(setup)
+
+    def run(*args: str, **changes: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SYNC), *args],
+            env={**env, **changes},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    cases = [
+        (run("--to", target, "--url", server.base_url, FORMSAPI_API_KEY=""), 2, "FORMSAPI_API_KEY"),
+        (
+            run("--to", target, "--url", server.base_url, FORMSAPI_API_KEY="fapi_wrong"),
+            2,
+            "refused the API key",
+        ),
+        (run("--to", target, "--url", "http://127.0.0.1:9"), 3, "Cannot reach the server"),
+        (
+            run("--to", "postgresql://nobody:secret@127.0.0.1:9/x", "--url", server.base_url),
+            4,
+            "The database at postgresql://nobody:***@127.0.0.1:9/x refused",
+        ),
+        (run("--to", target, "--url", server.base_url, "--form", "frm_nope"), 2, "No form"),
+    ]
+    for done, status, says in cases:
+        assert done.returncode == status, (done.stdout, done.stderr)
+        assert says in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "secret" not in done.stderr
+        assert "fapi_wrong" not in done.stderr
