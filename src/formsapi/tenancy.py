@@ -118,5 +118,7 @@ def violations(statement: Any, options: dict[str, Any] | None = None) -> list[st
     return sorted(
         table.name
         for table in touched - inserted
-        if table.name in TENANT_TABLES and table not in limited
+        # Ours have no schema: a table of the same name in another (a data
+        # loader's, say) is not one of them.
+        if table.name in TENANT_TABLES and table.schema is None and table not in limited
     )

@@ -296,15 +296,16 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_client_imports_nothing_of_the_server() -> None:
     """The core needs only its three dependencies (others only tried, with a
-    fallback; never the `sync` subpackage, which needs its extra); no part of
-    the distribution imports the server."""
+    fallback; never the `sync` subpackage or the `dlt` module, which need
+    their extras); no part of the distribution imports the server."""
     source = Path(formsapi_client.__file__).parent
     allowed = {"formsapi_client", "httpx", "pydantic", "standardwebhooks"}
     for path in source.rglob("*.py"):
         imported = _imports(path)
         assert not {name for name in imported if name.split(".")[0] == "formsapi"}, path
-        if "sync" in path.relative_to(source).parts:
+        if "sync" in path.relative_to(source).parts or path.stem == "dlt":
             continue
         tops = {name.split(".")[0] for name in imported}
         assert tops - allowed - sys.stdlib_module_names == set(), path
-        assert not {name for name in imported if name.startswith("formsapi_client.sync")}, path
+        extras = ("formsapi_client.sync", "formsapi_client.dlt")
+        assert not {name for name in imported if name.startswith(extras)}, path
