@@ -17,11 +17,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from formsapi.db import create_engine, create_sessionmaker
+from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client
 from tests.conftest import scratch_postgres
 from tests.servers import Server, clean_env, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
-from tests.writers import WRITERS, Writers
+from tests.writers import ANSWERS, WRITERS, Writers
 
 SYNC = Path(sys.executable).parent / "formsapi-sync"
 WRITING_SECONDS = 3.0
@@ -266,6 +268,28 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
     assert rows[newer.id].submitted_at_2 == "9am"  # a question named like a column of ours
     assert str(rows[newer.id].born) == "1985-02-03"
     assert rows[newer.id].form_version == 2
+
+
+async def test_a_position_older_than_the_kept_tombstones_copies_the_form_again(
+    server: Server, setup: Setup, target: str
+) -> None:
+    form_id = setup.forms[0]
+    with Client(server.base_url, setup.secret) as client:
+        kept = [client.submissions.create(form_id, ANSWERS) for _ in range(3)]
+        assert sync(server, setup, target, "--form", form_id).returncode == 0
+        client.submissions.delete(form_id, kept[0].id)
+        client.submissions.create(form_id, ANSWERS)
+    engine = create_engine(setup.database_url)
+    # Every tombstone goes: the copy's position is now behind the horizon.
+    assert await purge_tombstones(create_sessionmaker(engine), days=0) == 1
+    await engine.dispose()
+
+    again = sync(server, setup, target, "--form", form_id)
+
+    assert again.returncode == 0, again.stderr
+    assert "copied again from the start" in again.stdout, again.stdout
+    assert copied(target)[form_id] == on_server(server, setup)[form_id]
+    assert kept[0].id not in copied(target)[form_id]
 
 
 def test_mistakes_get_one_clear_line_and_a_status(

@@ -67,12 +67,13 @@ def ctes() -> list[Any]:
 
 @cache
 def statements(postgres: bool) -> tuple[Any, ...]:
-    """What writes one event and its outbox row: one statement on
-    PostgreSQL, two on SQLite (the row's number is the last one inserted)."""
+    """What writes one event and its outbox row, in one statement: on
+    PostgreSQL a CTE, on SQLite the event alone (a trigger, migration 0012,
+    writes its outbox row)."""
     if postgres:
         event = _insert().returning(Event.seq).cte("ev")
         return (insert(_OUTBOX).from_select(["seq"], select(event.c.seq)).add_cte(event),)
-    return (_insert(), insert(_OUTBOX).values(seq=func.last_insert_rowid()))
+    return (_insert(),)
 
 
 async def insert_one(session: AsyncSession, parameters: dict[str, Any]) -> None:
