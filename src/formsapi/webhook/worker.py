@@ -38,7 +38,7 @@ IDLE_POLL = 0.05  # seconds between looks at the outbox when there is nothing to
 # After a round that found a little work, wait this long before the next, so
 # that under a steady trickle each round's statements carry several events
 # rather than one: less CPU an event for the database and the API beside it.
-PACE = 0.02
+PACE = 0.05
 # Claims run ahead of sends, this many per sending slot: a round of the loop
 # (a claim, a flush: a few statements) is then paid by many deliveries.
 QUEUED = 16
