@@ -79,6 +79,29 @@ async def test_invalid_blocks_list_every_error_with_its_pointer(
     assert details["/blocks/4/key"] == "repeats the key of block 0: keys must be unique"
 
 
+async def test_numbers_and_flags_of_blocks_take_no_other_json_type(
+    api: Api, session: AsyncSession
+) -> None:
+    _, secret = await _writer(session)
+    blocks: list[dict[str, Any]] = [
+        {"type": "number", "key": "n", "title": "N", "max": True, "min": "1"},
+        {"type": "rating", "key": "r", "title": "R", "scale": "5"},
+        {"type": "short_text", "key": "s", "title": "S", "required": "true", "maxLength": 2.0},
+    ]
+
+    response = await api.post("/v1/forms", secret, json={"title": "Lax", "blocks": blocks})
+
+    assert response.status_code == 422, response.text
+    pointers = {error["pointer"] for error in response.json()["errors"]}
+    assert {
+        "/blocks/0/max",
+        "/blocks/0/min",
+        "/blocks/1/scale",
+        "/blocks/2/required",
+        "/blocks/2/maxLength",
+    } <= pointers
+
+
 async def test_repeated_question_keys_are_refused(api: Api, session: AsyncSession) -> None:
     _, secret = await _writer(session)
     blocks = [

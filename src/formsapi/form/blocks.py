@@ -14,7 +14,7 @@ from datetime import date
 from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, StrictInt, TypeAdapter, model_validator
 
 from formsapi.kit.schemas import CleanStr, Schema
 
@@ -41,7 +41,19 @@ def _finite_number(value: object) -> TypeGuard[int | float]:
     return abs(value) <= LARGEST_NUMBER and (isinstance(value, int) or math.isfinite(value))
 
 
-Bound = Annotated[int | float, Field(allow_inf_nan=False, ge=-LARGEST_NUMBER, le=LARGEST_NUMBER)]
+def _a_number(value: object) -> object:
+    """Strict, like a block's other numbers and flags: JSON's true is not 1,
+    nor "5" a 5 (the schema says number; the fuzz test holds us to it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    return value
+
+
+Bound = Annotated[
+    int | float,
+    BeforeValidator(_a_number),
+    Field(allow_inf_nan=False, ge=-LARGEST_NUMBER, le=LARGEST_NUMBER),
+]
 
 
 class Option(Schema):
@@ -53,7 +65,7 @@ class _Question(Schema):
     key: Annotated[CleanStr, Field(pattern=KEY_PATTERN, description="Stable answer key.")]
     title: Annotated[CleanStr, Field(min_length=1, max_length=500)]
     description: CleanStr | None = Field(default=None, max_length=2000)
-    required: bool = False
+    required: StrictBool = False
 
     def answer_schema(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -71,8 +83,8 @@ class _Question(Schema):
 
 
 class _Text(_Question):
-    min_length: int | None = Field(default=None, ge=0, le=100_000)
-    max_length: int | None = Field(default=None, ge=1, le=100_000)
+    min_length: StrictInt | None = Field(default=None, ge=0, le=100_000)
+    max_length: StrictInt | None = Field(default=None, ge=1, le=100_000)
     placeholder: CleanStr | None = Field(default=None, max_length=200)
 
     def _lengths(self, default_max: int) -> dict[str, Any]:
@@ -172,7 +184,7 @@ class Number(_Question):
     # int first: whole bounds stay whole numbers in the JSON.
     min: Bound | None = None
     max: Bound | None = None
-    integer: bool = Field(default=False, description="Only whole numbers are accepted.")
+    integer: StrictBool = Field(default=False, description="Only whole numbers are accepted.")
     unit: CleanStr | None = Field(default=None, max_length=20)
 
     @model_validator(mode="after")
@@ -203,7 +215,7 @@ class Number(_Question):
 
 class Rating(_Question):
     type: Literal["rating"]
-    scale: int = Field(default=5, ge=2, le=10, description="Highest rating; the lowest is 1.")
+    scale: StrictInt = Field(default=5, ge=2, le=10, description="Highest rating; the lowest is 1.")
 
     def answer_schema(self) -> dict[str, Any]:
         return {"type": "integer", "minimum": 1, "maximum": self.scale}
@@ -240,8 +252,8 @@ class SingleChoice(_Choice):
 
 class MultipleChoice(_Choice):
     type: Literal["multiple_choice"]
-    min_selections: int | None = Field(default=None, ge=1, le=200)
-    max_selections: int | None = Field(default=None, ge=1, le=200)
+    min_selections: StrictInt | None = Field(default=None, ge=1, le=200)
+    max_selections: StrictInt | None = Field(default=None, ge=1, le=200)
 
     @model_validator(mode="after")
     def _selection_bounds(self) -> "MultipleChoice":
