@@ -269,6 +269,27 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
     assert str(rows[newer.id].born) == "1985-02-03"
     assert rows[newer.id].form_version == 2
 
+    # A question that changes type widens its column, and the copy goes on.
+    with Client(server.base_url, setup.secret) as client:
+        number_only = {"type", "integer", "min", "max", "unit"}
+        changed = [
+            {k: v for k, v in b.items() if k not in number_only} | {"type": "short_text"}
+            if b.get("key") == "years"
+            else b
+            for b in blocks + added
+        ]
+        client.forms.update(form_id, blocks=changed)
+        wordy = client.submissions.create(form_id, {**answers, "years": "forty"})
+    assert sync(server, setup, target, "--form", form_id).returncode == 0
+    engine = _engine(target)
+    with engine.connect() as connection:
+        found = connection.execute(
+            sa.text(f'SELECT years FROM "{table}" WHERE submission_id = :s'),  # noqa: S608
+            {"s": wordy.id},
+        ).scalar_one()
+    engine.dispose()
+    assert found == "forty"
+
 
 async def test_a_position_older_than_the_kept_tombstones_copies_the_form_again(
     server: Server, setup: Setup, target: str

@@ -79,7 +79,7 @@ def sync(
             _watch(runner, form, longest_wait)
         else:
             for outcome in runner.once(form):
-                out.print(outcome.line(), highlight=False, soft_wrap=True)
+                out.print(outcome.line(), highlight=False, markup=False, soft_wrap=True)
     except NoSuchForm as error:
         _fail(USAGE, str(error))
     except (Unauthorized, Forbidden) as error:
@@ -93,6 +93,8 @@ def sync(
         _fail(API, f"The server answered {error.status} {error.title}: {error.detail}")
     except SQLAlchemyError as error:
         _fail(DATABASE, f"The database at {store.where} refused: {_reason(error)}")
+    except (KeyError, TypeError, ValueError, RecursionError) as error:
+        _fail(API, f"The server at {url} sent a response this tool cannot read ({error!r:.200}).")
     finally:
         client.close()
         store.close()
@@ -118,7 +120,7 @@ def _watch(runner: Sync, forms: list[str] | None, longest_wait: float) -> None:
 def _print_changed(outcomes: list[Outcome]) -> None:
     for outcome in outcomes:
         if outcome.changed:
-            out.print(outcome.line(), highlight=False, soft_wrap=True)
+            out.print(outcome.line(), highlight=False, markup=False, soft_wrap=True)
 
 
 def _stop_on_signals(stop: threading.Event) -> None:

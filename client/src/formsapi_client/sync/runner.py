@@ -147,7 +147,12 @@ class Sync:
             self.store.mark_deleted(form_id)
             return Outcome(form_id, known[1], known[0], gone=True)
         self.store.prepare(detail)
-        outcome = self._follow(detail)
+        try:
+            outcome = self._follow(detail)
+        except NotFound:  # deleted while it was being copied
+            self.store.mark_deleted(form_id)
+            table = self.store.tables[form_id].table.name
+            return Outcome(form_id, detail.title, table, gone=True)
         if mark is not None and not self.stop.is_set():
             self.seen[form_id] = mark
         return outcome
@@ -175,6 +180,8 @@ class Sync:
                             break
                     break
                 except CursorExpired:
+                    if outcome.restarted or position == 0:
+                        raise  # from the start it cannot expire: the server is wrong
                     # Its tombstones are no longer kept: a copy from the start is exact.
                     self.store.restart(form.id)
                     outcome.restarted, position = True, 0
@@ -185,7 +192,7 @@ class Sync:
 
     def _progress(self, form: FormDetail, first: bool) -> Progress:
         return Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             RateColumn(),

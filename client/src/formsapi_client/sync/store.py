@@ -5,6 +5,7 @@ A page of the feed is applied in one transaction with the position it
 leads to, so a copy killed at any moment resumes exactly where its last
 commit left it: nothing lost, nothing applied twice."""
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -375,7 +376,10 @@ class Store:
         answer = _postgres_answer if self.postgres else _sqlite_answer
         columns = [(key, type_) for key, (_, type_) in found.columns.items()]
         rows, gone = [], []
-        for change in page.data:
+        # The feed lists a submission once a page; if it ever did twice, the
+        # later change (higher in the page) is the one to keep.
+        latest = {change["id"]: change for change in page.data}
+        for change in latest.values():
             if change.get("deleted"):
                 gone.append(change["id"])
                 continue
@@ -406,7 +410,10 @@ class Store:
         commit), then upserted from it in one statement: much faster than
         psycopg's executemany, a statement a row (bench/RESULTS.md)."""
         names = [column.name for column in found.table.columns]
-        staging = f"load_{found.table.name}_{len(names)}"[:63]
+        # Named by the table and its columns' types: a temporary table lives
+        # on with its pooled connection, and must change when they do.
+        shape = repr([found.table.name, *sorted(found.columns.values())])
+        staging = f"load_{hashlib.sha256(shape.encode()).hexdigest()[:24]}"
         quoted = ", ".join(f'"{name}"' for name in names)
         assign = ", ".join(f'"{name}" = excluded."{name}"' for name in names[1:])
         connection.exec_driver_sql(
