@@ -169,8 +169,11 @@ async def insert_counted(
         }
         | {"hour": hour_of(at), "day": day_of(at), "count": 1}
     )
+    # On the session's connection, past the ORM's per-statement work: on
+    # SQLite these run inside the one write lock every post waits for.
+    connection = await session.connection()
     for statement in _counting(_on_postgres(session), with_row=True):
-        await session.execute(statement, parameters)
+        await connection.execute(statement, parameters)
 
 
 async def hourly_counts(
