@@ -133,8 +133,12 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def per_engine(
+    doc: str, rows_of: Callable[[str, str, argparse.Namespace], list[str]]
+) -> tuple[argparse.Namespace, list[str]]:
+    """The options every sync benchmark takes, and the table rows `rows_of`
+    gives for each engine asked for."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/bench")
     parser.add_argument("--sqlite", default=str(ROOT / "data" / "bench.db"))
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
@@ -147,7 +151,12 @@ def main() -> None:
     rows = []
     for engine in args.engines:
         url = args.postgres if engine == "postgresql" else f"sqlite:///{args.sqlite}"
-        rows += engine_rows(engine, url, args)
+        rows += rows_of(engine, url, args)
+    return args, rows
+
+
+def main() -> None:
+    args, rows = per_engine(__doc__, engine_rows)
     header = [
         "engine",
         "submissions",

@@ -33,8 +33,8 @@ import asyncpg  # type: ignore[import-untyped]
 import httpx
 
 from bench.report import publish, section
-from bench.run import POST_BODIES, ROOT, Server, bench_key, free_port, service_env
-from bench.sync import BIG_FORM, read_feed
+from bench.run import POST_BODIES, Server, bench_key, free_port, service_env
+from bench.sync import BIG_FORM, per_engine, read_feed
 from formsapi_client import Client
 
 SYNC = str(Path(sys.executable).parent / "formsapi-sync")
@@ -136,20 +136,7 @@ def log(text: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/bench")
-    parser.add_argument("--sqlite", default=str(ROOT / "data" / "bench.db"))
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
-    parser.add_argument(
-        "--engines", nargs="+", default=["postgresql", "sqlite"], choices=["postgresql", "sqlite"]
-    )
-    parser.add_argument("--rounds", type=int, default=3, help="the median round is reported")
-    parser.add_argument("--no-record", action="store_true")
-    args = parser.parse_args()
-    rows = []
-    for engine in args.engines:
-        url = args.postgres if engine == "postgresql" else f"sqlite:///{args.sqlite}"
-        rows += engine_rows(engine, url, args)
+    args, rows = per_engine(__doc__, engine_rows)
     header = [
         "server engine",
         "submissions",
