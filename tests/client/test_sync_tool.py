@@ -291,6 +291,38 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
     assert found == "forty"
 
 
+def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
+    server: Server, setup: Setup, target: str
+) -> None:
+    # The table is made from the form's latest version, where "years" is a
+    # number; answers to the first version, where it was text, come first.
+    form_id = setup.forms[0]
+    with Client(server.base_url, setup.secret) as client:
+        form = client.forms.get(form_id)
+        blocks = [b.model_dump(by_alias=True, exclude_none=True) for b in form.blocks]
+        wordy_block = {"type": "short_text", "key": "years", "title": "Years with us"}
+        client.forms.update(form_id, blocks=[*blocks, wordy_block])
+        wordy = client.submissions.create(form_id, {**ANSWERS, "years": "forty"})
+        number_block = {"type": "number", "key": "years", "title": "Years", "integer": True}
+        client.forms.update(form_id, blocks=[*blocks, number_block])
+        exact = client.submissions.create(form_id, {**ANSWERS, "years": 41})
+
+    done = sync(server, setup, target, "--form", form_id)
+
+    assert done.returncode == 0, done.stderr
+    engine = _engine(target)
+    with engine.connect() as connection:
+        table = connection.execute(
+            sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
+        ).scalar_one()
+        types = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
+        rows = connection.execute(sa.text(f'SELECT submission_id, years FROM "{table}"'))  # noqa: S608
+        years = {str(row[0]): row[1] for row in rows}
+    engine.dispose()
+    assert isinstance(types["years"], sa.Text)
+    assert years == {wordy.id: "forty", exact.id: "41"}
+
+
 async def test_a_position_older_than_the_kept_tombstones_copies_the_form_again(
     server: Server, setup: Setup, target: str
 ) -> None:

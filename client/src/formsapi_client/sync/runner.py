@@ -92,6 +92,7 @@ class Sync:
         self.stop = stop or threading.Event()
         self.page = page
         self.seen: dict[str, tuple[str, str, str, int]] = {}  # title, slug, status, change_seq
+        self.versions: dict[str, set[int]] = {}  # each form's versions whose questions have columns
 
     # Which forms.
 
@@ -147,6 +148,7 @@ class Sync:
             self.store.mark_deleted(form_id)
             return Outcome(form_id, known[1], known[0], gone=True)
         self.store.prepare(detail)
+        self.versions.setdefault(form_id, set()).add(detail.version)
         try:
             outcome = self._follow(detail)
         except NotFound:  # deleted while it was being copied
@@ -205,20 +207,15 @@ class Sync:
         )
 
     def _learn_columns(self, form_id: str, page: Page) -> None:
-        """Columns for answers to questions of a form version this copy has
-        not seen yet (read that version's blocks)."""
-        unknown = self.store.unknown_keys(form_id, page)
-        if not unknown:
-            return
-        versions = sorted(
-            {
-                change["formVersion"]
-                for change in page.data
-                if not change.get("deleted") and unknown & change["answers"].keys()
-            }
-        )
-        for version in versions:
+        """Columns for the questions of each form version in the page this
+        copy has not read yet: a question that is new, or whose type differs
+        from the version the table was made from (its column is widened
+        before answers of the other type arrive)."""
+        read = self.versions.setdefault(form_id, set())
+        versions = {c["formVersion"] for c in page.data if not c.get("deleted")} - read
+        for version in sorted(versions):
             self.store.widen(form_id, questions(self.client.forms.get(form_id, version=version)))
+            read.add(version)
         left = self.store.unknown_keys(form_id, page)
         if left:  # no version names them (it should not happen): kept as text
             self.store.widen(form_id, [Question(key, "text") for key in sorted(left)])
