@@ -1,6 +1,7 @@
 """A TCP proxy on loopback in front of a real server, for what a network does
 to a client: lose the answer to a request the server did act on, or cut an
-answer short. Each connection it accepts takes the next plan in `plans`
+answer short, or answer in its place as a misconfigured proxy or captive
+portal does. Each connection it accepts takes the next plan in `plans`
 (then passes everything through)."""
 
 import contextlib
@@ -14,7 +15,19 @@ from urllib.parse import urlsplit
 # "lose": the request goes through; the connection is closed as its answer
 # starts, so the server acted and the client never hears of it.
 # ("cut", n): the answer's headers and n bytes of its body, then the close.
-Plan = Literal["lose"] | tuple[Literal["cut"], int]
+# Answer(...): see below.
+Cut = tuple[Literal["cut"], int]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A 200 with this body, answered by the proxy itself: the server never hears."""
+
+    content_type: str
+    body: bytes
+
+
+Plan = Literal["lose"] | Cut | Answer
 
 
 @dataclass
@@ -25,7 +38,9 @@ class Proxy:
     url: str = ""
     _listener: socket.socket | None = None
 
-    def _pump_answer(self, source: socket.socket, sink: socket.socket, plan: Plan | None) -> None:
+    def _pump_answer(
+        self, source: socket.socket, sink: socket.socket, plan: Literal["lose"] | Cut | None
+    ) -> None:
         head = b""  # the answer so far, until its headers are complete
         body_left: int | None = None  # ("cut", n): body bytes still to pass on
         while data := source.recv(65536):
@@ -55,6 +70,13 @@ class Proxy:
                 sink.sendall(data)
 
     def _serve(self, downstream: socket.socket, plan: Plan | None) -> None:
+        if isinstance(plan, Answer):
+            with downstream:
+                downstream.recv(65536)
+                head = f"HTTP/1.1 200 OK\r\nContent-Type: {plan.content_type}\r\n"
+                head += f"Content-Length: {len(plan.body)}\r\nConnection: close\r\n\r\n"
+                downstream.sendall(head.encode() + plan.body)
+            return
         parts = urlsplit(self.upstream)
         upstream = socket.create_connection((parts.hostname, parts.port))
         threading.Thread(target=self._pump, args=(downstream, upstream), daemon=True).start()

@@ -9,10 +9,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from formsapi_client import Client, ConnectionFailed, ExportIncomplete, NotFound
+from formsapi_client import (
+    Client,
+    ConnectionFailed,
+    ExportIncomplete,
+    NotFound,
+    UnreadableResponse,
+)
 from formsapi_client.models import SubmissionDetail
 from tests.client.conftest import ANSWERS, Live, published_form
-from tests.client.proxy import Proxy
+from tests.client.proxy import Answer, Proxy
 from tests.servers import free_port
 
 
@@ -135,3 +141,16 @@ def test_an_export_cut_short_raises_where_the_feed_can_go_on(
     # The feed after the last row read has the rest.
     rest = client.submissions.changes(form.id, after=rows[-1].change_seq)
     assert len(rows) + len(rest.data) == 20
+
+
+def test_a_page_that_is_not_the_apis_is_one_clear_error_and_not_retried(
+    live: Live, proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy.plans = [Answer("text/html", b"<html>Sign in to the hotel Wi-Fi</html>")]
+    with (
+        Client(proxy.url, live.secret, max_retry_wait=0.01) as misrouted,
+        pytest.raises(UnreadableResponse, match=r"answered 200 \(text/html\)"),
+    ):
+        misrouted.forms.list()
+    assert proxy.connections == 1
+    assert retries(caplog) == []

@@ -19,7 +19,9 @@ import sqlalchemy as sa
 
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.submission.retention import purge_tombstones
-from formsapi_client import Client
+from formsapi_client import Client, UnreadableResponse
+from formsapi_client.sync.store import Page
+from tests.client.proxy import Answer, Proxy
 from tests.conftest import scratch_postgres
 from tests.servers import Server, clean_env, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
@@ -361,7 +363,11 @@ def test_mistakes_get_one_clear_line_and_a_status(
             check=False,
         )
 
+    with Proxy(server.base_url).running() as portal:
+        portal.plans = [Answer("text/html", b"<html>Sign in to the Wi-Fi</html>")]
+        misrouted = run("--to", target, "--url", portal.url)
     cases = [
+        (misrouted, 1, "sent a response this tool cannot read"),
         (run("--to", target, "--url", server.base_url, FORMSAPI_API_KEY=""), 2, "FORMSAPI_API_KEY"),
         (
             run("--to", target, "--url", server.base_url, FORMSAPI_API_KEY="fapi_wrong"),
@@ -382,3 +388,33 @@ def test_mistakes_get_one_clear_line_and_a_status(
         assert "Traceback" not in done.stderr
         assert "secret" not in done.stderr
         assert "fapi_wrong" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [],
+        {"data": [], "next": "5", "hasMore": False},
+        {"data": {}, "next": 5, "hasMore": False},
+        {"data": [{"id": 7, "deleted": True}], "next": 5, "hasMore": False},
+        {"data": [{"id": "sub_1", "answers": [], "formVersion": 1}], "next": 5, "hasMore": False},
+        {
+            "data": [
+                {
+                    "id": "sub_1",
+                    "answers": {},
+                    "formVersion": 1,
+                    "submittedAt": "yesterday",
+                    "updatedAt": "2026-11-23T10:00:00.000Z",
+                }
+            ],
+            "next": 5,
+            "hasMore": False,
+        },
+    ],
+)
+def test_a_feed_page_missing_what_the_copy_needs_is_refused_before_anything_is_written(
+    answer: object,
+) -> None:
+    with pytest.raises(UnreadableResponse):
+        Page.read(answer)

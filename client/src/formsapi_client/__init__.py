@@ -28,6 +28,7 @@ from formsapi_client.errors import (
     ServerError,
     ServiceUnavailable,
     Unauthorized,
+    UnreadableResponse,
     ValidationFailed,
 )
 from formsapi_client.webhooks import WebhookVerificationError, verify_webhook
@@ -53,6 +54,7 @@ __all__ = [
     "ServerError",
     "ServiceUnavailable",
     "Unauthorized",
+    "UnreadableResponse",
     "ValidationFailed",
     "WebhookVerificationError",
     "__version__",

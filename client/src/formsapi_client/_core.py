@@ -41,7 +41,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from formsapi_client._version import API_VERSION, __version__
-from formsapi_client.errors import ExportIncomplete, retry_after_seconds
+from formsapi_client.errors import ExportIncomplete, UnreadableResponse, retry_after_seconds
 from formsapi_client.models import ExportEnd, SubmissionDetail
 
 T = TypeVar("T")
@@ -190,6 +190,18 @@ class Policy:
     def backoff(self, attempt: int) -> float:
         ceiling = min(BACKOFF_BASE * 2**attempt, BACKOFF_CAP, self.max_retry_wait)
         return random.uniform(0, ceiling)  # noqa: S311 - jitter, not a secret
+
+
+def read(call: Call[T], response: httpx.Response) -> T:
+    """The call's result read from a successful response's body."""
+    try:
+        return call.read(response.content)
+    except ValueError as error:  # what orjson, json and pydantic raise
+        kind = response.headers.get("content-type", "no content type")
+        raise UnreadableResponse(
+            f"{call.method} {response.url} answered {response.status_code} ({kind}) "
+            "with a body that is not the API's"
+        ) from error
 
 
 def log_retry(call: Call[object], cause: str, wait: float, attempt: int, policy: Policy) -> None:

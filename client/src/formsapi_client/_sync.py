@@ -11,7 +11,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from formsapi_client import _calls as calls
-from formsapi_client._core import Call, ExportReader, configure, log_retry
+from formsapi_client._core import Call, ExportReader, configure, log_retry, read
 from formsapi_client.errors import ConnectionFailed, error_from_response
 from formsapi_client.models import (
     Answer,
@@ -110,7 +110,8 @@ class Client:
             attempt += 1
 
     def _run(self, call: Call[T]) -> T:
-        return call.read(self._send(call).content)
+        response = self._send(call)
+        return read(call, response)
 
 
 class _Resource:

@@ -20,6 +20,7 @@ import dlt
 from dlt.sources import DltResource
 
 from formsapi_client import Client, CursorExpired
+from formsapi_client.models import FormSummary
 
 PAGE = 1000
 
@@ -34,12 +35,14 @@ def formsapi_source(
     (every live submission of those forms, answers nested as
     `answers__<key>` columns), both merged on `id`. `form_ids`: only these
     forms; by default every form of the key's organization."""
-    client = Client(base_url, api_key)
-    forms = [f for f in client.forms.iter() if not form_ids or f.id in form_ids]
+
+    def chosen(client: Client) -> list[FormSummary]:
+        return [form for form in client.forms.iter() if not form_ids or form.id in form_ids]
 
     @dlt.resource(name="forms", primary_key="id", write_disposition="merge")
     def forms_resource() -> Iterator[list[dict[str, Any]]]:
-        yield [form.model_dump(mode="json") for form in forms]
+        with Client(base_url, api_key) as client:
+            yield [form.model_dump(mode="json") for form in chosen(client)]
 
     @dlt.resource(
         name="submissions",
@@ -51,32 +54,38 @@ def formsapi_source(
     )
     def submissions() -> Iterator[list[dict[str, Any]]]:
         positions: dict[str, int] = dlt.current.resource_state().setdefault("positions", {})
-        for form in forms:
-            after = positions.get(form.id, 0)
-            while True:
-                try:
-                    page = client.submissions.changes_json(form.id, after, PAGE)
-                except CursorExpired as error:
-                    raise CursorExpired(
-                        error.status,
-                        error.type,
-                        error.title,
-                        f"{error.detail} Load this form again from the start: run the "
-                        "pipeline with refresh='drop_resources' (or `dlt pipeline <name> drop "
-                        "submissions`).",
-                        error.errors,
-                        error.invalid_params,
-                        error.headers,
-                    ) from error
-                rows = [_row(form.id, item) for item in page["data"]]
-                if rows:
-                    yield rows
-                after = positions[form.id] = page["next"]
-                if not page["hasMore"]:
-                    break
+        with Client(base_url, api_key) as client:
+            for form in chosen(client):
+                yield from _changes(client, form.id, positions)
 
     yield forms_resource
     yield submissions
+
+
+def _changes(client: Client, form_id: str, positions: dict[str, int]) -> Iterator[list[Any]]:
+    """The form's changes after its position, a page at a time, the position
+    moved on past each page as it is handed to dlt."""
+    after = positions.get(form_id, 0)
+    while True:
+        try:
+            page = client.submissions.changes_json(form_id, after, PAGE)
+        except CursorExpired as error:
+            raise CursorExpired(
+                error.status,
+                error.type,
+                error.title,
+                f"{error.detail} Load this form again from the start: run the pipeline with "
+                "refresh='drop_resources' (or `dlt pipeline <name> drop submissions`).",
+                error.errors,
+                error.invalid_params,
+                error.headers,
+            ) from error
+        rows = [_row(form_id, item) for item in page["data"]]
+        if rows:
+            yield rows
+        after = positions[form_id] = page["next"]
+        if not page["hasMore"]:
+            return
 
 
 def _row(form_id: str, item: dict[str, Any]) -> dict[str, Any]:

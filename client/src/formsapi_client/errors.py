@@ -24,6 +24,11 @@ class ConnectionFailed(FormsapiClientError):
     help. The httpx error is the `__cause__`."""
 
 
+class UnreadableResponse(FormsapiClientError):
+    """A success answered with a body that is not what the API sends (a proxy's
+    page, a server of another version): the parse error is the `__cause__`."""
+
+
 class ExportIncomplete(FormsapiClientError):
     """An export ended without its last line (the connection broke, or the form
     was deleted meanwhile). Start it again, or continue with the change feed

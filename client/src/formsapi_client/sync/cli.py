@@ -18,6 +18,7 @@ from formsapi_client import (
     Forbidden,
     ServerError,
     Unauthorized,
+    UnreadableResponse,
 )
 from formsapi_client.sync.runner import NoSuchForm, Outcome, Sync
 from formsapi_client.sync.store import Store, shown
@@ -93,8 +94,8 @@ def sync(
         _fail(API, f"The server answered {error.status} {error.title}: {error.detail}")
     except SQLAlchemyError as error:
         _fail(DATABASE, f"The database at {store.where} refused: {_reason(error)}")
-    except (KeyError, TypeError, ValueError, RecursionError) as error:
-        _fail(API, f"The server at {url} sent a response this tool cannot read ({error!r:.200}).")
+    except UnreadableResponse as error:
+        _fail(API, f"The server at {url} sent a response this tool cannot read: {error}.")
     finally:
         client.close()
         store.close()
@@ -143,7 +144,7 @@ def _reason(error: BaseException) -> str:
 
 
 def _fail(status: int, message: str) -> NoReturn:
-    err.print(f"formsapi-sync: {message}", highlight=False, markup=False)
+    err.print(f"formsapi-sync: {message}", highlight=False, markup=False, soft_wrap=True)
     raise typer.Exit(status)
 
 

@@ -238,7 +238,7 @@ class Sync:
                 position = after
                 while not (done.is_set() or self.stop.is_set()):
                     found = self.client.submissions.changes_json(form_id, position, self.page)
-                    page = Page(found["data"], found["next"], found["hasMore"])
+                    page = Page.read(found)
                     put(page)
                     position = page.next
                     if not page.has_more:

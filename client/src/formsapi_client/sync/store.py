@@ -6,6 +6,7 @@ leads to, so a copy killed at any moment resumes exactly where its last
 commit left it: nothing lost, nothing applied twice."""
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -37,6 +38,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql.type_api import TypeEngine
 
+from formsapi_client.errors import UnreadableResponse
 from formsapi_client.models import FormDetail
 from formsapi_client.sync.columns import META, Question, identifier, questions, table_name
 
@@ -129,6 +131,10 @@ class FormTable:
     upsert: str = field(default="", repr=False)
 
 
+# A time as the API writes it (ISO 8601 with an offset): what both targets parse.
+MOMENT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)")
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """A page of the change feed as JSON (`Submissions.changes_json`): a
@@ -138,6 +144,37 @@ class Page:
     data: list[dict[str, Any]]
     next: int
     has_more: bool
+
+    @classmethod
+    def read(cls, found: Any) -> "Page":
+        """The page in `found`, checked for every field the copy uses, so
+        that a wrong answer is one clear error and not a half-read page."""
+        try:
+            page = cls(found["data"], found["next"], found["hasMore"])
+            readable = (
+                type(page.next) is int
+                and type(page.has_more) is bool
+                and type(page.data) is list
+                and all(map(_readable, page.data))
+            )
+        except (KeyError, TypeError):
+            readable = False
+        if not readable:
+            raise UnreadableResponse("the server's answer is not a page of the change feed")
+        return page
+
+
+def _readable(change: Any) -> bool:
+    if type(change) is not dict or type(change.get("id")) is not str:
+        return False
+    if change.get("deleted") is True:
+        return True
+    moments = change.get("submittedAt"), change.get("updatedAt")
+    return (
+        type(change.get("answers")) is dict
+        and type(change.get("formVersion")) is int
+        and all(type(m) is str and MOMENT.fullmatch(m) for m in moments)
+    )
 
 
 @dataclass
