@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client, UnreadableResponse
-from formsapi_client.sync.store import Page
+from formsapi_client.sync.store import Page, Store
 from tests.client.proxy import Answer, Proxy
 from tests.conftest import scratch_postgres
 from tests.servers import Server, clean_env, start_server, stop_servers
@@ -323,6 +323,32 @@ def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
     engine.dispose()
     assert isinstance(types["years"], sa.Text)
     assert years == {wordy.id: "forty", exact.id: "41"}
+
+
+def test_a_submission_edited_during_a_first_copy_is_updated_not_doubled(
+    server: Server, setup: Setup, target: str
+) -> None:
+    # A first copy writes pages straight into the table; a submission edited
+    # after its page was copied is listed again later, and must update its row.
+    form_id = setup.forms[0]
+    store = Store(target)
+    try:
+        with Client(server.base_url, setup.secret) as client:
+            ada = client.submissions.create(form_id, ANSWERS)
+            bob = client.submissions.create(form_id, {**ANSWERS, "name": "Bob"})
+            store.prepare(client.forms.get(form_id))
+            first = Page.read(client.submissions.changes_json(form_id, 0, 1))
+            store.apply(form_id, first)
+            client.submissions.edit(form_id, ada.id, {"name": "Ada L."})
+            rest = Page.read(client.submissions.changes_json(form_id, first.next, 1000))
+            assert [change["id"] for change in rest.data] == [bob.id, ada.id]
+            store.apply(form_id, rest)
+    finally:
+        store.close()
+    assert {row: values[0] for row, values in copied(target)[form_id].items()} == {
+        ada.id: "Ada L.",
+        bob.id: "Bob",
+    }
 
 
 async def test_a_position_older_than_the_kept_tombstones_copies_the_form_again(
