@@ -7,6 +7,7 @@ import threading
 from types import FrameType
 from typing import Annotated, NoReturn
 
+import psycopg
 import typer
 from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
@@ -92,7 +93,7 @@ def sync(
         _fail(SERVER, f"Cannot reach the server at {url}: {error}")
     except ApiError as error:
         _fail(API, f"The server answered {error.status} {error.title}: {error.detail}")
-    except SQLAlchemyError as error:
+    except (SQLAlchemyError, psycopg.Error) as error:  # psycopg's own: the COPY
         _fail(DATABASE, f"The database at {store.where} refused: {_reason(error)}")
     except UnreadableResponse as error:
         _fail(API, f"The server at {url} sent a response this tool cannot read: {error}.")

@@ -135,6 +135,8 @@ class FormTable:
     first: bool = False
 
 
+# Every answer is a string or a number (README, "Question blocks").
+ANSWER_TYPES = frozenset({str, int, float, type(None)})
 # A time as the API writes it (ISO 8601 with an offset): what both targets parse.
 MOMENT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|[+-]\d\d:\d\d)")
 
@@ -173,8 +175,10 @@ def _readable(change: Any) -> bool:
         return False
     if change.get("deleted") is True:
         return True
+    answers = change.get("answers")
     return (
-        type(change.get("answers")) is dict
+        type(answers) is dict
+        and ANSWER_TYPES.issuperset(map(type, answers.values()))
         and type(change.get("formVersion")) is int
         and _moment(change.get("submittedAt"))
         and _moment(change.get("updatedAt"))
@@ -446,8 +450,12 @@ class Store:
         transaction."""
         found = self.tables[form_id]
         moment = _postgres_moment if self.postgres else _sqlite_moment
-        answer = _postgres_answer if self.postgres else _sqlite_answer
-        columns = [(key, type_) for key, (_, type_) in found.columns.items()]
+        keys = list(found.columns)
+        # Answers go in as the API gives them (a text column keeps a number as
+        # its digits, in both databases); PostgreSQL's dates are checked, so
+        # that a bad one is NULL rather than a refused page.
+        types = [type_ for _, type_ in found.columns.values()]
+        dates = [len(META) + i for i, t in enumerate(types) if t == "date"] if self.postgres else []
         rows, gone = [], []
         # The feed lists a submission once a page; if it ever did twice, the
         # later change (higher in the page) is the one to keep.
@@ -456,16 +464,14 @@ class Store:
             if change.get("deleted"):
                 gone.append(change["id"])
                 continue
-            answers = change["answers"]
-            rows.append(
-                (
-                    change["id"],
-                    moment(change["submittedAt"]),
-                    moment(change["updatedAt"]),
-                    change["formVersion"],
-                    *[answer(answers.get(key), type_) for key, type_ in columns],
-                )
+            row = (
+                change["id"],
+                moment(change["submittedAt"]),
+                moment(change["updatedAt"]),
+                change["formVersion"],
+                *map(change["answers"].get, keys),
             )
+            rows.append(_postgres_dates(row, dates) if dates else row)
         with self.engine.begin() as connection:
             if rows and self.postgres:
                 self._copy_in(connection, found, rows)
@@ -564,21 +570,11 @@ def _sqlite_moment(text: str) -> str:
     return moment.replace(tzinfo=None).isoformat(" ", "microseconds")
 
 
-def _sqlite_answer(value: Any, type_: str) -> Any:
-    # Dates stay 'YYYY-MM-DD', as SQLAlchemy keeps a Date in SQLite.
-    if type_ == "text" and value is not None and not isinstance(value, str):
-        return str(value)
-    return value
-
-
-def _postgres_answer(value: Any, type_: str) -> Any:
-    if value is None:
-        return None
-    if type_ == "date":  # as text, like the moments; one the server let through bad is NULL
+def _postgres_dates(row: tuple[Any, ...], dates: list[int]) -> tuple[Any, ...]:
+    checked = list(row)
+    for i in dates:
         try:
-            return date.fromisoformat(value).isoformat()
+            checked[i] = date.fromisoformat(row[i]).isoformat()
         except (TypeError, ValueError):
-            return None
-    if type_ == "text" and not isinstance(value, str):
-        return str(value)
-    return value
+            checked[i] = None
+    return tuple(checked)
