@@ -338,11 +338,11 @@ def test_a_submission_edited_during_a_first_copy_is_updated_not_doubled(
             bob = client.submissions.create(form_id, {**ANSWERS, "name": "Bob"})
             store.prepare(client.forms.get(form_id))
             first = Page.read(client.submissions.changes_json(form_id, 0, 1))
-            store.apply(form_id, first)
+            store.apply(form_id, [first])
             client.submissions.edit(form_id, ada.id, {"name": "Ada L."})
             rest = Page.read(client.submissions.changes_json(form_id, first.next, 1000))
             assert [change["id"] for change in rest.data] == [bob.id, ada.id]
-            store.apply(form_id, rest)
+            store.apply(form_id, [rest])
     finally:
         store.close()
     assert {row: values[0] for row, values in copied(target)[form_id].items()} == {

@@ -28,6 +28,10 @@ from formsapi_client.sync.store import Page, Store
 
 PAGE = 1000  # the feed's largest page
 AHEAD = 4  # pages fetched ahead of the one being written
+# Pages a first copy commits together (with the position after the last): on
+# SQLite a commit writes every index page its rows touched, and a page's
+# random ids touch most of them (bench/RESULTS.md).
+GROUP = 4
 _END = object()
 
 
@@ -169,16 +173,23 @@ class Sync:
             task = progress.add_task(form.title, total=form.response_count or None)
             while True:
                 try:
+                    pending: list[Page] = []
                     for page in self._pages(form.id, position):
                         if not page.data and page.next == position:
                             break  # nothing new: nothing written, not even the time
                         self._learn_columns(form.id, page)
-                        applied = self.store.apply(form.id, page)
+                        pending.append(page)
+                        stopping = self.stop.is_set()
+                        group = GROUP if self.store.tables[form.id].first else 1
+                        if len(pending) < group and page.has_more and not stopping:
+                            continue
+                        applied = self.store.apply(form.id, pending)
                         outcome.written += applied.upserted
                         outcome.deleted += applied.deleted
                         position = applied.position
-                        progress.advance(task, len(page.data))
-                        if self.stop.is_set():
+                        progress.advance(task, sum(len(p.data) for p in pending))
+                        pending = []
+                        if stopping:
                             break
                     break
                 except CursorExpired:

@@ -445,9 +445,9 @@ class Store:
 
     # Changing it.
 
-    def apply(self, form_id: str, page: Page) -> Applied:
-        """The page's creates, edits and deletes, and its position, in one
-        transaction."""
+    def apply(self, form_id: str, pages: Sequence[Page]) -> Applied:
+        """The pages' creates, edits and deletes, and the position the last
+        one leads to, in one transaction."""
         found = self.tables[form_id]
         moment = _postgres_moment if self.postgres else _sqlite_moment
         keys = list(found.columns)
@@ -457,9 +457,9 @@ class Store:
         types = [type_ for _, type_ in found.columns.values()]
         dates = [len(META) + i for i, t in enumerate(types) if t == "date"] if self.postgres else []
         rows, gone = [], []
-        # The feed lists a submission once a page; if it ever did twice, the
-        # later change (higher in the page) is the one to keep.
-        latest = {change["id"]: change for change in page.data}
+        # A submission changed again is listed again, further on: the later
+        # change is the one to keep.
+        latest = {change["id"]: change for page in pages for change in page.data}
         for change in latest.values():
             if change.get("deleted"):
                 gone.append(change["id"])
@@ -479,9 +479,10 @@ class Store:
                 connection.exec_driver_sql(found.upsert, rows)
             if gone:
                 connection.execute(delete(found.table).where(found.table.c.submission_id.in_(gone)))
-            self._set_position(connection, form_id, page.next, copied=not page.has_more)
-        found.first = found.first and page.has_more
-        return Applied(len(rows), len(gone), page.next)
+            last = pages[-1]
+            self._set_position(connection, form_id, last.next, copied=not last.has_more)
+        found.first = found.first and last.has_more
+        return Applied(len(rows), len(gone), last.next)
 
     def _copy_in(
         self, connection: Connection, found: FormTable, rows: list[tuple[Any, ...]]
