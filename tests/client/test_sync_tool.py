@@ -102,6 +102,21 @@ def copied(target: str) -> dict[str, dict[str, tuple[Any, ...]]]:
     return found
 
 
+def form_table(target: str, form_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A form's table in the copy: its columns' types by name, and its rows
+    by submission id."""
+    engine = _engine(target)
+    with engine.connect() as connection:
+        table = connection.execute(
+            sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
+        ).scalar_one()
+        columns = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
+        found = connection.execute(sa.text(f'SELECT * FROM "{table}"'))  # noqa: S608
+        rows = {row.submission_id: row for row in found}
+    engine.dispose()
+    return columns, rows
+
+
 def state(target: str) -> list[tuple[Any, ...]]:
     engine = _engine(target)
     with engine.connect() as connection:
@@ -247,17 +262,7 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
     done = sync(server, setup, target, "--form", form_id)
     assert done.returncode == 0, done.stderr
     assert "2 written, 1 deleted" in done.stdout, done.stdout
-    engine = _engine(target)
-    with engine.connect() as connection:
-        table = connection.execute(
-            sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
-        ).scalar_one()
-        columns = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
-        rows = {
-            row.submission_id: row
-            for row in connection.execute(sa.text(f'SELECT * FROM "{table}"'))  # noqa: S608
-        }
-    engine.dispose()
+    columns, rows = form_table(target, form_id)
     assert list(columns)[:4] == ["submission_id", "submitted_at", "updated_at", "form_version"]
     assert isinstance(columns["age"], sa.BigInteger)  # in the first version
     assert isinstance(columns["years"], sa.BigInteger)  # added in the second
@@ -283,14 +288,7 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
         client.forms.update(form_id, blocks=changed)
         wordy = client.submissions.create(form_id, {**answers, "years": "forty"})
     assert sync(server, setup, target, "--form", form_id).returncode == 0
-    engine = _engine(target)
-    with engine.connect() as connection:
-        found = connection.execute(
-            sa.text(f'SELECT years FROM "{table}" WHERE submission_id = :s'),  # noqa: S608
-            {"s": wordy.id},
-        ).scalar_one()
-    engine.dispose()
-    assert found == "forty"
+    assert form_table(target, form_id)[1][wordy.id].years == "forty"
 
 
 def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
@@ -312,17 +310,9 @@ def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
     done = sync(server, setup, target, "--form", form_id)
 
     assert done.returncode == 0, done.stderr
-    engine = _engine(target)
-    with engine.connect() as connection:
-        table = connection.execute(
-            sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
-        ).scalar_one()
-        types = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
-        rows = connection.execute(sa.text(f'SELECT submission_id, years FROM "{table}"'))  # noqa: S608
-        years = {str(row[0]): row[1] for row in rows}
-    engine.dispose()
-    assert isinstance(types["years"], sa.Text)
-    assert years == {wordy.id: "forty", exact.id: "41"}
+    columns, rows = form_table(target, form_id)
+    assert isinstance(columns["years"], sa.Text)
+    assert {id_: row.years for id_, row in rows.items()} == {wordy.id: "forty", exact.id: "41"}
 
 
 def test_a_submission_edited_during_a_first_copy_is_updated_not_doubled(

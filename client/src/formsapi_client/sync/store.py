@@ -128,7 +128,6 @@ class FormTable:
     form_id: str
     table: Table
     columns: dict[str, tuple[str, str]]  # key -> (column name, type)
-    version: int
     upsert: str = field(default="", repr=False)
     # The first copy has not reached the end of the feed yet: a page's
     # submissions are new to the table unless one changed while it ran.
@@ -307,7 +306,7 @@ class Store:
             copied = connection.scalar(
                 select(state_table.c.copied).where(state_table.c.form_id == form.id)
             )
-        found.version, found.first = form.version, not copied
+        found.first = not copied
         return found
 
     def widen(self, form_id: str, found: Sequence[Question]) -> FormTable:
@@ -335,7 +334,6 @@ class Store:
             form_id,
             table,
             columns,
-            previous.version if previous else 0,
             self._upsert(table),
             previous.first if previous else False,
         )
