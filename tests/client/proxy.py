@@ -21,10 +21,18 @@ Cut = tuple[Literal["cut"], int]
 
 @dataclass(frozen=True)
 class Answer:
-    """A 200 with this body, answered by the proxy itself: the server never hears."""
+    """An answer made by the proxy itself, as a captive portal's page or a load
+    balancer's 502 or 503 would be: the server never hears of the request."""
 
     content_type: str
     body: bytes
+    status: str = "200 OK"
+    headers: tuple[str, ...] = ()  # "Name: value" lines
+
+
+def busy(status: str, *headers: str) -> Answer:
+    """A load balancer's answer in the service's place ("503 Service Unavailable")."""
+    return Answer("text/html", b"<html>busy</html>", status, headers)
 
 
 Plan = Literal["lose"] | Cut | Answer
@@ -73,7 +81,8 @@ class Proxy:
         if isinstance(plan, Answer):
             with downstream:
                 downstream.recv(65536)
-                head = f"HTTP/1.1 200 OK\r\nContent-Type: {plan.content_type}\r\n"
+                head = f"HTTP/1.1 {plan.status}\r\nContent-Type: {plan.content_type}\r\n"
+                head += "".join(f"{line}\r\n" for line in plan.headers)
                 head += f"Content-Length: {len(plan.body)}\r\nConnection: close\r\n\r\n"
                 downstream.sendall(head.encode() + plan.body)
             return

@@ -3,9 +3,10 @@ sync client, awaited, with `async for` iterators and the export."""
 
 import pytest
 
-from formsapi_client import AsyncClient, NotFound, ValidationFailed
+from formsapi_client import AsyncClient, NotFound, ServerError, ValidationFailed
 from formsapi_client.models import FormDetail, SubmissionDeleted
 from tests.client.conftest import ANSWERS, Live
+from tests.client.proxy import Proxy, busy
 from tests.factories import BLOCKS
 from tests.settled import events_settled
 
@@ -49,3 +50,21 @@ async def test_the_async_client_raises_typed_problems(live: Live) -> None:
         with pytest.raises(ValidationFailed) as invalid:
             await client.submissions.create(form.id, {"name": "Ada"})
         assert [e.pointer for e in invalid.value.errors] == ["/answers/colors"]
+
+
+async def test_the_async_client_retries_as_the_sync_one_does(live: Live) -> None:
+    # Its own copy of the retry loop: a lost answer to a create is sent again
+    # with the same key (created once); a 502 to an update is not.
+    async with AsyncClient(live.base_url, live.secret) as client:
+        form = await published(client)
+        with Proxy(live.base_url).running() as proxy:
+            proxy.plans = ["lose"]
+            async with AsyncClient(proxy.url, live.secret, max_retry_wait=0.01) as lossy:
+                created = await lossy.submissions.create(form.id, ANSWERS)
+            proxy.plans = [busy("502 Bad Gateway")]
+            async with AsyncClient(proxy.url, live.secret, max_retry_wait=0.01) as lossy:
+                with pytest.raises(ServerError):
+                    await lossy.forms.update(form.id, title="Maybe")
+            assert proxy.connections == 3
+        assert [s.id async for s in client.submissions.iter(form.id)] == [created.id]
+        assert (await client.forms.get(form.id)).title == form.title

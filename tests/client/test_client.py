@@ -219,3 +219,20 @@ def test_the_client_reads_its_key_and_address_from_the_environment(
     monkeypatch.delenv("FORMSAPI_API_KEY")
     with pytest.raises(ValueError, match="FORMSAPI_API_KEY"):
         Client()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "127.0.0.1:8000",
+        "ftp://127.0.0.1",
+        "http://[::1",
+        "http://ada:hunter2@h",
+        "http://ada:hunter2@[::1",  # not even a URL, and still no password shown
+        "http://h?x=1",
+    ],
+)
+def test_a_server_url_that_is_not_one_is_refused_when_the_client_is_made(url: str) -> None:
+    with pytest.raises(ValueError, match=r"URL") as refused:
+        Client(url, "fapi_key")
+    assert "hunter2" not in str(refused.value)

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 import formsapi_client
-from formsapi_client import _async, _sync, models
+from formsapi_client import _async, _calls, _core, _sync, models
 from formsapi_client._core import ROUTES
 from tests.contract import Contract
 
@@ -250,6 +250,36 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
         sync, asynchronous = (getattr(kind, method) for kind in resources[resource])
         # The twins take the same arguments.
         assert inspect.signature(sync).parameters == inspect.signature(asynchronous).parameters
+
+
+# Each builder that sends query parameters, called with every optional one
+# given: the parameters the client can send to each operation.
+QUERIES: dict[str, list[_core.Call[Any]]] = {
+    "forms.list": [_calls.forms_list(1, 50)],
+    "forms.get": [_calls.forms_get("frm_1", 2)],
+    "forms.delete": [_calls.forms_delete("frm_1", True)],
+    "submissions.list": [_calls.submissions_list("frm_1", 1, 50, "2026-11-01")],
+    "submissions.changes": [
+        _calls.submissions_changes("frm_1", 0, 100),
+        _calls.submissions_changes_json("frm_1", 0, 100),
+    ],
+    "events.list": [_calls.events_list("evt_1", ["submission.created"], "frm_1", 100)],
+    "webhook_endpoints.deliveries": [_calls.endpoints_deliveries("whe_1", 1, 50, "failed")],
+}
+
+# The client reads the export as typed rows (NDJSON); its CSV is for spreadsheets.
+NOT_SENT = {("submissions.export", "format")}
+
+
+def test_every_operation_s_query_parameters_are_the_ones_the_client_sends(document: Doc) -> None:
+    # A parameter renamed or added on either side fails here; an operation
+    # missing from QUERIES must take none.
+    for name, (method, path) in ROUTES.items():
+        operation = document["paths"]["/v1" + path][method.lower()]
+        wanted = {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
+        wanted -= {parameter for route, parameter in NOT_SENT if route == name}
+        sent = {key for built in QUERIES.get(name, []) for key in built.params or {}}
+        assert sent == wanted, name
 
 
 def test_the_two_clients_offer_the_same_methods() -> None:

@@ -14,11 +14,12 @@ from formsapi_client import (
     ConnectionFailed,
     ExportIncomplete,
     NotFound,
+    ServerError,
     UnreadableResponse,
 )
 from formsapi_client.models import SubmissionDetail
 from tests.client.conftest import ANSWERS, Live, published_form
-from tests.client.proxy import Answer, Proxy
+from tests.client.proxy import Answer, Proxy, busy
 from tests.servers import free_port
 
 
@@ -152,5 +153,48 @@ def test_a_page_that_is_not_the_apis_is_one_clear_error_and_not_retried(
         pytest.raises(UnreadableResponse, match=r"answered 200 \(text/html\)"),
     ):
         misrouted.forms.list()
+    assert proxy.connections == 1
+    assert retries(caplog) == []
+
+
+def test_a_503_is_waited_out_as_retry_after_says_even_for_a_write_never_deduplicated(
+    client: Client, live: Live, proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A 503 with Retry-After says the service did nothing: safe to send again.
+    form = published_form(client)
+    proxy.plans = [busy("503 Service Unavailable", "Retry-After: 1")]
+    with Client(proxy.url, live.secret, max_retry_wait=5) as behind:
+        started = time.monotonic()
+        behind.forms.update(form.id, title="Renamed once")
+        waited = time.monotonic() - started
+    assert waited >= 1
+    assert proxy.connections == 2
+    assert len(retries(caplog)) == 1
+    assert client.forms.get(form.id).title == "Renamed once"
+
+
+def test_a_read_is_retried_after_a_503_or_504_without_retry_after(
+    live: Live, proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy.plans = [busy("503 Service Unavailable"), busy("504 Gateway Timeout")]
+    with Client(proxy.url, live.secret, max_retry_wait=0.01) as behind:
+        assert behind.forms.list(limit=1).pagination.limit == 1
+    assert proxy.connections == 3
+    assert len(retries(caplog)) == 2
+
+
+def test_a_502_to_a_write_never_deduplicated_is_raised_not_sent_again(
+    client: Client, live: Live, proxy: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Whether the service acted is unknown behind a 502: sending it again blindly
+    # could apply it twice, so the caller decides.
+    form = published_form(client)
+    proxy.plans = [busy("502 Bad Gateway"), busy("502 Bad Gateway")]
+    with (
+        Client(proxy.url, live.secret, max_retry_wait=0.01) as behind,
+        pytest.raises(ServerError) as failed,
+    ):
+        behind.forms.update(form.id, title="Maybe")
+    assert failed.value.status == 502
     assert proxy.connections == 1
     assert retries(caplog) == []

@@ -226,12 +226,38 @@ def configure(
         raise ValueError("No API key: pass api_key or set FORMSAPI_API_KEY.")
     if max_retries < 0 or max_retry_wait < 0:
         raise ValueError("max_retries and max_retry_wait must not be negative.")
+    try:
+        parsed = httpx.URL(root)
+    except httpx.InvalidURL as error:
+        raise ValueError(f"The server's URL {shown_url(root)!r} is not one: {error}.") from None
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.host
+        or parsed.userinfo
+        or parsed.query
+        or parsed.fragment
+    ):
+        # The key goes in a header; a password in the URL would be printed.
+        raise ValueError(
+            f"The server's URL must be http(s)://host[:port][/path] (no password, "
+            f"query or fragment), not {shown_url(root)!r}."
+        )
     headers = {
         "Authorization": f"Bearer {key}",
         "User-Agent": f"formsapi-client/{__version__} httpx/{httpx.__version__}",
     }
     api = f"{root.removesuffix('/' + API_VERSION)}/{API_VERSION}"
     return api, headers, Policy(max_retries, max_retry_wait)
+
+
+def shown_url(url: str) -> str:
+    """A URL to print, parsed or not: what stands before an @ in its
+    authority (a user and password) hidden."""
+    scheme, slashes, rest = url.partition("//")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}{slashes}{authority}{slash}{path}"
 
 
 _ROWS: TypeAdapter[list[SubmissionDetail]] = TypeAdapter(list[SubmissionDetail])
@@ -242,7 +268,10 @@ class ExportReader:
     with its last line (`{"end": true, "changeSeq": N, "count": n}`)."""
 
     def __init__(self, headers: httpx.Headers) -> None:
-        self.change_seq = int(headers["x-change-seq"])
+        try:
+            self.change_seq = int(headers["x-change-seq"])
+        except (KeyError, ValueError):
+            raise UnreadableResponse("the export's answer has no X-Change-Seq header") from None
         self.count = 0
         self.last_change_seq: int | None = None
         self.end: ExportEnd | None = None
