@@ -13,9 +13,10 @@ import pytest
 
 from formsapi_client import Client
 from formsapi_client.models import FormDetail
+from tests.conftest import scratch_postgres
 from tests.factories import BLOCKS
 from tests.servers import clean_env, start_server, stop_servers
-from tests.shared_database import shared_database, tenant
+from tests.shared_database import Setup, shared_database, tenant
 
 # Rate limits off unless a test file turns them on; webhooks may go to a
 # receiver on loopback and are delivered by the server itself on both engines.
@@ -69,3 +70,22 @@ def published_form(client: Client, title: str = "Client test") -> FormDetail:
 
 
 ANSWERS = {"name": "Ada", "colors": "red"}
+
+
+# formsapi-sync's tests (test_sync_tool*.py).
+
+
+@pytest.fixture
+def setup(live: Live) -> Setup:
+    """An organization of the test's own, with a key and two forms, on the
+    worker's server for this engine (one per engine, not one per test)."""
+    return asyncio.run(tenant(live.database_url, forms=2))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'copy.db'}"
+    else:
+        with scratch_postgres(request.getfixturevalue("postgres_url")) as url:
+            yield url

@@ -1,243 +1,36 @@
-"""`formsapi-sync` end to end: a real server on each engine, a copy in each
-target database, fifty writers, and the tool killed with SIGKILL and
-started again while it watches. The copy must end equal to the server's
-data, row for row and value for value; a run with nothing new writes nothing."""
+"""`formsapi-sync` against a real server on each engine, into each target
+database: typed and new columns, edits and deletes, a column widened, a
+submission edited during a first copy, an expired position, a deleted form,
+and one clear line for each mistake."""
 
-import asyncio
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import sqlalchemy as sa
 
 from formsapi.db import create_engine, create_sessionmaker
 from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client, UnreadableResponse
+from formsapi_client.sync.runner import Sync
 from formsapi_client.sync.store import Page, Store
+from tests.client.conftest import Live
 from tests.client.proxy import Answer, Proxy
-from tests.conftest import scratch_postgres
-from tests.servers import Server, clean_env, start_server, stop_servers
-from tests.shared_database import Setup, shared_database, tenant
-from tests.writers import ANSWERS, WRITERS, Writers
-
-SYNC = Path(sys.executable).parent / "formsapi-sync"
-WRITING_SECONDS = 3.0
-CATCH_UP_SECONDS = 60
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
-    with shared_database(request, tmp_path) as url:
-        yield asyncio.run(tenant(url, forms=2))
-
-
-@pytest.fixture
-def server(setup: Setup, tmp_path: Path) -> Iterator[Server]:
-    env = clean_env(database_url=setup.database_url, rate_limit_enabled="false")
-    started = start_server(tmp_path, env, "server", ("--no-access-log",))
-    try:
-        started.wait_until_healthy()
-        yield started
-    finally:
-        stop_servers([started])
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'copy.db'}"
-    else:
-        with scratch_postgres(request.getfixturevalue("postgres_url")) as url:
-            yield url
-
-
-def _env(setup: Setup) -> dict[str, str]:
-    return clean_env() | {"FORMSAPI_API_KEY": setup.secret}
-
-
-def sync(server: Server, setup: Setup, target: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SYNC), "--to", target, "--url", server.base_url, *args],
-        env=_env(setup),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def watch(server: Server, setup: Setup, target: str, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as output:
-        return subprocess.Popen(
-            [str(SYNC), "--to", target, "--url", server.base_url, "--watch", "--longest-wait", "1"],
-            env=_env(setup),
-            stdout=output,
-            stderr=output,
-        )
-
-
-def _engine(target: str) -> sa.Engine:
-    return sa.create_engine(target.replace("postgresql://", "postgresql+psycopg://", 1))
-
-
-def copied(target: str) -> dict[str, dict[str, tuple[Any, ...]]]:
-    """Each form's table in the copy: submission -> (name, colors, form
-    version, submitted, updated)."""
-    engine = _engine(target)
-    found: dict[str, dict[str, tuple[Any, ...]]] = {}
-    with engine.connect() as connection:
-        tables = connection.execute(sa.text("SELECT form_id, table_name FROM formsapi_forms"))
-        for form_id, table in list(tables):
-            columns = "submission_id, name, colors, form_version, submitted_at, updated_at"
-            rows = connection.execute(sa.text(f'SELECT {columns} FROM "{table}"'))  # noqa: S608
-            found[form_id] = {row[0]: (*row[1:4], _utc(row[4]), _utc(row[5])) for row in rows}
-    engine.dispose()
-    return found
-
-
-def form_table(target: str, form_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A form's table in the copy: its columns' types by name, and its rows
-    by submission id."""
-    engine = _engine(target)
-    with engine.connect() as connection:
-        table = connection.execute(
-            sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
-        ).scalar_one()
-        columns = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
-        found = connection.execute(sa.text(f'SELECT * FROM "{table}"'))  # noqa: S608
-        rows = {row.submission_id: row for row in found}
-    engine.dispose()
-    return columns, rows
-
-
-def state(target: str) -> list[tuple[Any, ...]]:
-    engine = _engine(target)
-    with engine.connect() as connection:
-        rows = connection.execute(
-            sa.text("SELECT form_id, position, copied, updated_at FROM formsapi_sync_state")
-        )
-        found = sorted(tuple(row) for row in rows)
-    engine.dispose()
-    return found
-
-
-def _utc(moment: datetime | str) -> datetime:
-    if isinstance(moment, str):  # SQLite keeps them as text: '2026-11-23 11:45:53.593000'
-        moment = datetime.fromisoformat(moment)
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def on_server(server: Server, setup: Setup) -> dict[str, dict[str, tuple[Any, ...]]]:
-    """The server's data as its export gives it."""
-    found: dict[str, dict[str, tuple[Any, ...]]] = {}
-    with Client(server.base_url, setup.secret) as client:
-        for form_id in setup.forms:
-            with client.submissions.export(form_id) as export:
-                found[form_id] = {
-                    row.id: (
-                        row.answers.get("name"),
-                        row.answers.get("colors"),
-                        row.form_version,
-                        row.submitted_at.astimezone(UTC),
-                        row.updated_at.astimezone(UTC),
-                    )
-                    for row in export
-                }
-    return found
-
-
-def change_seqs(server: Server, setup: Setup) -> dict[str, int]:
-    with Client(server.base_url, setup.secret) as client:
-        return {form.id: form.change_seq for form in client.forms.iter()}
-
-
-def caught_up(server: Server, setup: Setup, target: str) -> bool:
-    wanted = change_seqs(server, setup)
-    deadline = time.monotonic() + CATCH_UP_SECONDS
-    while time.monotonic() < deadline:
-        positions = {form_id: position for form_id, position, _, _ in state(target)}
-        if positions == wanted:
-            return True
-        time.sleep(0.1)
-    return False
-
-
-async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
-    setup: Setup, server: Server, target: str, tmp_path: Path
-) -> None:
-    clients = [
-        httpx.AsyncClient(
-            base_url=server.base_url,
-            headers={"Authorization": f"Bearer {setup.secret}"},
-            timeout=60,
-            limits=httpx.Limits(max_connections=WRITERS + 4),
-        )
-    ]
-    writers = Writers(setup, clients, seed=16)
-    loop = asyncio.get_running_loop()
-    # Something to copy first, then the copy, then the writers with it watching.
-    await asyncio.gather(*(writers.write(loop.time() + 0.5) for _ in range(10)))
-    first = await asyncio.to_thread(sync, server, setup, target)
-    assert first.returncode == 0, first.stderr
-    assert copied(target) == on_server(server, setup)
-
-    log = tmp_path / "watch.log"
-    watcher = watch(server, setup, target, log)
-    kills = 0
-
-    async def kill_and_restart() -> None:
-        nonlocal watcher, kills
-        for _ in range(2):
-            await asyncio.sleep(WRITING_SECONDS / 3)
-            watcher.send_signal(signal.SIGKILL)
-            watcher.wait(timeout=10)
-            kills += 1
-            watcher = watch(server, setup, target, log)
-
-    until = loop.time() + WRITING_SECONDS
-    await asyncio.gather(kill_and_restart(), *(writers.write(until) for _ in range(WRITERS)))
-    for client in clients:
-        await client.aclose()
-    try:
-        assert await asyncio.to_thread(caught_up, server, setup, target), log.read_text()
-        watcher.send_signal(signal.SIGINT)  # Ctrl-C: stops between pages
-        assert watcher.wait(timeout=30) == 0, log.read_text()
-    finally:
-        if watcher.poll() is None:
-            watcher.kill()
-    assert kills == 2
-    assert "Stopped between pages" in log.read_text()
-    assert writers.seen.deleted
-    assert any(v > 1 for v in writers.seen.versions.values())
-
-    server_data = on_server(server, setup)
-    assert copied(target) == server_data
-    assert sum(len(rows) for rows in server_data.values()) > 0
-
-    # Nothing new: a run writes nothing, and says so.
-    before = state(target)
-    again = sync(server, setup, target)
-    assert again.returncode == 0, again.stderr
-    assert again.stdout.count("up to date") == len(setup.forms), again.stdout
-    assert state(target) == before
-    assert copied(target) == server_data
+from tests.client.sync_tool import SYNC, copied, everything, form_table, on_server, sync, sync_env
+from tests.shared_database import Setup
+from tests.writers import ANSWERS
 
 
 def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
-    tmp_path: Path, server: Server, setup: Setup, target: str
+    tmp_path: Path, live: Live, setup: Setup, target: str
 ) -> None:
-    with Client(server.base_url, setup.secret) as client:
+    with Client(live.base_url, setup.secret) as client:
         form_id = setup.forms[0]
         kept = client.submissions.create(form_id, {"name": "Ada", "colors": "red"})
         gone = client.submissions.create(form_id, {"name": "Bob", "colors": "red"})
-        assert sync(server, setup, target, "--form", form_id).returncode == 0
+        assert sync(live, setup, target, "--form", form_id).returncode == 0
 
         form = client.forms.get(form_id)
         blocks = [b.model_dump(by_alias=True, exclude_none=True) for b in form.blocks]
@@ -247,7 +40,8 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
             {"type": "date", "key": "born", "title": "Born"},
             {"type": "short_text", "key": "submitted_at", "title": "Sent on paper at"},
         ]
-        client.forms.update(form_id, blocks=blocks + added)
+        # Printed as given: no emoji codes, no markup.
+        client.forms.update(form_id, title="Q3 :rocket: [b]plans[/b]", blocks=blocks + added)
         answers: dict[str, str | int | float] = {
             "name": "Cy",
             "colors": "red",
@@ -259,8 +53,9 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
         client.submissions.edit(form_id, kept.id, {"name": "Ada L."})
         client.submissions.delete(form_id, gone.id)
 
-    done = sync(server, setup, target, "--form", form_id)
+    done = sync(live, setup, target, "--form", form_id)
     assert done.returncode == 0, done.stderr
+    assert f"Q3 :rocket: [b]plans[/b] ({form_id}) -> " in done.stdout, done.stdout
     assert "2 written, 1 deleted" in done.stdout, done.stdout
     columns, rows = form_table(target, form_id)
     assert list(columns)[:4] == ["submission_id", "submitted_at", "updated_at", "form_version"]
@@ -277,7 +72,7 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
     assert rows[newer.id].form_version == 2
 
     # A question that changes type widens its column, and the copy goes on.
-    with Client(server.base_url, setup.secret) as client:
+    with Client(live.base_url, setup.secret) as client:
         number_only = {"type", "integer", "min", "max", "unit"}
         changed = [
             {k: v for k, v in b.items() if k not in number_only} | {"type": "short_text"}
@@ -287,17 +82,34 @@ def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(
         ]
         client.forms.update(form_id, blocks=changed)
         wordy = client.submissions.create(form_id, {**answers, "years": "forty"})
-    assert sync(server, setup, target, "--form", form_id).returncode == 0
+    assert sync(live, setup, target, "--form", form_id).returncode == 0
     assert form_table(target, form_id)[1][wordy.id].years == "forty"
+
+    # A form deleted on the server: its table stays as the last copy, marked
+    # once; a watching pass after that is no change (it would poll at once).
+    with Client(live.base_url, setup.secret) as client:
+        client.forms.delete(form_id, delete_submissions=True)
+        marking = sync(live, setup, target, "--form", form_id)
+        assert marking.returncode == 0, marking.stderr
+        assert "deleted on the server; its last copy stays in" in marking.stdout
+        assert wordy.id in form_table(target, form_id)[1]
+        marked = everything(target)
+        store = Store(target)
+        try:
+            [again] = Sync(client, store).once([form_id])
+        finally:
+            store.close()
+    assert (again.gone, again.changed) == (True, False)
+    assert everything(target) == marked
 
 
 def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
-    server: Server, setup: Setup, target: str
+    live: Live, setup: Setup, target: str
 ) -> None:
     # The table is made from the form's latest version, where "years" is a
     # number; answers to the first version, where it was text, come first.
     form_id = setup.forms[0]
-    with Client(server.base_url, setup.secret) as client:
+    with Client(live.base_url, setup.secret) as client:
         form = client.forms.get(form_id)
         blocks = [b.model_dump(by_alias=True, exclude_none=True) for b in form.blocks]
         wordy_block = {"type": "short_text", "key": "years", "title": "Years with us"}
@@ -307,7 +119,7 @@ def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
         client.forms.update(form_id, blocks=[*blocks, number_block])
         exact = client.submissions.create(form_id, {**ANSWERS, "years": 41})
 
-    done = sync(server, setup, target, "--form", form_id)
+    done = sync(live, setup, target, "--form", form_id)
 
     assert done.returncode == 0, done.stderr
     columns, rows = form_table(target, form_id)
@@ -316,14 +128,14 @@ def test_a_first_copy_widens_a_column_for_answers_of_an_older_type(
 
 
 def test_a_submission_edited_during_a_first_copy_is_updated_not_doubled(
-    server: Server, setup: Setup, target: str
+    live: Live, setup: Setup, target: str
 ) -> None:
     # A first copy writes pages straight into the table; a submission edited
     # after its page was copied is listed again later, and must update its row.
     form_id = setup.forms[0]
     store = Store(target)
     try:
-        with Client(server.base_url, setup.secret) as client:
+        with Client(live.base_url, setup.secret) as client:
             ada = client.submissions.create(form_id, ANSWERS)
             bob = client.submissions.create(form_id, {**ANSWERS, "name": "Bob"})
             store.prepare(client.forms.get(form_id))
@@ -342,32 +154,31 @@ def test_a_submission_edited_during_a_first_copy_is_updated_not_doubled(
 
 
 async def test_a_position_older_than_the_kept_tombstones_copies_the_form_again(
-    server: Server, setup: Setup, target: str
+    live: Live, setup: Setup, target: str
 ) -> None:
     form_id = setup.forms[0]
-    with Client(server.base_url, setup.secret) as client:
+    with Client(live.base_url, setup.secret) as client:
         kept = [client.submissions.create(form_id, ANSWERS) for _ in range(3)]
-        assert sync(server, setup, target, "--form", form_id).returncode == 0
+        assert sync(live, setup, target, "--form", form_id).returncode == 0
         client.submissions.delete(form_id, kept[0].id)
         client.submissions.create(form_id, ANSWERS)
     engine = create_engine(setup.database_url)
-    # Every tombstone goes: the copy's position is now behind the horizon.
-    assert await purge_tombstones(create_sessionmaker(engine), days=0) == 1
+    # Every tombstone goes (other tests' too: the database is shared): the
+    # copy's position is now behind the horizon.
+    assert await purge_tombstones(create_sessionmaker(engine), days=0) >= 1
     await engine.dispose()
 
-    again = sync(server, setup, target, "--form", form_id)
+    again = sync(live, setup, target, "--form", form_id)
 
     assert again.returncode == 0, again.stderr
     assert "copied again from the start" in again.stdout, again.stdout
-    assert copied(target)[form_id] == on_server(server, setup)[form_id]
+    assert copied(target)[form_id] == on_server(live, setup)[form_id]
     assert kept[0].id not in copied(target)[form_id]
 
 
-def test_mistakes_get_one_clear_line_and_a_status(
-    tmp_path: Path, server: Server, setup: Setup
-) -> None:
+def test_mistakes_get_one_clear_line_and_a_status(tmp_path: Path, live: Live, setup: Setup) -> None:
     target = f"sqlite:///{tmp_path / 'copy.db'}"
-    env = _env(setup)
+    env = sync_env(setup)
 
     def run(*args: str, **changes: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -379,24 +190,26 @@ def test_mistakes_get_one_clear_line_and_a_status(
             check=False,
         )
 
-    with Proxy(server.base_url).running() as portal:
+    with Proxy(live.base_url).running() as portal:
         portal.plans = [Answer("text/html", b"<html>Sign in to the Wi-Fi</html>")]
         misrouted = run("--to", target, "--url", portal.url)
     cases = [
         (misrouted, 1, "sent a response this tool cannot read"),
-        (run("--to", target, "--url", server.base_url, FORMSAPI_API_KEY=""), 2, "FORMSAPI_API_KEY"),
+        (run("--to", target, "--url", live.base_url, FORMSAPI_API_KEY=""), 2, "FORMSAPI_API_KEY"),
         (
-            run("--to", target, "--url", server.base_url, FORMSAPI_API_KEY="fapi_wrong"),
+            run("--to", target, "--url", live.base_url, FORMSAPI_API_KEY="fapi_wrong"),
             2,
             "refused the API key",
         ),
         (run("--to", target, "--url", "http://127.0.0.1:9"), 3, "Cannot reach the server"),
+        (run("--to", target, "--url", "http://[::1"), 2, "--url: The server's URL"),
+        (run("--to", target, "--url", "127.0.0.1:8000"), 2, "must be http(s)://host"),
         (
-            run("--to", "postgresql://nobody:secret@127.0.0.1:9/x", "--url", server.base_url),
+            run("--to", "postgresql://nobody:secret@127.0.0.1:9/x", "--url", live.base_url),
             4,
             "The database at postgresql://nobody:***@127.0.0.1:9/x refused",
         ),
-        (run("--to", target, "--url", server.base_url, "--form", "frm_nope"), 2, "No form"),
+        (run("--to", target, "--url", live.base_url, "--form", "frm_nope"), 2, "No form"),
     ]
     for done, status, says in cases:
         assert done.returncode == status, (done.stdout, done.stderr)
@@ -404,6 +217,22 @@ def test_mistakes_get_one_clear_line_and_a_status(
         assert "Traceback" not in done.stderr
         assert "secret" not in done.stderr
         assert "fapi_wrong" not in done.stderr
+
+
+def test_without_its_extra_the_command_says_what_to_install() -> None:
+    # As if `pip install formsapi-client` without [sync]: typer cannot be imported.
+    launch = (
+        "import sys; sys.modules['typer'] = None; "
+        "from formsapi_client._command import sync_tool; sync_tool()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", launch], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        "formsapi-sync: it needs the client's sync extra (typer is missing): "
+        "pip install 'formsapi-client[sync]'\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -17,20 +17,23 @@ from formsapi_client import (
     Client,
     ConnectionFailed,
     Forbidden,
+    RateLimited,
     ServerError,
     Unauthorized,
     UnreadableResponse,
 )
 from formsapi_client.sync.runner import NoSuchForm, Outcome, Sync
-from formsapi_client.sync.store import Store, shown
+from formsapi_client.sync.store import Store, TargetBusy, shown
 
 KEY_VARIABLE = "FORMSAPI_API_KEY"
 # Exit statuses, also in the README.
-USAGE, SERVER, DATABASE, API = 2, 3, 4, 1
+USAGE, SERVER, DATABASE, BUSY, API = 2, 3, 4, 5, 1
 
-out = Console()
-err = Console(stderr=True)
-app = typer.Typer(add_completion=False, rich_markup_mode=None)
+# No emoji codes: a form titled "Q3 :rocket:" is printed as it is.
+out = Console(emoji=False, highlight=False)
+err = Console(stderr=True, emoji=False, highlight=False)
+# A bug's traceback never shows local variables: one of them is the key.
+app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_show_locals=False)
 
 
 @app.command(
@@ -69,12 +72,19 @@ def sync(
             "scopes (made in the settings area, API keys).",
         )
     try:
+        client = Client(url, key, max_retries=3)
+    except ValueError as error:
+        _fail(USAGE, f"--url: {error}")
+    try:
         store = Store(to)
+    except TargetBusy as error:
+        client.close()
+        _fail(BUSY, f"{error} This run leaves the copy to it.")
     except (SQLAlchemyError, ValueError) as error:
+        client.close()
         _fail(DATABASE, f"The database at {shown(to)} refused: {_reason(error)}")
     stop = threading.Event()
     _stop_on_signals(stop)
-    client = Client(url, key, max_retries=3)
     runner = Sync(client, store, console=err, stop=stop)
     try:
         if watch:
@@ -84,6 +94,8 @@ def sync(
                 out.print(outcome.line(), highlight=False, markup=False, soft_wrap=True)
     except NoSuchForm as error:
         _fail(USAGE, str(error))
+    except TargetBusy as error:
+        _fail(BUSY, str(error))
     except (Unauthorized, Forbidden) as error:
         _fail(
             USAGE,
@@ -113,9 +125,12 @@ def _watch(runner: Sync, forms: list[str] | None, longest_wait: float) -> None:
             for outcomes in runner.watch(forms, longest_wait=longest_wait):
                 _print_changed(outcomes)
                 wait = 1.0
-        except (ConnectionFailed, ServerError) as error:
-            err.print(f"{error}; trying again in {wait:.0f} s.", highlight=False)
-            runner.stop.wait(wait)
+        except (ConnectionFailed, ServerError, RateLimited) as error:
+            # A 429 the client's retries did not outlast: as long as it asks.
+            asked = error.retry_after if isinstance(error, RateLimited) else None
+            pause = max(wait, asked or 0.0)
+            err.print(f"{error}; trying again in {pause:.0f} s.", highlight=False, markup=False)
+            runner.stop.wait(pause)
             wait = min(wait * 2, longest_wait)
 
 
@@ -133,7 +148,9 @@ def _stop_on_signals(stop: threading.Event) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        err.print("Stopping after this page (Ctrl-C again to stop at once).")
+        # Not through rich: the signal may land inside one of its own calls
+        # (even mid-import), which it cannot be entered again from.
+        os.write(2, b"Stopping after this page (Ctrl-C again to stop at once).\n")
 
     signal.signal(signal.SIGINT, handle)
     signal.signal(signal.SIGTERM, handle)

@@ -49,11 +49,12 @@ class Outcome:
     seconds: float = 0.0
     restarted: bool = False
     gone: bool = False
+    newly_gone: bool = False  # this pass found it gone
     skipped: bool = False  # unchanged since the last pass: not even asked
 
     @property
     def changed(self) -> bool:
-        return bool(self.written or self.deleted or self.restarted or self.gone)
+        return bool(self.written or self.deleted or self.restarted or self.newly_gone)
 
     def line(self) -> str:
         name = f"{self.title} ({self.form_id})"
@@ -92,7 +93,7 @@ class Sync:
     ) -> None:
         self.client = client
         self.store = store
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(stderr=True, emoji=False, highlight=False)
         self.stop = stop or threading.Event()
         self.page = page
         self.seen: dict[str, tuple[str, str, str, int]] = {}  # title, slug, status, change_seq
@@ -128,6 +129,7 @@ class Sync:
         waiting longer each quiet pass (1 s doubling to `longest_wait`)."""
         wait = 1.0
         while not self.stop.is_set():
+            self.store.check_lock()
             outcomes = self.once(chosen)
             yield outcomes
             wait = 1.0 if any(o.changed for o in outcomes) else min(wait * 2, longest_wait)
@@ -149,16 +151,16 @@ class Sync:
             known = self.store.known_table(form_id)
             if known is None:
                 raise NoSuchForm(form_id) from None
-            self.store.mark_deleted(form_id)
-            return Outcome(form_id, known[1], known[0], gone=True)
+            newly = self.store.mark_deleted(form_id)
+            return Outcome(form_id, known[1], known[0], gone=True, newly_gone=newly)
         self.store.prepare(detail)
         self.versions.setdefault(form_id, set()).add(detail.version)
         try:
             outcome = self._follow(detail)
         except NotFound:  # deleted while it was being copied
-            self.store.mark_deleted(form_id)
+            newly = self.store.mark_deleted(form_id)
             table = self.store.tables[form_id].table.name
-            return Outcome(form_id, detail.title, table, gone=True)
+            return Outcome(form_id, detail.title, table, gone=True, newly_gone=newly)
         if mark is not None and not self.stop.is_set():
             self.seen[form_id] = mark
         return outcome

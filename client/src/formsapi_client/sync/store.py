@@ -6,7 +6,10 @@ leads to, so a copy killed at any moment resumes exactly where its last
 commit left it: nothing lost, nothing applied twice."""
 
 import hashlib
+import os
 import re
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -43,12 +46,20 @@ from formsapi_client.errors import UnreadableResponse
 from formsapi_client.models import FormDetail
 from formsapi_client.sync.columns import META, Question, identifier, questions, table_name
 
+if sys.platform != "win32":
+    import fcntl
+
 SQL_TYPES: dict[str, TypeEngine[Any]] = {
     "text": Text(),
     "integer": BigInteger(),
     "number": Float(53),  # double precision
     "date": Date(),
 }
+
+# One run at a time per database (below): a PostgreSQL advisory lock's key
+# ("formsapi" in ASCII), and how long a run waits for one just killed to let go.
+LOCK_KEY = 0x666F726D73617069
+LOCK_WAIT = 2.0
 
 metadata = MetaData()
 forms_table = Table(
@@ -200,20 +211,91 @@ class Applied:
     position: int
 
 
+class TargetBusy(Exception):
+    """Another run is writing to this database."""
+
+
 class Store:
     def __init__(self, url: str) -> None:
+        self.where = shown(url)
         self.engine = engine_for(url)
         self.postgres = self.engine.dialect.name == "postgresql"
-        with self.engine.begin() as connection:
-            metadata.create_all(connection)
+        self._holder: Connection | None = None  # PostgreSQL: the lock's session
+        self._lock_file: int | None = None  # SQLite: the lock file, held
+        try:
+            self._lock()
+            with self.engine.begin() as connection:
+                metadata.create_all(connection)
+        except BaseException:
+            self.close()
+            raise
         self.tables: dict[str, FormTable] = {}
 
     def close(self) -> None:
+        holder, self._holder = self._holder, None
+        if holder is not None:
+            holder.close()
         self.engine.dispose()
+        lock_file, self._lock_file = self._lock_file, None
+        if lock_file is not None:
+            os.close(lock_file)
 
-    @property
-    def where(self) -> str:
-        return shown(str(self.engine.url))
+    def _lock(self) -> None:
+        """Hold the database for this run until close(). A second run (an
+        overlapping cron job, say) would write pages the first has passed,
+        and race it making tables. A killed run's lock goes with its process:
+        PostgreSQL ends its session, the kernel closes its file."""
+        deadline = time.monotonic() + LOCK_WAIT
+        while not self._try_lock():
+            if time.monotonic() > deadline:
+                raise TargetBusy(f"Another formsapi-sync is writing to {self.where}.")
+            time.sleep(0.1)
+
+    def _try_lock(self) -> bool:
+        if self.postgres:
+            if self._holder is None:
+                self._holder = self.engine.connect()
+                # A host that dies with the lock: its session ends in about a
+                # minute, not at the default two hours of TCP keepalive.
+                self._holder.exec_driver_sql(
+                    "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; "
+                    "SET tcp_keepalives_count = 3"
+                )
+            try_lock = text("SELECT pg_try_advisory_lock(:key)")
+            locked = bool(self._holder.scalar(try_lock, {"key": LOCK_KEY}))
+            self._holder.commit()  # the lock is the session's: no transaction left open
+            return locked
+        path = self.engine.url.database
+        if sys.platform == "win32" or not path or path == ":memory:":
+            return True  # Windows: no lock (README)
+        # A file of its own: a lock on the database file itself could meet
+        # SQLite's own locks (BSD and macOS keep both kinds in one table).
+        lock_path = f"{path}.formsapi-sync.lock"
+        try:
+            if self._lock_file is None:
+                self._lock_file = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        except OSError as error:
+            raise ValueError(f"cannot lock {lock_path}: {error.strerror}") from None
+        return True
+
+    def check_lock(self) -> None:
+        """Between passes of a long watch: the PostgreSQL session holding the
+        lock may have been ended (a restart, an idle timeout, a dropped
+        connection), and with it the lock; another run may hold it now."""
+        if self._holder is None:
+            return
+        held = self._holder.scalar(
+            text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND pid = pg_backend_pid() AND granted"
+            )
+        )
+        self._holder.commit()
+        if not held:
+            raise TargetBusy(f"This run lost its hold on {self.where}.")
 
     # What the copy holds.
 
@@ -265,23 +347,26 @@ class Store:
         (a later version's new questions become new columns; none is ever
         dropped), with the form's row in formsapi_forms."""
         now = datetime.now(UTC)
+        described = {
+            "title": form.title,
+            "slug": form.slug,
+            "status": form.status,
+            "version": form.version,
+            "deleted_at": None,
+        }
         with self.engine.begin() as connection:
-            known = connection.execute(
-                select(forms_table.c.table_name).where(forms_table.c.form_id == form.id)
-            ).scalar()
-            if known is None:
+            row = connection.execute(
+                select(
+                    forms_table.c.table_name, *(forms_table.c[name] for name in described)
+                ).where(forms_table.c.form_id == form.id)
+            ).first()
+            if row is None:
                 taken = set(connection.scalars(select(forms_table.c.table_name)))
                 taken |= set(inspect(connection).get_table_names())
                 known = table_name(form.slug, taken)
                 connection.execute(
                     forms_table.insert().values(
-                        form_id=form.id,
-                        table_name=known,
-                        title=form.title,
-                        slug=form.slug,
-                        status=form.status,
-                        version=form.version,
-                        synced_at=now,
+                        form_id=form.id, table_name=known, **described, synced_at=now
                     )
                 )
                 connection.execute(
@@ -290,18 +375,13 @@ class Store:
                     )
                 )
             else:
-                connection.execute(
-                    update(forms_table)
-                    .where(forms_table.c.form_id == form.id)
-                    .values(
-                        title=form.title,
-                        slug=form.slug,
-                        status=form.status,
-                        version=form.version,
-                        deleted_at=None,
-                        synced_at=now,
+                known = row[0]
+                if tuple(row[1:]) != tuple(described.values()):  # else a run would write
+                    connection.execute(
+                        update(forms_table)
+                        .where(forms_table.c.form_id == form.id)
+                        .values(**described, synced_at=now)
                     )
-                )
             found = self._widen(connection, form.id, known, questions(form))
             copied = connection.scalar(
                 select(state_table.c.copied).where(state_table.c.form_id == form.id)
@@ -533,14 +613,16 @@ class Store:
             )
         found.first = True
 
-    def mark_deleted(self, form_id: str) -> None:
-        """The form is gone from the server: say so, and keep its last copy."""
+    def mark_deleted(self, form_id: str) -> bool:
+        """The form is gone from the server: say so, and keep its last copy.
+        False if the copy already said so."""
         with self.engine.begin() as connection:
-            connection.execute(
+            marked = connection.execute(
                 update(forms_table)
                 .where(forms_table.c.form_id == form_id, forms_table.c.deleted_at.is_(None))
                 .values(deleted_at=datetime.now(UTC))
             )
+        return bool(marked.rowcount)
 
     def _set_position(
         self, connection: Connection, form_id: str, position: int, *, copied: bool

@@ -1,0 +1,104 @@
+"""`formsapi-sync --watch` end to end: a real server on each engine, a copy
+in each target database, fifty writers, and the tool killed with SIGKILL
+and started again while it watches. The copy must end equal to the
+server's data, row for row and value for value; a run with nothing new
+writes nothing."""
+
+import asyncio
+import random
+import signal
+from pathlib import Path
+
+import httpx
+
+from tests.client.conftest import Live
+from tests.client.sync_tool import (
+    caught_up,
+    commits_after,
+    copied,
+    everything,
+    on_server,
+    progress,
+    sync,
+    watch,
+)
+from tests.shared_database import Setup
+from tests.writers import WRITERS, Writers
+
+WRITING_SECONDS = 3.0
+
+
+async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
+    setup: Setup, live: Live, target: str, tmp_path: Path
+) -> None:
+    clients = [
+        httpx.AsyncClient(
+            base_url=live.base_url,
+            headers={"Authorization": f"Bearer {setup.secret}"},
+            timeout=60,
+            limits=httpx.Limits(max_connections=WRITERS + 4),
+        )
+    ]
+    writers = Writers(setup, clients, seed=16)
+    loop = asyncio.get_running_loop()
+    # Something to copy first, then the copy, then the writers with it watching.
+    await asyncio.gather(*(writers.write(loop.time() + 0.5) for _ in range(10)))
+    first = await asyncio.to_thread(sync, live, setup, target)
+    assert first.returncode == 0, first.stderr
+    assert copied(target) == on_server(live, setup)
+
+    log = tmp_path / "watch.log"
+    watcher = watch(live, setup, target, log)
+    writing = True
+    rng = random.Random(16)  # noqa: S311 - reproducible moments
+
+    async def kill_and_restart() -> None:
+        # Each kill lands at a random moment after the watcher has committed
+        # at least once since it started: not while it is still importing.
+        nonlocal watcher, writing
+        try:
+            for kill in range(2):
+                moved = await asyncio.to_thread(commits_after, target, progress(target))
+                assert moved, log.read_text()
+                if kill == 0:  # it holds the copy: a second run is turned away
+                    busy = await asyncio.to_thread(sync, live, setup, target)
+                    assert busy.returncode == 5, busy.stderr
+                    assert "Another formsapi-sync is writing to" in busy.stderr
+                await asyncio.sleep(rng.uniform(0, 0.5))
+                watcher.send_signal(signal.SIGKILL)
+                await asyncio.to_thread(watcher.wait, 10)
+                watcher = watch(live, setup, target, log)
+        finally:
+            writing = False
+
+    async def write() -> None:
+        await writers.write(loop.time() + WRITING_SECONDS)
+        while writing:  # until both kills have landed
+            await writers.write(loop.time() + 0.2)
+
+    try:
+        await asyncio.gather(kill_and_restart(), *(write() for _ in range(WRITERS)))
+        for client in clients:
+            await client.aclose()
+        assert await asyncio.to_thread(caught_up, live, setup, target), log.read_text()
+        watcher.send_signal(signal.SIGINT)  # Ctrl-C: stops between pages
+        assert watcher.wait(timeout=30) == 0, log.read_text()
+    finally:  # a watcher left running would hold the scratch database's lock
+        if watcher.poll() is None:
+            watcher.kill()
+    assert "Stopped between pages" in log.read_text()
+    assert writers.seen.deleted
+    assert any(v > 1 for v in writers.seen.versions.values())
+
+    server_data = on_server(live, setup)
+    assert copied(target) == server_data
+    assert sum(len(rows) for rows in server_data.values()) > 0
+
+    # Nothing new: a run writes nothing (not a row of any table), and says so.
+    before = everything(target)
+    assert {"formsapi_forms", "formsapi_columns", "formsapi_sync_state"} <= before.keys()
+    again = sync(live, setup, target)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("up to date") == len(setup.forms), again.stdout
+    assert everything(target) == before
+    assert copied(target) == server_data
