@@ -23,9 +23,18 @@ from tests.client.sync_tool import (
     watch,
 )
 from tests.shared_database import Setup
-from tests.writers import WRITERS, Writers
+from tests.writers import ANSWERS, WRITERS, Writers
 
 WRITING_SECONDS = 3.0
+
+
+async def created_once_more(client: httpx.AsyncClient, form_id: str) -> None:
+    for _ in range(60):  # a busy server may turn it away (503)
+        response = await client.post(f"/v1/forms/{form_id}/submissions", json={"answers": ANSWERS})
+        if response.status_code == 201:
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"the server kept refusing a create: {response.status_code}")
 
 
 async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
@@ -78,6 +87,9 @@ async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
 
     try:
         await asyncio.gather(kill_and_restart(), *(write() for _ in range(WRITERS)))
+        # A change made after the last start: once it is copied, the last
+        # watcher is surely past its start (its Ctrl-C handler in place).
+        await created_once_more(clients[0], setup.forms[0])
         for client in clients:
             await client.aclose()
         assert await asyncio.to_thread(caught_up, live, setup, target), log.read_text()
