@@ -49,15 +49,30 @@ def live_server(request: pytest.FixtureRequest, directory: Path, **settings: str
             stop_servers([server])
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="session")
+def _started() -> Iterator[tuple[contextlib.ExitStack, dict[str, Live]]]:
+    with contextlib.ExitStack() as stack:
+        yield stack, {}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
 def live(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Live]:
-    with live_server(request, tmp_path_factory.mktemp("client")) as server:
-        yield server
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    _started: tuple[contextlib.ExitStack, dict[str, Live]],
+) -> Live:
+    """The worker's server for this engine, started on first use and kept to
+    the end of the session. (A session fixture parametrized by engine would be
+    stopped and started again for every file: `--dist loadfile` runs a file's
+    SQLite and PostgreSQL tests together.)"""
+    stack, started = _started
+    if request.param not in started:
+        directory = tmp_path_factory.mktemp("client")
+        started[request.param] = stack.enter_context(live_server(request, directory))
+    return started[request.param]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def client(live: Live) -> Iterator[Client]:
     with Client(live.base_url, live.secret) as client:
         yield client
