@@ -230,6 +230,7 @@ def test_the_client_reads_its_key_and_address_from_the_environment(
         "http://ada:hunter2@h",
         "http://ada:hunter2@[::1",  # not even a URL, and still no password shown
         "http://h?x=1",
+        "http://h/?token=hunter2",
     ],
 )
 def test_a_server_url_that_is_not_one_is_refused_when_the_client_is_made(url: str) -> None:

@@ -209,6 +209,13 @@ def test_mistakes_get_one_clear_line_and_a_status(tmp_path: Path, live: Live, se
             4,
             "The database at postgresql://nobody:***@127.0.0.1:9/x refused",
         ),
+        (  # libpq takes a password in the query too
+            run(
+                "--to", "postgresql://nobody@127.0.0.1:9/x?password=secret", "--url", live.base_url
+            ),
+            4,
+            "The database at postgresql://***@127.0.0.1:9/x?*** refused",
+        ),
         (run("--to", target, "--url", live.base_url, "--form", "frm_nope"), 2, "No form"),
     ]
     for done, status, says in cases:

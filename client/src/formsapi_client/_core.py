@@ -31,6 +31,7 @@ import enum
 import logging
 import os
 import random
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -251,13 +252,17 @@ def configure(
 
 
 def shown_url(url: str) -> str:
-    """A URL to print, parsed or not: what stands before an @ in its
-    authority (a user and password) hidden."""
+    """A URL to print (a server's or a database's), parsed or not: its
+    password and any query or fragment hidden (libpq takes `?password=`; a
+    token may ride in either). It errs on hiding too much: it is only shown."""
     scheme, slashes, rest = url.partition("//")
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rpartition("@")[2]
-    return f"{scheme}{slashes}{authority}{slash}{path}"
+    userinfo, at, rest = rest.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        rest = (f"{user}:***@" if colon and "/" not in user else "***@") + rest
+    if found := re.search(r"[?#]", rest):
+        rest = rest[: found.end()] + "***"
+    return f"{scheme}{slashes}{rest}"
 
 
 _ROWS: TypeAdapter[list[SubmissionDetail]] = TypeAdapter(list[SubmissionDetail])

@@ -22,8 +22,9 @@ from formsapi_client import (
     Unauthorized,
     UnreadableResponse,
 )
+from formsapi_client._core import shown_url
 from formsapi_client.sync.runner import NoSuchForm, Outcome, Sync
-from formsapi_client.sync.store import Store, TargetBusy, shown
+from formsapi_client.sync.store import Store, TargetBusy
 
 KEY_VARIABLE = "FORMSAPI_API_KEY"
 # Exit statuses, also in the README.
@@ -82,7 +83,7 @@ def sync(
         _fail(BUSY, f"{error} This run leaves the copy to it.")
     except (SQLAlchemyError, ValueError) as error:
         client.close()
-        _fail(DATABASE, f"The database at {shown(to)} refused: {_reason(error)}")
+        _fail(DATABASE, f"The database at {shown_url(to)} refused: {_reason(error)}")
     stop = threading.Event()
     _stop_on_signals(stop)
     runner = Sync(client, store, console=err, stop=stop)

@@ -42,6 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.sql.type_api import TypeEngine
 
+from formsapi_client._core import shown_url
 from formsapi_client.errors import UnreadableResponse
 from formsapi_client.models import FormDetail
 from formsapi_client.sync.columns import META, Question, identifier, questions, table_name
@@ -90,14 +91,6 @@ state_table = Table(
     Column("copied", Boolean, nullable=False),  # the first copy reached the end once
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
-
-
-def shown(url: str) -> str:
-    """The URL without its password, to print."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not a URL at all: nothing in it to hide
-        return url.split("@")[-1]
 
 
 def engine_for(url: str) -> Engine:
@@ -217,7 +210,7 @@ class TargetBusy(Exception):
 
 class Store:
     def __init__(self, url: str) -> None:
-        self.where = shown(url)
+        self.where = shown_url(url)
         self.engine = engine_for(url)
         self.postgres = self.engine.dialect.name == "postgresql"
         self._holder: Connection | None = None  # PostgreSQL: the lock's session
