@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -15,10 +16,11 @@ from formsapi.db import create_engine, create_sessionmaker
 from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client, UnreadableResponse
 from formsapi_client.sync.runner import Sync
-from formsapi_client.sync.store import Page, Store
+from formsapi_client.sync.store import Page, Store, TargetBusy
 from tests.client.conftest import Live
 from tests.client.proxy import Answer, Proxy
 from tests.client.sync_tool import SYNC, copied, everything, form_table, on_server, sync, sync_env
+from tests.conftest import scratch_postgres
 from tests.shared_database import Setup
 from tests.writers import ANSWERS
 
@@ -270,3 +272,25 @@ def test_a_feed_page_missing_what_the_copy_needs_is_refused_before_anything_is_w
 ) -> None:
     with pytest.raises(UnreadableResponse):
         Page.read(answer)
+
+
+def test_a_run_whose_postgresql_session_was_ended_knows_it_lost_the_copy(
+    postgres_url: str,
+) -> None:
+    # The advisory lock lives as long as the session holding it: once that is
+    # ended (a restart, an idle timeout), another run may take the copy.
+    with scratch_postgres(postgres_url) as url:
+        store = Store(url)
+        try:
+            store.check_lock()
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks JOIN pg_database d "
+                    "ON d.oid = database WHERE locktype = 'advisory' "
+                    "AND d.datname = current_database()"
+                )
+            with pytest.raises(TargetBusy, match="This run lost its hold on postgresql://"):
+                store.check_lock()
+            Store(url).close()  # free for the next run
+        finally:
+            store.close()

@@ -40,6 +40,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.type_api import TypeEngine
 
 from formsapi_client._core import shown_url
@@ -277,18 +278,15 @@ class Store:
     def check_lock(self) -> None:
         """Between passes of a long watch: the PostgreSQL session holding the
         lock may have been ended (a restart, an idle timeout, a dropped
-        connection), and with it the lock; another run may hold it now."""
+        connection), and with it the lock; another run may hold it now. The
+        lock lives exactly as long as its session, so a live session holds it."""
         if self._holder is None:
             return
-        held = self._holder.scalar(
-            text(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
-                "AND pid = pg_backend_pid() AND granted"
-            )
-        )
-        self._holder.commit()
-        if not held:
-            raise TargetBusy(f"This run lost its hold on {self.where}.")
+        try:
+            self._holder.exec_driver_sql("SELECT 1")
+            self._holder.commit()
+        except DBAPIError:
+            raise TargetBusy(f"This run lost its hold on {self.where}.") from None
 
     # What the copy holds.
 
