@@ -1,9 +1,11 @@
 """Running `formsapi-sync` against a test's server, and reading the copy it
 makes: the helpers of test_sync_tool.py and test_sync_tool_watch.py."""
 
+import contextlib
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,44 +46,45 @@ def watch(server: Live, setup: Setup, target: str, log: Path) -> subprocess.Pope
         )
 
 
-def _engine(target: str) -> sa.Engine:
-    return sa.create_engine(target.replace("postgresql://", "postgresql+psycopg://", 1))
+@contextlib.contextmanager
+def _connected(target: str) -> Iterator[sa.Connection]:
+    engine = sa.create_engine(target.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as connection:
+            yield connection
+    finally:
+        engine.dispose()
 
 
 def copied(target: str) -> dict[str, dict[str, tuple[Any, ...]]]:
     """Each form's table in the copy: submission -> (name, colors, form
     version, submitted, updated)."""
-    engine = _engine(target)
     found: dict[str, dict[str, tuple[Any, ...]]] = {}
-    with engine.connect() as connection:
+    with _connected(target) as connection:
         tables = connection.execute(sa.text("SELECT form_id, table_name FROM formsapi_forms"))
         for form_id, table in list(tables):
             columns = "submission_id, name, colors, form_version, submitted_at, updated_at"
             rows = connection.execute(sa.text(f'SELECT {columns} FROM "{table}"'))  # noqa: S608
             found[form_id] = {row[0]: (*row[1:4], _utc(row[4]), _utc(row[5])) for row in rows}
-    engine.dispose()
     return found
 
 
 def form_table(target: str, form_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A form's table in the copy: its columns' types by name, and its rows
     by submission id."""
-    engine = _engine(target)
-    with engine.connect() as connection:
+    with _connected(target) as connection:
         table = connection.execute(
             sa.text("SELECT table_name FROM formsapi_forms WHERE form_id = :f"), {"f": form_id}
         ).scalar_one()
         columns = {c["name"]: c["type"] for c in sa.inspect(connection).get_columns(table)}
         found = connection.execute(sa.text(f'SELECT * FROM "{table}"'))  # noqa: S608
         rows = {row.submission_id: row for row in found}
-    engine.dispose()
     return columns, rows
 
 
 def everything(target: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table in the copy, to show a run changed nothing."""
-    engine = _engine(target)
-    with engine.connect() as connection:
+    with _connected(target) as connection:
         tables = sa.inspect(connection).get_table_names()
         found = {
             table: sorted(
@@ -90,18 +93,15 @@ def everything(target: str) -> dict[str, list[tuple[Any, ...]]]:
             )
             for table in tables
         }
-    engine.dispose()
     return found
 
 
 def state(target: str) -> list[tuple[Any, ...]]:
-    engine = _engine(target)
-    with engine.connect() as connection:
+    with _connected(target) as connection:
         rows = connection.execute(
             sa.text("SELECT form_id, position, copied, updated_at FROM formsapi_sync_state")
         )
         found = sorted(tuple(row) for row in rows)
-    engine.dispose()
     return found
 
 

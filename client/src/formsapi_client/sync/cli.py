@@ -9,7 +9,6 @@ from typing import Annotated, NoReturn
 
 import psycopg
 import typer
-from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
 from formsapi_client import (
@@ -23,16 +22,15 @@ from formsapi_client import (
     UnreadableResponse,
 )
 from formsapi_client._core import shown_url
-from formsapi_client.sync.runner import NoSuchForm, Outcome, Sync
+from formsapi_client.sync.runner import NoSuchForm, Outcome, Sync, plain_console
 from formsapi_client.sync.store import Store, TargetBusy
 
 KEY_VARIABLE = "FORMSAPI_API_KEY"
 # Exit statuses, also in the README.
 USAGE, SERVER, DATABASE, BUSY, API = 2, 3, 4, 5, 1
 
-# No emoji codes: a form titled "Q3 :rocket:" is printed as it is.
-out = Console(emoji=False, highlight=False)
-err = Console(stderr=True, emoji=False, highlight=False)
+out = plain_console()
+err = plain_console(stderr=True)
 # A bug's traceback never shows local variables: one of them is the key.
 app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_show_locals=False)
 
@@ -92,7 +90,7 @@ def sync(
             _watch(runner, form, longest_wait)
         else:
             for outcome in runner.once(form):
-                out.print(outcome.line(), highlight=False, markup=False, soft_wrap=True)
+                out.print(outcome.line())
     except NoSuchForm as error:
         _fail(USAGE, str(error))
     except TargetBusy as error:
@@ -130,7 +128,7 @@ def _watch(runner: Sync, forms: list[str] | None, longest_wait: float) -> None:
             # A 429 the client's retries did not outlast: as long as it asks.
             asked = error.retry_after if isinstance(error, RateLimited) else None
             pause = max(wait, asked or 0.0)
-            err.print(f"{error}; trying again in {pause:.0f} s.", highlight=False, markup=False)
+            err.print(f"{error}; trying again in {pause:.0f} s.")
             runner.stop.wait(pause)
             wait = min(wait * 2, longest_wait)
 
@@ -138,7 +136,7 @@ def _watch(runner: Sync, forms: list[str] | None, longest_wait: float) -> None:
 def _print_changed(outcomes: list[Outcome]) -> None:
     for outcome in outcomes:
         if outcome.changed:
-            out.print(outcome.line(), highlight=False, markup=False, soft_wrap=True)
+            out.print(outcome.line())
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -163,7 +161,7 @@ def _reason(error: BaseException) -> str:
 
 
 def _fail(status: int, message: str) -> NoReturn:
-    err.print(f"formsapi-sync: {message}", highlight=False, markup=False, soft_wrap=True)
+    err.print(f"formsapi-sync: {message}")
     raise typer.Exit(status)
 
 

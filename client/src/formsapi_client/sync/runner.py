@@ -76,6 +76,12 @@ class NoSuchForm(Exception):
         super().__init__(f"No form with id '{form_id}' in this API key's organization.")
 
 
+def plain_console(*, stderr: bool = False) -> Console:
+    """A console that prints text as given: what the server sends (a form's
+    title) is never read as markup or emoji codes, nor coloured."""
+    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=True)
+
+
 class RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         return Text(f"{task.speed or 0:,.0f} rows/s", style="progress.data.speed")
@@ -93,7 +99,7 @@ class Sync:
     ) -> None:
         self.client = client
         self.store = store
-        self.console = console or Console(stderr=True, emoji=False, highlight=False)
+        self.console = console or plain_console(stderr=True)
         self.stop = stop or threading.Event()
         self.page = page
         self.seen: dict[str, tuple[str, str, str, int]] = {}  # title, slug, status, change_seq
