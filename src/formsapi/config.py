@@ -72,11 +72,19 @@ class Settings(BaseSettings):
         default_factory=lambda: [0.0, 5.0, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
         min_length=1,
     )
-    # Deliveries one worker process has in flight, in all and to one endpoint.
-    webhook_concurrency: int = Field(default=64, ge=1, le=10_000)
+    # Deliveries one worker process has in flight: in all, for one
+    # organization, to one endpoint. An organization's share is kept well
+    # below the whole, so however slow its receivers, others find free slots.
+    webhook_concurrency: int = Field(default=128, ge=1, le=10_000)
+    webhook_organization_concurrency: int = Field(default=16, ge=1, le=10_000)
     webhook_endpoint_concurrency: int = Field(default=8, ge=1, le=1000)
+    # Webhook hosts are looked up by these DNS servers ("address" or
+    # "address:port", comma-separated; unset: the system's /etc/resolv.conf),
+    # each lookup given at most webhook_dns_timeout seconds.
+    webhook_dns_servers: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    webhook_dns_timeout: float = Field(default=5.0, gt=0, le=60)
 
-    @field_validator("secret_key", "webhook_retry_schedule", mode="before")
+    @field_validator("secret_key", "webhook_retry_schedule", "webhook_dns_servers", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):

@@ -40,6 +40,7 @@ TENANT_TABLES = frozenset(
         "webhook_attempts",
         "webhook_deliveries",
         "webhook_endpoints",
+        "webhook_subscriptions",
     }
 )
 UNSCOPED = "formsapi_unscoped"  # the execution option that says why a statement is not

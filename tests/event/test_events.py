@@ -73,6 +73,7 @@ async def test_every_change_has_one_event_carrying_the_resource_as_the_api_retur
     edited = (
         await api.patch(f"{url}/{submission['id']}", secret, json={"answers": {"name": "Bo"}})
     ).json()
+    before_delete = await _all_events(api, secret)
     assert (await api.delete(f"{url}/{submission['id']}", secret)).status_code == 204
     renamed = (await api.patch(f"/v1/forms/{form_id}", secret, json={"title": "Poll"})).json()
     assert (await api.delete(f"/v1/forms/{form_id}", secret)).status_code == 204
@@ -91,9 +92,12 @@ async def test_every_change_has_one_event_carrying_the_resource_as_the_api_retur
     assert len({e["id"] for e in events}) == len(events)
     assert events[0]["data"] == created
     assert events[1]["data"] == {**published, "from": "draft", "to": "published"}
-    assert events[2]["data"] == submission
-    assert events[3]["data"] == edited
-    assert events[3]["data"]["version"] == 2
+    assert before_delete[2]["data"] == submission
+    assert before_delete[3]["data"] == edited
+    assert before_delete[3]["data"]["version"] == 2
+    # Deleted since: its events keep what happened, not the answers.
+    assert events[2]["data"] == {**_without_answers(submission), "redacted": True}
+    assert events[3]["data"] == {**_without_answers(edited), "redacted": True}
     deleted = events[4]["data"]
     assert deleted["id"] == submission["id"]
     assert deleted["deleted"] is True
@@ -102,6 +106,10 @@ async def test_every_change_has_one_event_carrying_the_resource_as_the_api_retur
     assert events[6]["data"]["id"] == form_id
     assert events[6]["data"]["deleted"] is True
     assert events[2]["timestamp"] == submission["submittedAt"]
+
+
+def _without_answers(submission: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in submission.items() if key != "answers"}
 
 
 async def test_a_change_that_fails_leaves_no_event(api: Api, session: AsyncSession) -> None:
@@ -175,6 +183,43 @@ async def test_reading_events_needs_the_events_scope(api: Api, session: AsyncSes
     _, secret = await _org(session, scopes=["forms:read", "submissions:read"])
     response = await api.get("/v1/events", secret)
     assert response.status_code == 403
+
+
+async def test_an_events_data_shows_only_to_a_key_that_reads_its_resource(
+    api: Api, session: AsyncSession
+) -> None:
+    org = await create_org(session)
+    _, everything = await create_key(session, org, scopes=[*EVERYTHING, "webhooks:manage"])
+    _, events_only = await create_key(session, org, scopes=["events:read"])
+    _, with_forms = await create_key(session, org, scopes=["events:read", "forms:read"])
+    await session.commit()
+    form = (await api.post("/v1/forms", everything, json={"title": "T", "blocks": BLOCKS})).json()
+    await api.patch(f"/v1/forms/{form['id']}", everything, json={"status": "published"})
+    answers = {"name": "Ada", "colors": "red"}
+    url = f"/v1/forms/{form['id']}/submissions"
+    assert (await api.post(url, everything, json={"answers": answers})).status_code == 201
+
+    full = await _all_events(api, everything)
+    bare = await _all_events(api, events_only)
+    partial = await _all_events(api, with_forms)
+
+    assert [e["type"] for e in full] == [
+        "form.created",
+        "form.status_changed",
+        "submission.created",
+    ]
+    assert all(e["data"] is not None and "requiredScope" not in e for e in full)
+    for shown, seen in ((bare, full), (partial, full)):
+        assert [(e["id"], e["type"], e["timestamp"]) for e in shown] == [
+            (e["id"], e["type"], e["timestamp"]) for e in seen
+        ]
+    assert [(e["data"], e["requiredScope"]) for e in bare] == [
+        (None, "forms:read"),
+        (None, "forms:read"),
+        (None, "submissions:read"),
+    ]
+    assert [e["data"] for e in partial[:2]] == [e["data"] for e in full[:2]]
+    assert (partial[2]["data"], partial[2]["requiredScope"]) == (None, "submissions:read")
 
 
 async def test_a_large_submission_is_sent_thin(api: Api, session: AsyncSession) -> None:

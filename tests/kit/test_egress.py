@@ -4,6 +4,7 @@ the address the connection goes to, with TLS still checking the URL's name."""
 
 import asyncio
 import datetime as dt
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from formsapi.kit.egress import (
     Answer,
     Client,
     EgressRefused,
+    Policy,
     check_destination,
     check_url,
     is_public,
@@ -184,18 +186,50 @@ def test_what_is_not_an_address_is_not_public() -> None:
 
 async def test_a_name_that_resolves_to_loopback_is_refused_when_registered() -> None:
     with pytest.raises(EgressRefused, match="localhost resolves to an address that is not public"):
-        await check_destination("https://localhost:8443/hook", allow_private=False)
+        await check_destination("https://localhost:8443/hook", Policy(allow_private=False))
 
-    await check_destination("https://localhost:8443/hook", allow_private=True)
+    await check_destination("https://localhost:8443/hook", Policy(allow_private=True))
 
 
 async def test_a_name_that_does_not_resolve_is_refused_with_a_clear_message() -> None:
     with pytest.raises(EgressRefused, match=r"^does-not-exist\.invalid does not resolve$"):
-        await check_destination("https://does-not-exist.invalid/hook", allow_private=True)
+        await check_destination("https://does-not-exist.invalid/hook", Policy(allow_private=True))
+
+
+async def test_a_name_whose_dns_never_answers_is_dropped_at_the_deadline_holding_up_nothing() -> (
+    None
+):
+    # A real DNS server on loopback that takes every query and answers none.
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    policy = Policy(allow_private=True, nameservers=(f"127.0.0.1:{port}",), lookup_timeout=0.5)
+    try:
+        hanging = [
+            asyncio.create_task(check_destination(f"https://n{i}.example/hook", policy))
+            for i in range(20)
+        ]
+        await asyncio.sleep(0.1)
+        await check_destination("http://localhost:1/hook", policy)  # meanwhile: at once
+
+        assert not any(task.done() for task in hanging)
+        outcomes = await asyncio.gather(*hanging, return_exceptions=True)
+        silent.setblocking(False)
+        asked = silent.recv(512)
+    finally:
+        silent.close()
+
+    for index, outcome in enumerate(outcomes):
+        assert isinstance(outcome, EgressRefused)
+        assert (
+            str(outcome)
+            == f"n{index}.example: no DNS answer in 0.5 s: try again, or check the name"
+        )
+    assert b"example" in asked  # the lookups went to that server, not the system's
 
 
 async def _post(url: str, *, allow_private: bool) -> Answer:
-    client = Client(allow_private=allow_private)
+    client = Client(Policy(allow_private=allow_private))
     try:
         return await client.post(url, b"{}", {}, timeout=10, keep=1024)
     finally:

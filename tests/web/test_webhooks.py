@@ -13,7 +13,9 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from standardwebhooks import Webhook
 
+from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
+from formsapi.kit.egress import Policy
 from formsapi.kit.ids import new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.models import Organization, Role, WebhookEndpoint
@@ -158,7 +160,8 @@ async def test_editors_and_viewers_can_neither_see_nor_use_the_page(
         app.state.secret_box,
         organization.id,
         WebhookEndpointCreate(url="http://127.0.0.1:9/hook"),
-        allow_private=True,
+        policy=Policy(allow_private=True),
+        scopes=frozenset(Scope),
     )
     sealed = endpoint.secret
     await session.commit()
@@ -205,7 +208,8 @@ async def test_another_organizations_endpoint_answers_like_a_missing_one(
         app.state.secret_box,
         beta.id,
         WebhookEndpointCreate(url="http://127.0.0.1:9/beta"),
-        allow_private=True,
+        policy=Policy(allow_private=True),
+        scopes=frozenset(Scope),
     )
     _, delivery_id = await service.send_test(session, beta.id, endpoint.id)
     sealed = endpoint.secret

@@ -370,3 +370,38 @@ async def test_a_test_event_resend_and_recovery_reach_the_receiver(
     assert {missed["id"], failing["id"]} <= ids
     pings = [r.headers["webhook-id"] for r in receiver.received if b'"ping"' in r.body]
     assert pings == [ping.json()["eventId"]] * 2
+
+
+async def test_recovering_sends_only_what_the_endpoint_wanted_while_it_existed(
+    api: Api, session: AsyncSession, worker: Worker
+) -> None:
+    async with Receiver() as receiver:
+        org = await create_org(session)
+        _, key = await create_key(session, org, scopes=SCOPES)
+        form = await create_form(session, org)
+        await session.commit()
+        since = datetime.now(UTC) - timedelta(minutes=1)
+        setup = {"key": key, "form": form.id}
+        before = await _submit(api, setup)  # before the endpoint existed
+        created = await api.post(
+            "/v1/webhook-endpoints", key, json={"url": receiver.url, "eventTypes": ["form.updated"]}
+        )
+        url = f"/v1/webhook-endpoints/{created.json()['id']}"
+        unwanted = await _submit(api, setup)  # not a type it wanted then
+        await api.patch(url, key, json={"enabled": False})
+        renamed = await api.patch(f"/v1/forms/{form.id}", key, json={"title": "Renamed"})
+        assert renamed.status_code == 200
+        await api.patch(url, key, json={"eventTypes": []})  # from now on, everything
+        missed = await _submit(api, setup)
+        await worker.drain()
+        assert receiver.received == []  # disabled all along
+        await api.patch(url, key, json={"enabled": True})
+        recovered = await api.post(f"{url}/recover", key, json={"since": since.isoformat()})
+        await worker.drain()
+
+    assert recovered.json() == {"queued": 2}
+    sent = [orjson.loads(r.body) for r in receiver.received]
+    assert sorted((p["type"], p["data"]["id"]) for p in sent) == sorted(
+        [("form.updated", form.id), ("submission.created", missed["id"])]
+    )
+    assert {before["id"], unwanted["id"]}.isdisjoint(p["data"]["id"] for p in sent)

@@ -14,7 +14,7 @@ from formsapi.models import Role
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_user
 
-MANAGE = ["forms:read", "webhooks:manage"]
+MANAGE = ["forms:read", "submissions:read", "webhooks:manage"]
 URL = "http://127.0.0.1:9/hook"
 
 
@@ -80,6 +80,55 @@ async def test_only_owners_and_admins_keys_manage_endpoints(
     refused = await api.post("/v1/webhook-endpoints", demoted, json={"url": URL})
     assert refused.status_code == 403
     assert (await api.get("/v1/webhook-endpoints", demoted)).status_code == 403
+
+
+async def test_an_endpoint_is_never_sent_what_the_key_that_points_it_cannot_read(
+    api: Api, session: AsyncSession
+) -> None:
+    org = await create_org(session)
+    _, manage_only = await create_key(session, org, scopes=["webhooks:manage"])
+    _, with_forms = await create_key(session, org, scopes=["forms:read", "webhooks:manage"])
+    _, everything = await create_key(session, org, scopes=MANAGE)
+    await session.commit()
+
+    def create(key: str, types: list[str]) -> Any:
+        return api.post("/v1/webhook-endpoints", key, json={"url": URL, "eventTypes": types})
+
+    refused = {
+        (manage_only, ()): "forms:read",  # every type
+        (manage_only, ("submission.created",)): "submissions:read",
+        (manage_only, ("form.created",)): "forms:read",
+        (with_forms, ()): "submissions:read",
+        (with_forms, ("submission.deleted", "form.updated")): "submissions:read",
+    }
+    for (key, types), scope in refused.items():
+        answer = await create(key, list(types))
+        assert answer.status_code == 403, (types, answer.text)
+        assert answer.json()["requiredScope"] == scope
+    assert (await create(manage_only, ["webhook_endpoint.disabled"])).status_code == 201
+    narrow = (await create(with_forms, ["form.created"])).json()
+    wide = (await create(everything, [])).json()
+
+    widen = f"/v1/webhook-endpoints/{narrow['id']}"
+    moved = f"/v1/webhook-endpoints/{wide['id']}"
+    changes = [
+        (with_forms, widen, {"eventTypes": []}, 403),
+        (with_forms, widen, {"eventTypes": ["form.created", "submission.created"]}, 403),
+        (with_forms, widen, {"eventTypes": ["form.created", "form.deleted"]}, 200),
+        (with_forms, moved, {"url": "http://127.0.0.1:9/elsewhere"}, 403),
+        (with_forms, moved, {"eventTypes": ["submission.created"]}, 200),  # narrower
+        (with_forms, moved, {"description": "ours", "enabled": False}, 200),
+        (with_forms, moved, {"formIds": []}, 200),  # as it was: every form
+        (everything, moved, {"url": "http://127.0.0.1:9/elsewhere"}, 200),
+    ]
+    for key, path, body, status in changes:
+        answer = await api.patch(path, key, json=body)
+        assert answer.status_code == status, (body, answer.text)
+    kept = (await api.get(moved, everything)).json()
+    assert (kept["url"], kept["eventTypes"]) == (
+        "http://127.0.0.1:9/elsewhere",
+        ["submission.created"],
+    )
 
 
 async def test_another_organizations_endpoint_answers_like_a_missing_one(

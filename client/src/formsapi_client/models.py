@@ -298,7 +298,8 @@ class Event(Model):
     id: str
     type: str  # EventType; a plain string so a new type reads too
     timestamp: datetime
-    data: dict[str, Any]
+    data: dict[str, Any] | None  # None when the key cannot read the resource
+    required_scope: str | None = None  # then: the scope that would show it
 
 
 class EventsPage(Model):

@@ -73,8 +73,12 @@ async def list_events(
     appear in the order their changes committed, so a client that asks for
     the events after its `next` never misses one; repeat while `hasMore`.
     Filtered calls look through at most 10,000 events each, so a page may be
-    short or empty with `hasMore` true."""
+    short or empty with `hasMore` true. An event's `data` shows only to a
+    key that can read its resource (`submissions:read` for submission
+    events, `forms:read` for form events, `webhooks:manage` for endpoint
+    events and pings); to any other it is null, and `requiredScope` names
+    the scope that shows it."""
     body = await service.list_document(
-        session, principal.organization_id, after, limit, _types(types), form_id
+        session, principal.organization_id, after, limit, _types(types), form_id, principal.scopes
     )
     return Response(body, media_type="application/json")

@@ -41,13 +41,14 @@ EventRow = Row[str, str, str, str, int, int]
 def _insert() -> Insert:
     """Built once; its parameters are named so a submission's write can run
     it beside its own (event_id, event_type, occurred_at, event_data,
-    organization_id, form_id)."""
+    organization_id, form_id, subject_id)."""
     return insert(Event).values(
         id=bindparam("event_id"),
         organization_id=bindparam("organization_id"),
         type=bindparam("event_type"),
         occurred_at=bindparam("occurred_at"),
         form_id=bindparam("form_id"),
+        subject_id=bindparam("subject_id"),
         data=bindparam("event_data"),
     )
 
@@ -149,6 +150,35 @@ async def page(
         statement = statement.where(Event.form_id == form_id)
     statement = statement.order_by(Event.xid, Event.seq).limit(limit)
     return (await session.execute(statement)).all()
+
+
+async def redact_answers(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    subject_id: str | None,
+    types: Sequence[str],
+) -> None:
+    """Remove `answers` from the data of the form's events of these types
+    (one submission's, or all of them) and mark them `"redacted": true`."""
+    data: ColumnElement[str]
+    if session.get_bind().dialect.name == "postgresql":
+        data = cast(
+            cast(Event.data, postgresql.JSONB)
+            .op("-")("answers")
+            .op("||")(cast(literal('{"redacted": true}'), postgresql.JSONB)),
+            Text,
+        )
+    else:
+        data = func.json_set(
+            func.json_remove(Event.data, "$.answers"), "$.redacted", func.json("true")
+        )
+    statement = update(Event).where(
+        scoped(Event, organization_id), Event.form_id == form_id, Event.type.in_(types)
+    )
+    if subject_id is not None:
+        statement = statement.where(Event.subject_id == subject_id)
+    await session.execute(statement.values(data=data).execution_options(synchronize_session=False))
 
 
 async def purged_position(session: AsyncSession) -> Position:

@@ -14,11 +14,19 @@ class EventOut(Schema):
     id: str = Field(examples=["evt_01jd2xa1b2c3d4e5f6g7h8j9k0"])
     type: EventType
     timestamp: datetime = Field(description="When the change was made.")
-    data: dict[str, Any] = Field(
+    data: dict[str, Any] | None = Field(
         description="The resource as the API returns it when the change was made (a "
         "submission with its `version` and `changeSeq`, a form, a deleted one's id), so a "
         'receiver can drop a stale update. Over 20 KB it is thin: `"thin": true` with the '
-        "id, versions and `url` to read it from. `form.status_changed` adds `from` and `to`."
+        "id, versions and `url` to read it from. `form.status_changed` adds `from` and `to`. "
+        "A submission deleted since (or whose form was) has its `answers` erased from its "
+        'events: `"redacted": true` says so. Null when the key cannot read the resource '
+        "(`requiredScope` names the scope that would show it)."
+    )
+    required_scope: str | None = Field(
+        default=None,
+        description="Present when `data` is null: the scope that reads this event's data.",
+        examples=["submissions:read"],
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.api_key.scopes import Scope
 from formsapi.errors import FormsAPIError
 from formsapi.event import repository
 from formsapi.kit.ids import is_plausible, new_id
@@ -23,6 +24,22 @@ THIN_OVER = 20_000
 MAX_EVENTS = 1000
 # How many events one call of the list looks through for ones its filters match.
 SCAN = 10_000
+
+# The scope that reads each type's data: an event shows (and a webhook
+# endpoint is sent) only what its reader could read from the API itself.
+READ_SCOPE = {
+    EventType.submission_created: Scope.submissions_read,
+    EventType.submission_updated: Scope.submissions_read,
+    EventType.submission_deleted: Scope.submissions_read,
+    EventType.form_created: Scope.forms_read,
+    EventType.form_updated: Scope.forms_read,
+    EventType.form_status_changed: Scope.forms_read,
+    EventType.form_deleted: Scope.forms_read,
+    EventType.webhook_endpoint_disabled: Scope.webhooks_manage,
+    EventType.ping: Scope.webhooks_manage,
+}
+# The events whose data holds a submission's answers.
+WITH_ANSWERS = (EventType.submission_created, EventType.submission_updated)
 
 
 def data_text(data: dict[str, Any], thin: dict[str, Any]) -> str:
@@ -40,14 +57,17 @@ def parameters(
     occurred_at: datetime,
     data: str,
     form_id: str | None,
+    subject_id: str,
 ) -> dict[str, Any]:
-    """The parameters of repository.insert_statement for one event."""
+    """The parameters of repository.insert_statement for one event about
+    `subject_id` (the resource its data is)."""
     return {
         "event_id": new_id("evt"),
         "organization_id": organization_id,
         "event_type": type_.value,
         "occurred_at": occurred_at,
         "form_id": form_id,
+        "subject_id": subject_id,
         "event_data": data,
     }
 
@@ -63,9 +83,8 @@ async def record(
     thin: dict[str, Any] | None = None,
 ) -> str:
     """Write one event in the caller's transaction; its id."""
-    values = parameters(
-        organization_id, type_, occurred_at, data_text(data, thin or {"id": data["id"]}), form_id
-    )
+    text = data_text(data, thin or {"id": data["id"]})
+    values = parameters(organization_id, type_, occurred_at, text, form_id, data["id"])
     await repository.insert_one(session, values)
     return str(values["event_id"])
 
@@ -77,11 +96,25 @@ async def record_text(
     occurred_at: datetime,
     data: str,
     *,
+    subject_id: str,
     form_id: str | None = None,
 ) -> None:
     """Write one event whose data is already its JSON text (data_text)."""
     await repository.insert_one(
-        session, parameters(organization_id, type_, occurred_at, data, form_id)
+        session, parameters(organization_id, type_, occurred_at, data, form_id, subject_id)
+    )
+
+
+async def erase_answers(
+    session: AsyncSession, organization_id: str, form_id: str, submission_id: str | None = None
+) -> None:
+    """Take a deleted submission's answers (or, with no `submission_id`,
+    every submission's of a deleted form) out of every event kept: the
+    events stay, as a record of what happened, marked `"redacted": true`.
+    What a webhook sends or resends from then on is what remains. In the
+    deleting transaction, so answers never outlive their submission."""
+    await repository.redact_answers(
+        session, organization_id, form_id, submission_id, [t.value for t in WITH_ANSWERS]
     )
 
 
@@ -97,8 +130,18 @@ class EventCursorExpired(FormsAPIError):
     slug = "event-cursor-expired"
 
 
-def _wire(row: repository.EventRow) -> dict[str, Any]:
+def _wire(row: repository.EventRow, scopes: frozenset[str]) -> dict[str, Any]:
     id_, type_, occurred_at, data, _, _ = row
+    needed = READ_SCOPE.get(EventType(type_), Scope.webhooks_manage)
+    if needed not in scopes:
+        # What happened shows; what it carries needs the scope that reads it.
+        return {
+            "id": id_,
+            "type": type_,
+            "timestamp": occurred_at,
+            "data": None,
+            "requiredScope": str(needed),
+        }
     return {"id": id_, "type": type_, "timestamp": occurred_at, "data": orjson.Fragment(data)}
 
 
@@ -109,9 +152,11 @@ async def list_document(
     limit: int,
     types: Sequence[str],
     form_id: str | None,
+    scopes: frozenset[str],
 ) -> bytes:
     """One page of the organization's events, oldest first, from after the
-    event `after` (from the oldest kept when None).
+    event `after` (from the oldest kept when None). An event's data shows
+    only to a reader with the scope that reads its resource (`scopes`).
 
     Filtered calls look through at most SCAN events, so a rare type costs a
     bounded read; `next` then says how far they looked."""
@@ -142,7 +187,9 @@ async def list_document(
         # The filters looked as far as one call may: continue from the last
         # event looked at, matching or not.
         more, next_ = True, bound[1]
-    return orjson.dumps({"data": [_wire(row) for row in rows], "next": next_, "hasMore": more})
+    return orjson.dumps(
+        {"data": [_wire(row, scopes) for row in rows], "next": next_, "hasMore": more}
+    )
 
 
 def plausible_id(value: str) -> bool:

@@ -271,9 +271,10 @@ class HasSubmissions(Conflict):
 async def delete(
     session: AsyncSession, organization_id: str, form_id: str, *, delete_submissions: bool
 ) -> None:
-    """Delete a form; one with submissions only when the caller says so. The row
-    lock makes the count checked the count deleted: a submission arriving
-    meanwhile waits, then finds no form."""
+    """Delete a form; one with submissions only when the caller says so, and
+    then their answers leave every event too. The row lock makes the count
+    checked the count deleted: a submission arriving meanwhile waits, then
+    finds no form."""
     form = await get(session, organization_id, form_id, for_update=True)
     if form.response_count and not delete_submissions:
         raise HasSubmissions(
@@ -283,6 +284,7 @@ async def delete(
             responseCount=form.response_count,
         )
     await repository.delete(session, organization_id, form.id)
+    await event_service.erase_answers(session, organization_id, form.id)
     now = utcnow()
     gone = {"id": form.id, "title": form.title, "slug": form.slug}
     await event_service.record(

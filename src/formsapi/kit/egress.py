@@ -7,6 +7,12 @@ connect (DNS rebinding). aiohttp's connector asks our resolver for the
 addresses, connects to one of them, and hands the URL's host to TLS as
 server_hostname: SNI and certificate checks stay on the real name.
 
+Names are looked up with c-ares (aiodns), not the system's getaddrinfo: that
+runs in the event loop's few shared threads, which a name whose DNS hangs
+holds for as long as the system resolver waits (a thread cannot be
+cancelled), and every other lookup of the process queues behind it. A c-ares
+query is a socket that is simply dropped at the deadline.
+
 Why aiohttp and not httpx, the stack's HTTP client: a worker sends thousands
 of requests a second, and httpx (over httpcore and anyio) cost 1.56 ms of CPU
 a request where aiohttp cost 0.19 ms, measured side by side (bench/RESULTS.md).
@@ -14,10 +20,15 @@ a request where aiohttp cost 0.19 ms, measured side by side (bench/RESULTS.md).
 
 import asyncio
 import ipaddress
+import re
 import socket
 import ssl
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import aiodns
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
@@ -30,15 +41,36 @@ _ALSO_BLOCKED = (
     ipaddress.ip_network("192.0.0.0/24"),
     ipaddress.ip_network("fec0::/10"),  # site-local: deprecated, still routed inside some networks
 )
-# Lookups run in threads; a name whose DNS never answers must not tie up
-# more than a few, nor keep a request waiting long.
-RESOLVE_TIMEOUT = 5.0
-_LOOKUPS = asyncio.Semaphore(8)
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# C0, DEL and C1 controls: never part of a URL someone meant (the WHATWG
+# parser strips or refuses them too), and NUL breaks everything downstream.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# A host name as DNS carries it, after IDNA: letters, digits, hyphens (and
+# the underscores some real names have), labels of 1 to 63.
+_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
 
 class EgressRefused(Exception):
     """Its message is safe to show the user: it names the host and why, never credentials."""
+
+
+class LookupTimedOut(TimeoutError):
+    """A name's DNS gave no answer within the policy's lookup_timeout."""
+
+
+# What looks a name up: (host, port) -> its addresses. Tests substitute one
+# through resolved_by(), as they move the clock through kit.time.shift().
+Lookup = Callable[[str, int], Awaitable[list[str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Where outbound requests may go, and how their names are looked up."""
+
+    allow_private: bool = False
+    # c-ares's "address" or "address:port"; empty: the system's resolv.conf.
+    nameservers: tuple[str, ...] = ()
+    lookup_timeout: float = 5.0  # seconds a lookup may take, retries included
 
 
 def check_url(url: str, *, allow_private: bool) -> str:
@@ -47,9 +79,13 @@ def check_url(url: str, *, allow_private: bool) -> str:
     are judged here already."""
     if len(url) > MAX_URL_LENGTH:
         raise EgressRefused(f"the URL is longer than {MAX_URL_LENGTH} characters")
+    control = _CONTROL.search(url)
+    if control is not None:
+        raise EgressRefused(f"the URL contains a control character (U+{ord(control[0]):04X})")
     try:
         parsed = URL(url)
         normalized = str(parsed)
+        port = parsed.port
     except (ValueError, TypeError, UnicodeError):
         raise EgressRefused("not a valid URL") from None  # its message may quote the URL
     if parsed.scheme != "https" and not (allow_private and parsed.scheme == "http"):
@@ -63,10 +99,19 @@ def check_url(url: str, *, allow_private: bool) -> str:
         raise EgressRefused(f"the URL for {host} must not have a #fragment")
     if len(normalized) > MAX_URL_LENGTH:
         raise EgressRefused(f"the URL is longer than {MAX_URL_LENGTH} characters")
+    if port is not None and not 0 < port < 65536:
+        raise EgressRefused(f"the URL for {host} has no usable port")
     address = _ip_literal(host.strip("[]"))
+    if address is None and not _is_host_name(host):
+        raise EgressRefused("the URL's host is not a valid host name")
     if address is not None and not allow_private and not is_public(address):
         raise EgressRefused(f"{host} is not a public address")
     return normalized
+
+
+def _is_host_name(host: str) -> bool:
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= 253 and all(_LABEL.match(label) for label in labels)
 
 
 def is_public(address: str) -> bool:
@@ -91,16 +136,22 @@ def is_public(address: str) -> bool:
     )
 
 
-async def check_destination(url: str, *, allow_private: bool) -> None:
-    """check_url, then every address the host resolves to must be public."""
-    parsed = URL(check_url(url, allow_private=allow_private))
+async def check_destination(url: str, policy: Policy) -> str:
+    """check_url, then every address the host resolves to must be public:
+    the URL normalized, or EgressRefused. Run it outside any transaction: a
+    lookup may take the policy's whole lookup_timeout."""
+    normalized = check_url(url, allow_private=policy.allow_private)
+    parsed = URL(normalized)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     host = str(parsed.raw_host).strip("[]")
     try:
-        addresses = await _resolve(host, port)
+        addresses = await _resolve(host, port, policy)
+    except LookupTimedOut as slow:
+        raise EgressRefused(f"{slow}: try again, or check the name") from None
     except socket.gaierror:
         raise EgressRefused(f"{host} does not resolve") from None
-    _vet(host, addresses, allow_private=allow_private)
+    _vet(host, addresses, allow_private=policy.allow_private)
+    return normalized
 
 
 def _ip_literal(host: str) -> str | None:
@@ -110,21 +161,73 @@ def _ip_literal(host: str) -> str | None:
         pass
     try:  # 127.1, 0x7f.1, 2130706433: getaddrinfo reads them as IPv4 addresses
         return socket.inet_ntoa(socket.inet_aton(host))
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the text
         return None
 
 
-async def _resolve(host: str, port: int) -> list[str]:
-    if _ip_literal(host) is not None:
-        return [str(_ip_literal(host))]
+# Tests' lookup, when one is substituted (resolved_by).
+_substitute: Lookup | None = None
+
+
+@contextmanager
+def resolved_by(lookup: Lookup) -> Iterator[None]:
+    """Every name is looked up by `lookup` for the duration of the block:
+    how tests give a name slow, failing or hanging DNS."""
+    global _substitute
+    before, _substitute = _substitute, lookup
     try:
-        async with asyncio.timeout(RESOLVE_TIMEOUT), _LOOKUPS:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, port, type=socket.SOCK_STREAM
-            )
+        yield
+    finally:
+        _substitute = before
+
+
+# One c-ares channel per event loop and set of nameservers: a channel serves
+# any number of lookups at once.
+_Channels = dict[tuple[str, ...], aiodns.DNSResolver]
+_channels: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Channels]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _channel(nameservers: tuple[str, ...]) -> aiodns.DNSResolver:
+    loop = asyncio.get_running_loop()
+    per_loop = _channels.setdefault(loop, {})
+    if nameservers not in per_loop:
+        # c-ares gives up on its own too (2 tries of 2 s), so nothing lingers
+        # long after the caller's deadline dropped it.
+        per_loop[nameservers] = aiodns.DNSResolver(
+            list(nameservers) or None, loop=loop, timeout=2.0, tries=2
+        )
+    return per_loop[nameservers]
+
+
+async def _c_ares(host: str, port: int, nameservers: tuple[str, ...]) -> list[str]:
+    try:
+        result = await _channel(nameservers).getaddrinfo(host, port=port, type=socket.SOCK_STREAM)
+    except aiodns.error.DNSError:
+        raise socket.gaierror(f"{host} does not resolve") from None
+    return [node.addr[0].decode() for node in result.nodes]
+
+
+async def _resolve(host: str, port: int, policy: Policy) -> list[str]:
+    """The host's addresses, within the policy's lookup_timeout:
+    LookupTimedOut past it, socket.gaierror if it has none."""
+    literal = _ip_literal(host)
+    if literal is not None:
+        return [literal]
+    try:
+        async with asyncio.timeout(policy.lookup_timeout):
+            if _substitute is not None:
+                addresses = await _substitute(host, port)
+            else:
+                addresses = await _c_ares(host, port, policy.nameservers)
     except TimeoutError:
-        raise socket.gaierror(f"{host}: no DNS answer in {RESOLVE_TIMEOUT:g} s") from None
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+        raise LookupTimedOut(f"{host}: no DNS answer in {policy.lookup_timeout:g} s") from None
+    except (OSError, UnicodeError):
+        raise socket.gaierror(f"{host} does not resolve") from None
+    if not addresses:
+        raise socket.gaierror(f"{host} does not resolve")
+    return list(dict.fromkeys(addresses))
 
 
 def _vet(host: str, addresses: list[str], *, allow_private: bool) -> None:
@@ -136,19 +239,21 @@ def _vet(host: str, addresses: list[str], *, allow_private: bool) -> None:
 
 class _GuardedResolver(AbstractResolver):
     """aiohttp's resolver: the addresses a name has, refused unless every
-    one is public. (IP literals never reach a resolver: Client.post checks them.)"""
+    one is public. (IP literals never reach a resolver: Client.post checks
+    them.) A lookup past its deadline raises LookupTimedOut, which aiohttp
+    passes on as it is: the attempt timed out."""
 
-    def __init__(self, *, allow_private: bool) -> None:
-        self._allow_private = allow_private
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         try:
-            addresses = await _resolve(host, port)
+            addresses = await _resolve(host, port, self._policy)
         except socket.gaierror:
             raise OSError(f"{host} does not resolve") from None  # may resolve on a later try
-        _vet(host, addresses, allow_private=self._allow_private)
+        _vet(host, addresses, allow_private=self._policy.allow_private)
         return [
             {
                 "hostname": host,
@@ -178,8 +283,8 @@ class Client:
     destination that is not allowed, aiohttp.ClientError for what the
     network or the receiver did, TimeoutError past `timeout`."""
 
-    def __init__(self, *, allow_private: bool, limit: int = 100) -> None:
-        self._allow_private = allow_private
+    def __init__(self, policy: Policy, *, limit: int = 100) -> None:
+        self._policy = policy
         self._limit = limit
         self._session: aiohttp.ClientSession | None = None
 
@@ -187,7 +292,7 @@ class Client:
         # Made on first use, inside the event loop that will run it.
         if self._session is None:
             connector = aiohttp.TCPConnector(
-                resolver=_GuardedResolver(allow_private=self._allow_private),
+                resolver=_GuardedResolver(self._policy),
                 # The system's trusted CAs as they are now (SSL_CERT_FILE
                 # included), not as they were when aiohttp was imported.
                 ssl=ssl.create_default_context(),
@@ -209,7 +314,7 @@ class Client:
     ) -> Answer:
         """POST within `timeout` seconds from connecting to the last byte
         kept, reading at most `keep` bytes of the answer."""
-        check_url(url, allow_private=self._allow_private)  # IP literals bypass the resolver
+        check_url(url, allow_private=self._policy.allow_private)  # IP literals bypass the resolver
         async with asyncio.timeout(timeout):
             async with self._open().post(
                 url, data=body, headers=headers, allow_redirects=False

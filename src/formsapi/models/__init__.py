@@ -19,6 +19,7 @@ from formsapi.models.web_session import WebSession
 from formsapi.models.webhook_attempt import WebhookAttempt
 from formsapi.models.webhook_delivery import DeliveryStatus, WebhookDelivery
 from formsapi.models.webhook_endpoint import WebhookEndpoint
+from formsapi.models.webhook_subscription import WebhookSubscription
 
 __all__ = [
     "APIKey",
@@ -47,4 +48,5 @@ __all__ = [
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookEndpoint",
+    "WebhookSubscription",
 ]

@@ -35,6 +35,13 @@ class Event(Base):
         # An organization's events in order (GET /v1/events).
         Index("ix_events_organization_id_xid_seq", "organization_id", "xid", "seq"),
         Index("ix_events_occurred_at", "occurred_at"),  # the retention sweep
+        # A form's events, or one resource's, to erase their answers.
+        Index(
+            "ix_events_organization_id_form_id_subject_id",
+            "organization_id",
+            "form_id",
+            "subject_id",
+        ),
         {"sqlite_autoincrement": True},  # a purged last row's number is never reused
     )
 
@@ -48,5 +55,7 @@ class Event(Base):
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # The form it concerns, kept after the form is deleted (no foreign key).
     form_id: Mapped[str | None] = mapped_column(String(40))
+    # The id of the resource its data is (a submission, a form, an endpoint).
+    subject_id: Mapped[str | None] = mapped_column(String(40))
     # The event's `data`, as JSON text: stored, listed and sent as is.
     data: Mapped[str] = mapped_column(Text)

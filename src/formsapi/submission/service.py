@@ -175,7 +175,12 @@ async def create(
         version=1,
     )
     event = event_service.parameters(
-        organization_id, EventType.submission_created, now, event_data(submission), form_id
+        organization_id,
+        EventType.submission_created,
+        now,
+        event_data(submission),
+        form_id,
+        submission.id,
     )
     await repository.insert_counted(session, submission, event)
     return submission
@@ -217,8 +222,8 @@ async def get(
 async def delete(
     session: AsyncSession, organization_id: str, form_id: str, submission_id: str
 ) -> None:
-    """Delete one submission, take it off every total exactly once, and leave
-    a tombstone for the change feed.
+    """Delete one submission, take it off every total exactly once, leave
+    a tombstone for the change feed, and erase its answers from its events.
 
     The form's counter moves first: that takes the form's row lock, so
     concurrent deletes of the same submission (and a delete of the form) are
@@ -235,6 +240,7 @@ async def delete(
     await repository.add_counts(session, organization_id, form_id, {hour_of(submitted_at): -1})
     now = utcnow()
     await repository.bury(session, organization_id, form_id, submission_id, change_seq, now)
+    await event_service.erase_answers(session, organization_id, form_id, submission_id)
     tombstone = {"formId": form_id, **deleted_wire(submission_id, change_seq, isoformat_z(now))}
     await event_service.record(
         session, organization_id, EventType.submission_deleted, now, tombstone, form_id=form_id
@@ -311,6 +317,7 @@ async def edit(
             now,
             event_data(submission),
             form_id=form_id,
+            subject_id=submission.id,
         )
     return submission
 

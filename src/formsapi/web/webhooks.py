@@ -236,7 +236,8 @@ async def add(
             request.app.state.secret_box,
             organization_id,
             body,
-            allow_private=_settings(request).webhook_allow_private_networks,
+            policy=service.egress_policy(_settings(request)),
+            scopes=ROLE_SCOPES.get(viewer.role or "", frozenset()),
         )
     except ValidationError as error:
         return await back_with(session, viewer, PAGE, error=_invalid(error), posted=posted)
@@ -388,7 +389,8 @@ async def _set_enabled(
             organization_id,
             endpoint_id,
             WebhookEndpointUpdate(enabled=enabled),
-            allow_private=_settings(request).webhook_allow_private_networks,
+            policy=service.egress_policy(_settings(request)),
+            scopes=ROLE_SCOPES.get(viewer.role or "", frozenset()),
         )
     except FormsAPIError as error:
         return await _refused(session, viewer, endpoint_id, error)

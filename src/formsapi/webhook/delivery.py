@@ -51,6 +51,7 @@ class Result:
     error: str | None = None
     duration_ms: int = 0
     overloaded: bool = False  # 429 or a timeout: back off harder
+    timed_out: bool = False  # no answer in time (the lookup's, or the receiver's)
     retry_after: float | None = None
     disable: str | None = None  # why the endpoint should be disabled
     abort: bool = False  # the receiver asked not to retry this one
@@ -82,8 +83,10 @@ async def attempt(
         answer = await client.post(url, payload, request_headers, timeout, BODY_CAP)
     except egress.EgressRefused as refused:
         return _failed(started, f"refused: {refused}")
+    except egress.LookupTimedOut as slow:
+        return _failed(started, str(slow), timed_out=True)
     except TimeoutError:
-        return _failed(started, "timed out", overloaded=True)
+        return _failed(started, "timed out", timed_out=True)
     except (aiohttp.ClientError, OSError) as error:
         return _failed(started, f"{type(error).__name__}: {error}".replace("\x00", "")[:500])
     duration = int((time.monotonic() - started) * 1000)
@@ -112,9 +115,11 @@ async def attempt(
     )
 
 
-def _failed(started: float, error: str, *, overloaded: bool = False) -> Result:
+def _failed(started: float, error: str, *, timed_out: bool = False) -> Result:
     duration = int((time.monotonic() - started) * 1000)
-    return Result(False, error=error, duration_ms=duration, overloaded=overloaded)
+    return Result(
+        False, error=error, duration_ms=duration, overloaded=timed_out, timed_out=timed_out
+    )
 
 
 def next_delay(

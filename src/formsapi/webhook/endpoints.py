@@ -76,13 +76,16 @@ async def create_endpoint(
     """Register a URL to receive your organization's events, signed per
     Standard Webhooks. The answer carries the signing `secret`, this once.
     The URL must be https on a public address, checked now and again at
-    every delivery."""
+    every delivery. The key needs the read scope of every event type the
+    endpoint gets (`submissions:read` for submission events, `forms:read`
+    for form events): an endpoint is never sent what its creator cannot read."""
     endpoint, secret = await service.create(
         session,
         request.app.state.secret_box,
         principal.organization_id,
         body,
-        allow_private=_settings(request).webhook_allow_private_networks,
+        policy=service.egress_policy(_settings(request)),
+        scopes=principal.scopes,
     )
     return _json({**service.endpoint_wire(endpoint), "secret": secret}, 201)
 
@@ -125,13 +128,16 @@ async def update_endpoint(
     body: WebhookEndpointUpdate,
 ) -> Response:
     """Change an endpoint; only the fields sent change. `enabled: true`
-    re-enables one that was disabled: then `recover` sends what it missed."""
+    re-enables one that was disabled: then `recover` sends what it missed.
+    Moving it to another `url`, or widening `eventTypes` or `formIds`, needs
+    the read scope of every event type it will get, as creating one does."""
     endpoint = await service.update(
         session,
         principal.organization_id,
         endpoint_id,
         body,
-        allow_private=_settings(request).webhook_allow_private_networks,
+        policy=service.egress_policy(_settings(request)),
+        scopes=principal.scopes,
     )
     return _json(service.endpoint_wire(endpoint))
 
@@ -293,8 +299,10 @@ async def recover(
     body: Recover,
 ) -> Response:
     """Send again everything that failed since `since`, and every event
-    since then the endpoint never got (while disabled): after fixing a
-    receiver, this makes its copy whole."""
+    since then the endpoint never got though it wanted it at the time (it
+    was disabled): after fixing a receiver, this makes its copy whole. Never
+    an event from before the endpoint existed, or of a type or form its
+    filters left out then."""
     queued = await service.recover(
         session,
         principal.organization_id,

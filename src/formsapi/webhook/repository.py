@@ -22,6 +22,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.kit.ids import new_id
 from formsapi.models import (
     DeliveryStatus,
     Event,
@@ -29,6 +30,7 @@ from formsapi.models import (
     WebhookAttempt,
     WebhookDelivery,
     WebhookEndpoint,
+    WebhookSubscription,
 )
 from formsapi.tenancy import scoped, unscoped
 
@@ -76,6 +78,12 @@ async def delete_endpoint(session: AsyncSession, organization_id: str, endpoint_
     await session.execute(
         delete(WebhookDelivery).where(
             scoped(WebhookDelivery, organization_id), WebhookDelivery.endpoint_id == endpoint_id
+        )
+    )
+    await session.execute(
+        delete(WebhookSubscription).where(
+            scoped(WebhookSubscription, organization_id),
+            WebhookSubscription.endpoint_id == endpoint_id,
         )
     )
     gone = await session.execute(
@@ -154,19 +162,76 @@ async def requeue_failed(
     return int(getattr(result, "rowcount", 0))
 
 
+async def subscribe(session: AsyncSession, endpoint: WebhookEndpoint, now: datetime) -> None:
+    """End the endpoint's current subscription period, if any, and start one
+    of what it wants now."""
+    await session.execute(
+        update(WebhookSubscription)
+        .where(
+            scoped(WebhookSubscription, endpoint.organization_id),
+            WebhookSubscription.endpoint_id == endpoint.id,
+            WebhookSubscription.ended_at.is_(None),
+        )
+        .values(ended_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    session.add(
+        WebhookSubscription(
+            id=new_id("whs"),
+            organization_id=endpoint.organization_id,
+            endpoint_id=endpoint.id,
+            event_types=list(endpoint.event_types),
+            form_ids=list(endpoint.form_ids),
+            started_at=now,
+        )
+    )
+    await session.flush()
+
+
+async def subscriptions(
+    session: AsyncSession, organization_id: str, endpoint_id: str, since: datetime, limit: int
+) -> Sequence[WebhookSubscription]:
+    """The endpoint's newest `limit` subscription periods that had not
+    ended by `since`."""
+    statement = (
+        select(WebhookSubscription)
+        .where(
+            scoped(WebhookSubscription, organization_id),
+            WebhookSubscription.endpoint_id == endpoint_id,
+            or_(WebhookSubscription.ended_at.is_(None), WebhookSubscription.ended_at > since),
+        )
+        .order_by(WebhookSubscription.started_at.desc(), WebhookSubscription.id.desc())
+        .limit(limit)
+    )
+    return (await session.scalars(statement)).all()
+
+
+def _subscribed(period: WebhookSubscription) -> Any:
+    """The events a subscription period wanted."""
+    conditions = [Event.occurred_at >= period.started_at]
+    if period.ended_at is not None:
+        conditions.append(Event.occurred_at < period.ended_at)
+    if period.event_types:
+        conditions.append(Event.type.in_(period.event_types))
+    if period.form_ids:
+        conditions.append(or_(Event.form_id.is_(None), Event.form_id.in_(period.form_ids)))
+    return and_(*conditions)
+
+
 async def events_never_delivered(
     session: AsyncSession,
     organization_id: str,
     endpoint_id: str,
     since: datetime,
-    types: Sequence[str] | None,
-    form_ids: Sequence[str] | None,
+    periods: Sequence[WebhookSubscription],
     limit: int,
 ) -> Sequence[Row[int, str, str]]:
-    """Up to `limit` of the organization's events since `since`, of these
-    types and forms (None: any), with no delivery to the endpoint (it was
-    disabled, or added later): seq, id, type. Never pings, which go to one
-    endpoint alone."""
+    """Up to `limit` of the organization's events since `since` that one of
+    the endpoint's subscription periods wanted when they happened, with no
+    delivery to it (it was disabled): seq, id, type. Never pings, which go
+    to one endpoint alone."""
+    if not periods:
+        return []
     delivered = (
         select(WebhookDelivery.id)
         .where(
@@ -176,17 +241,18 @@ async def events_never_delivered(
         )
         .exists()
     )
-    statement = select(Event.seq, Event.id, Event.type).where(
-        scoped(Event, organization_id),
-        Event.occurred_at >= since,
-        Event.type != "ping",
-        ~delivered,
+    statement = (
+        select(Event.seq, Event.id, Event.type)
+        .where(
+            scoped(Event, organization_id),
+            Event.occurred_at >= since,
+            Event.type != "ping",
+            or_(*[_subscribed(period) for period in periods]),
+            ~delivered,
+        )
+        .order_by(Event.xid, Event.seq)
+        .limit(limit)
     )
-    if types is not None:
-        statement = statement.where(Event.type.in_(types))
-    if form_ids is not None:
-        statement = statement.where(or_(Event.form_id.is_(None), Event.form_id.in_(form_ids)))
-    statement = statement.order_by(Event.xid, Event.seq).limit(limit)
     return (await session.execute(statement)).all()
 
 
@@ -278,56 +344,65 @@ def _due(now: datetime) -> Any:
 
 
 async def due_candidates(
-    session: AsyncSession, now: datetime, per_endpoint: int, limit: int
+    session: AsyncSession, now: datetime, per_endpoint: int, per_organization: int, limit: int
 ) -> Sequence[Row[str, str, str]]:
-    """Due deliveries, at most `per_endpoint` of each endpoint, oldest due
-    first: id, endpoint, organization. An endpoint with a long backlog
-    leaves room for the others' deliveries.
+    """Due deliveries, at most `per_endpoint` of each endpoint and
+    `per_organization` of each organization: id, endpoint, organization.
+    Each organization's oldest first, then each one's second, and so on: an
+    organization with a long backlog neither crowds the others out of the
+    list nor goes ahead of their older deliveries.
 
     On PostgreSQL each endpoint's few are read from its own index range, so
     a backlog costs nothing per look; SQLite ranks the due rows."""
+    columns = (
+        WebhookDelivery.id,
+        WebhookDelivery.endpoint_id,
+        WebhookDelivery.organization_id,
+        WebhookDelivery.next_attempt_at,
+    )
     if session.get_bind().dialect.name == "postgresql":
         due = (
-            select(
-                WebhookDelivery.id,
-                WebhookDelivery.endpoint_id,
-                WebhookDelivery.organization_id,
-                WebhookDelivery.next_attempt_at,
-            )
+            select(*columns)
             .where(WebhookDelivery.endpoint_id == WebhookEndpoint.id, _due(now))
             .order_by(WebhookDelivery.next_attempt_at)
             .limit(per_endpoint)
             .lateral("due")
         )
-        lateral = unscoped(
-            select(due.c.id, due.c.endpoint_id, due.c.organization_id)
-            .select_from(WebhookEndpoint)
-            .join(due, true())
-            .order_by(due.c.next_attempt_at)
-            .limit(limit),
-            WORKERS,
-        )
-        return (await session.execute(lateral)).all()
-    ranked = (
-        select(
-            WebhookDelivery.id,
-            WebhookDelivery.endpoint_id,
-            WebhookDelivery.organization_id,
-            WebhookDelivery.next_attempt_at,
-            func.row_number()
-            .over(
-                partition_by=WebhookDelivery.endpoint_id,
-                order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.id),
+        per_endpoints = select(due).select_from(WebhookEndpoint).join(due, true())
+    else:
+        by_endpoint = (
+            select(
+                *columns,
+                func.row_number()
+                .over(
+                    partition_by=WebhookDelivery.endpoint_id,
+                    order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.id),
+                )
+                .label("rank"),
             )
-            .label("rank"),
+            .where(_due(now))
+            .subquery()
         )
-        .where(_due(now))
-        .subquery()
-    )
+        per_endpoints = select(
+            by_endpoint.c.id,
+            by_endpoint.c.endpoint_id,
+            by_endpoint.c.organization_id,
+            by_endpoint.c.next_attempt_at,
+        ).where(by_endpoint.c.rank <= per_endpoint)
+    chosen = per_endpoints.subquery()
+    ranked = select(
+        chosen,
+        func.row_number()
+        .over(
+            partition_by=chosen.c.organization_id,
+            order_by=(chosen.c.next_attempt_at, chosen.c.id),
+        )
+        .label("turn"),
+    ).subquery()
     statement = unscoped(
         select(ranked.c.id, ranked.c.endpoint_id, ranked.c.organization_id)
-        .where(ranked.c.rank <= per_endpoint)
-        .order_by(ranked.c.next_attempt_at)
+        .where(ranked.c.turn <= per_organization)
+        .order_by(ranked.c.turn, ranked.c.next_attempt_at)
         .limit(limit),
         WORKERS,
     )

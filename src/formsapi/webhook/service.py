@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from formsapi.db import async_url
-from formsapi.errors import Conflict, FormsAPIError, NotFound, ValidationFailed
+from formsapi.errors import Conflict, Forbidden, FormsAPIError, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import repository as form_repository
 from formsapi.kit import egress
@@ -31,6 +31,9 @@ SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
 ROTATION_OVERLAP = timedelta(hours=24)
 MAX_ENDPOINTS = 50  # per organization
 RECOVER_BATCH = 10_000  # events one recover call looks through, so each stays short
+# The newest periods of an endpoint's subscriptions that recovering looks
+# at: an endpoint refiltered more often than this sends less, never more.
+RECOVER_PERIODS = 50
 
 
 class WebhooksUnavailable(FormsAPIError):
@@ -135,15 +138,41 @@ def endpoint_wire(endpoint: WebhookEndpoint) -> dict[str, Any]:
     }
 
 
-async def _checked_url(url: str, allow_private: bool) -> str:
+def egress_policy(settings: Settings) -> egress.Policy:
+    """Where webhooks may be sent, and how their hosts are looked up."""
+    return egress.Policy(
+        allow_private=settings.webhook_allow_private_networks,
+        nameservers=tuple(settings.webhook_dns_servers),
+        lookup_timeout=settings.webhook_dns_timeout,
+    )
+
+
+async def _checked_url(url: str, policy: egress.Policy) -> str:
+    """The URL normalized, its host looked up and vetted. Called before the
+    request's first statement: a lookup may take seconds, and must hold no
+    transaction (on SQLite, the write lock) and no pooled connection."""
     try:
-        normalized = egress.check_url(url, allow_private=allow_private)
-        await egress.check_destination(normalized, allow_private=allow_private)
+        return await egress.check_destination(url, policy)
     except egress.EgressRefused as refused:
         raise ValidationFailed(
             "The URL cannot receive webhooks.", [{"pointer": "/url", "detail": str(refused)}]
         ) from None
-    return normalized
+
+
+def _require_read_scopes(
+    scopes: frozenset[str], event_types: Sequence[str], *, because: str
+) -> None:
+    """An endpoint sends what its events carry: whoever points one at a URL,
+    or widens what it gets, must be able to read all of that themselves."""
+    wanted = event_types or list(EventType)
+    needed = sorted({str(event_service.READ_SCOPE[EventType(t)]) for t in wanted} - scopes)
+    if needed:
+        raise Forbidden(
+            f"{because} needs the {' and '.join(repr(n) for n in needed)} scope"
+            f"{'s' if len(needed) > 1 else ''} too: the endpoint would be sent what only "
+            f"{'they read' if len(needed) > 1 else 'it reads'}.",
+            requiredScope=needed[0],
+        )
 
 
 async def _checked_forms(
@@ -169,16 +198,20 @@ async def create(
     organization_id: str,
     body: WebhookEndpointCreate,
     *,
-    allow_private: bool,
+    policy: egress.Policy,
+    scopes: frozenset[str],
 ) -> tuple[WebhookEndpoint, str]:
-    """A new endpoint and its secret, which is shown this once."""
+    """A new endpoint and its secret, which is shown this once. `scopes`
+    are what the caller may read: the endpoint may be sent nothing more."""
     box = _box(box)
+    event_types = sorted({str(t) for t in body.event_types})
+    _require_read_scopes(scopes, event_types, because="An endpoint for these events")
+    url = await _checked_url(body.url, policy)
     if await repository.count_endpoints(session, organization_id) >= MAX_ENDPOINTS:
         raise ValidationFailed(
             f"An organization has at most {MAX_ENDPOINTS} webhook endpoints.",
             [{"pointer": "", "detail": "delete one first"}],
         )
-    url = await _checked_url(body.url, allow_private)
     form_ids = await _checked_forms(session, organization_id, body.form_ids)
     secret = new_secret()
     now = utcnow()
@@ -187,7 +220,7 @@ async def create(
         organization_id=organization_id,
         url=url,
         description=body.description,
-        event_types=sorted({str(t) for t in body.event_types}),
+        event_types=event_types,
         form_ids=form_ids,
         enabled=body.enabled,
         secret=box.seal(secret),
@@ -196,6 +229,7 @@ async def create(
     )
     session.add(endpoint)
     await session.flush()
+    await repository.subscribe(session, endpoint, now)
     return endpoint, secret
 
 
@@ -212,33 +246,54 @@ async def list_all(session: AsyncSession, organization_id: str) -> Sequence[Webh
     return await repository.list_endpoints(session, organization_id)
 
 
+def _wider(before: Sequence[str], after: Sequence[str]) -> bool:
+    """Whether a filter (empty: everything) lets through more than it did."""
+    return bool(before) and (not after or not set(after) <= set(before))
+
+
 async def update(
     session: AsyncSession,
     organization_id: str,
     endpoint_id: str,
     changes: WebhookEndpointUpdate,
     *,
-    allow_private: bool,
+    policy: egress.Policy,
+    scopes: frozenset[str],
 ) -> WebhookEndpoint:
     """Change what was sent. Enabling a disabled endpoint clears why it was
-    disabled; what it missed meanwhile is sent by `recover`."""
-    endpoint = await get(session, organization_id, endpoint_id)
+    disabled; what it missed meanwhile is sent by `recover`. Moving it to
+    another URL, or widening what it gets, takes the scopes that read all it
+    will then be sent; a new filter starts a new period of its subscription."""
     sent = changes.model_fields_set
+    url = None
     if "url" in sent and changes.url is not None:
-        endpoint.url = await _checked_url(changes.url, allow_private)
+        url = await _checked_url(changes.url, policy)
+    endpoint = await get(session, organization_id, endpoint_id)
+    event_types = endpoint.event_types
+    if "event_types" in sent and changes.event_types is not None:
+        event_types = sorted({str(t) for t in changes.event_types})
+    form_ids = endpoint.form_ids
+    if "form_ids" in sent and changes.form_ids is not None:
+        form_ids = await _checked_forms(session, organization_id, changes.form_ids)
+    if url is not None and url != endpoint.url:
+        _require_read_scopes(scopes, event_types, because="Moving an endpoint to another URL")
+    elif _wider(endpoint.event_types, event_types) or _wider(endpoint.form_ids, form_ids):
+        _require_read_scopes(scopes, event_types, because="Widening what an endpoint is sent")
+    now = utcnow()
+    if (event_types, form_ids) != (endpoint.event_types, endpoint.form_ids):
+        endpoint.event_types, endpoint.form_ids = event_types, form_ids
+        await repository.subscribe(session, endpoint, now)
+    if url is not None:
+        endpoint.url = url
     if "description" in sent and changes.description is not None:
         endpoint.description = changes.description
-    if "event_types" in sent and changes.event_types is not None:
-        endpoint.event_types = sorted({str(t) for t in changes.event_types})
-    if "form_ids" in sent and changes.form_ids is not None:
-        endpoint.form_ids = await _checked_forms(session, organization_id, changes.form_ids)
     if "enabled" in sent and changes.enabled is not None and changes.enabled != endpoint.enabled:
         endpoint.enabled = changes.enabled
         if changes.enabled:
             endpoint.disabled_reason = endpoint.disabled_at = endpoint.failing_since = None
         else:
-            endpoint.disabled_reason, endpoint.disabled_at = "Disabled by a member.", utcnow()
-    endpoint.updated_at = utcnow()
+            endpoint.disabled_reason, endpoint.disabled_at = "Disabled by a member.", now
+    endpoint.updated_at = now
     await session.flush()
     return endpoint
 
@@ -360,22 +415,21 @@ async def recover(
 ) -> int:
     """Everything the endpoint should have had since `since` and has not:
     failed deliveries due again now, and a new delivery of each event it
-    never got (it was disabled, or filtered them), RECOVER_BATCH at most a
-    call (call again for more). How many are due."""
+    never got though it was subscribed to it at the time (it was disabled),
+    RECOVER_BATCH at most a call (call again for more). Never an event from
+    before the endpoint existed, or of a type or form it did not want then.
+    How many are due."""
     endpoint = _enabled(await get(session, organization_id, endpoint_id))
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)  # no offset means UTC, as everywhere in the API
     now = utcnow()
     since = max(since, now - timedelta(days=event_days))  # nothing older is kept
     queued = await repository.requeue_failed(session, organization_id, endpoint_id, since, now)
+    periods = await repository.subscriptions(
+        session, organization_id, endpoint.id, since, RECOVER_PERIODS
+    )
     missed = await repository.events_never_delivered(
-        session,
-        organization_id,
-        endpoint_id,
-        since,
-        [t for t in endpoint.event_types if t != EventType.ping] or None,
-        endpoint.form_ids or None,
-        RECOVER_BATCH,
+        session, organization_id, endpoint_id, since, periods, RECOVER_BATCH
     )
     rows = [_delivery(endpoint, *event, now) for event in missed]
     await repository.add_deliveries(session, rows)

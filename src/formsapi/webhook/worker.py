@@ -6,15 +6,24 @@ and any of them may die: fan-out takes events off the event outbox in the
 transaction that writes their deliveries; a claim leases deliveries
 (PostgreSQL skips rows another worker is claiming), and a lease that runs
 out makes them due again; an outcome is written only by the claim that made
-it. Delivery is therefore at least once, across crashes of either side."""
+it. Delivery is therefore at least once, across crashes of either side.
+
+Organizations share a worker fairly. Claims take a bounded number of each
+organization's due deliveries, each organization's first ones first; claimed
+deliveries wait in a queue per organization and endpoint, and a free slot
+goes to the organizations in turn, each within its own share of the slots
+(webhook_organization_concurrency) and each endpoint within its own. An
+organization whose receivers hang holds only its share: another's delivery
+finds a free slot at once. An endpoint whose last attempt timed out gets one
+slot until it answers again."""
 
 import asyncio
 import logging
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +38,7 @@ from formsapi.kit.secretbox import SecretBox, SecretBoxError
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import DeliveryStatus, EventType, WebhookEndpoint
 from formsapi.webhook import delivery, repository
-from formsapi.webhook.service import disabled_event_data
+from formsapi.webhook.service import disabled_event_data, egress_policy
 
 log = logging.getLogger("formsapi.webhooks")
 
@@ -46,6 +55,12 @@ QUEUED = 16
 FLUSH_AT = 64
 FLUSH_EVERY = 0.025
 DISABLE_AFTER = timedelta(days=5)
+# A delivery that waited longer than this for its slot reads its event and
+# endpoint again before it is sent: the answers may have been erased, the
+# endpoint disabled or moved, meanwhile.
+FRESH = 1.0
+
+Event = tuple[str, datetime, str]  # type, occurred_at, data
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +71,16 @@ class Claimed:
     event_seq: int
     event_id: str
     attempts: int
+
+
+@dataclass(slots=True)
+class Waiting:
+    """A claimed delivery waiting for a slot, with what it sends."""
+
+    claimed: Claimed
+    event: Event | None
+    endpoint: WebhookEndpoint | None
+    read_at: float = field(default_factory=time.monotonic)
 
 
 class Worker:
@@ -81,15 +106,22 @@ class Worker:
         # waits for a slot: a lease that runs out means its worker died.
         self.lease = timedelta(seconds=self.timeout + 5)
         self.renewed_at = time.monotonic()
-        self.sending = asyncio.Semaphore(settings.webhook_concurrency)
-        self.gates: dict[str, asyncio.Semaphore] = {}  # per endpoint
-        self.client = egress.Client(
-            allow_private=settings.webhook_allow_private_networks,
-            limit=settings.webhook_concurrency,
-        )
+        self.slots = settings.webhook_concurrency
+        self.organization_slots = min(settings.webhook_organization_concurrency, self.slots)
+        self.endpoint_slots = min(settings.webhook_endpoint_concurrency, self.organization_slots)
+        self.client = egress.Client(egress_policy(settings), limit=self.slots)
+        # Claimed, waiting or being sent (leases renewed), by delivery id.
         self.in_flight: dict[str, Claimed] = {}
-        self.per_endpoint: Counter[str] = Counter()
-        self.per_organization: Counter[str] = Counter()
+        self.claimed_per_endpoint: Counter[str] = Counter()
+        self.claimed_per_organization: Counter[str] = Counter()
+        # Waiting for a slot: organization -> endpoint -> deliveries, and
+        # the organizations with something waiting, in the order of their turns.
+        self.waiting: dict[str, dict[str, deque[Waiting]]] = {}
+        self.turns: deque[str] = deque()
+        self.sending_per_endpoint: Counter[str] = Counter()
+        self.sending_per_organization: Counter[str] = Counter()
+        self.slow: set[str] = set()  # endpoints whose last attempt timed out
+        self.stopping = False
         self.tasks: set[asyncio.Task[None]] = set()
         self.results: list[tuple[Claimed, delivery.Result, datetime]] = []
         self.first_result_at = 0.0
@@ -130,29 +162,34 @@ class Worker:
             self.wake.set()
         return len(events)
 
-    # Claims and sends.
+    # Claims.
+
+    def _endpoint_cap(self, endpoint_id: str) -> int:
+        return 1 if endpoint_id in self.slow else self.endpoint_slots
 
     async def claim(self) -> int:
-        """Lease what is due, within this worker's room in all and per
-        endpoint, and start sending it; how many were claimed."""
-        room = self.settings.webhook_concurrency * QUEUED - len(self.in_flight)
+        """Lease what is due, within this worker's room in all, per
+        organization and per endpoint, and queue it for a slot; how many
+        were claimed."""
+        room = self.slots * QUEUED - len(self.in_flight)
         if room <= 0:
             return 0
-        cap = self.settings.webhook_endpoint_concurrency * QUEUED
-        # No organization takes more than half the slots, however many
-        # endpoints it has: a tenant's slow receivers leave room for others.
-        organization_cap = max(cap, self.settings.webhook_concurrency // 2 * QUEUED)
+        per_endpoint = self.endpoint_slots * QUEUED
+        per_organization = self.organization_slots * QUEUED
         now = utcnow()
         async with self.reader() as reader:
-            candidates = await repository.due_candidates(reader, now, cap, room * 2)
+            candidates = await repository.due_candidates(
+                reader, now, per_endpoint, per_organization, room * 2
+            )
         picked: list[str] = []
         taken: Counter[str] = Counter()
         for delivery_id, endpoint_id, organization_id in candidates:
+            endpoint_room = self._endpoint_cap(endpoint_id) * QUEUED
             if (
                 len(picked) < room
-                and self.per_endpoint[endpoint_id] + taken[endpoint_id] < cap
-                and self.per_organization[organization_id] + taken[organization_id]
-                < organization_cap
+                and self.claimed_per_endpoint[endpoint_id] + taken[endpoint_id] < endpoint_room
+                and self.claimed_per_organization[organization_id] + taken[organization_id]
+                < per_organization
             ):
                 picked.append(delivery_id)
                 taken[endpoint_id] += 1
@@ -163,13 +200,16 @@ class Worker:
             rows = await repository.claim(session, picked, now, now + self.lease)
         claimed = [Claimed(*row) for row in rows]
         if claimed:
-            await self._send(claimed)
+            await self._queue(claimed)
         return len(claimed)
 
-    async def _send(self, claimed: list[Claimed]) -> None:
+    async def _read(
+        self, claimed: Sequence[Claimed]
+    ) -> tuple[dict[int, Event], dict[str, WebhookEndpoint]]:
+        """The events and endpoints these deliveries send, as they are now."""
         async with self.reader() as reader:
             events = {
-                row[0]: row[1:]
+                row[0]: (row[1], row[2], row[3])
                 for row in await repository.events_by_seq(reader, [c.event_seq for c in claimed])
             }
             endpoints = {
@@ -178,49 +218,106 @@ class Worker:
                     reader, sorted({c.endpoint_id for c in claimed})
                 )
             }
+        return events, endpoints
+
+    async def _queue(self, claimed: list[Claimed]) -> None:
+        events, endpoints = await self._read(claimed)
         for item in claimed:
             self.in_flight[item.delivery_id] = item
-            self.per_endpoint[item.endpoint_id] += 1
-            self.per_organization[item.organization_id] += 1
-            task = asyncio.create_task(
-                self._attempt(item, events.get(item.event_seq), endpoints.get(item.endpoint_id))
+            self.claimed_per_endpoint[item.endpoint_id] += 1
+            self.claimed_per_organization[item.organization_id] += 1
+            queues = self.waiting.get(item.organization_id)
+            if queues is None:
+                queues = self.waiting[item.organization_id] = {}
+                self.turns.append(item.organization_id)
+            queues.setdefault(item.endpoint_id, deque()).append(
+                Waiting(item, events.get(item.event_seq), endpoints.get(item.endpoint_id))
             )
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+        self._start_ready()
 
-    async def _attempt(
-        self,
-        item: Claimed,
-        event: tuple[str, datetime, str] | None,
-        endpoint: WebhookEndpoint | None,
-    ) -> None:
-        gate = self.gates.get(item.endpoint_id)
-        if gate is None:
-            gate = self.gates[item.endpoint_id] = asyncio.Semaphore(
-                self.settings.webhook_endpoint_concurrency
-            )
+    # Slots.
+
+    def _start_ready(self) -> None:
+        """Start waiting deliveries while slots are free: the organizations
+        in turn, one delivery a turn, each within its share."""
+        passed = 0  # turns in a row that started nothing
+        while not self.stopping and len(self.tasks) < self.slots and passed < len(self.turns):
+            organization_id = self.turns[0]
+            self.turns.rotate(-1)
+            waiting = self._next_of(organization_id)
+            if waiting is None:
+                passed += 1
+                continue
+            passed = 0
+            self._launch(waiting)
+
+    def _next_of(self, organization_id: str) -> Waiting | None:
+        """The organization's next delivery that may start now, its
+        endpoints in turn; None if its share or its endpoints' are in use."""
+        if self.sending_per_organization[organization_id] >= self.organization_slots:
+            return None
+        queues = self.waiting[organization_id]
+        for endpoint_id, queue in queues.items():
+            if self.sending_per_endpoint[endpoint_id] < self._endpoint_cap(endpoint_id):
+                waiting = queue.popleft()
+                del queues[endpoint_id]
+                if queue:
+                    queues[endpoint_id] = queue  # to the back: the next turn starts another's
+                elif not queues:
+                    del self.waiting[organization_id]
+                    self.turns.remove(organization_id)
+                return waiting
+        return None
+
+    def _launch(self, waiting: Waiting) -> None:
+        item = waiting.claimed
+        self.sending_per_endpoint[item.endpoint_id] += 1
+        self.sending_per_organization[item.organization_id] += 1
+        task = asyncio.create_task(self._attempt(waiting))
+        self.tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: "asyncio.Task[None]") -> None:
+        self.tasks.discard(task)
+        self._start_ready()
+
+    async def _attempt(self, waiting: Waiting) -> None:
+        item = waiting.claimed
         try:
-            async with gate, self.sending:
-                result = await self._try(item, event, endpoint)
+            if time.monotonic() - waiting.read_at > FRESH:
+                events, endpoints = await self._read([item])
+                waiting.event = events.get(item.event_seq)
+                waiting.endpoint = endpoints.get(item.endpoint_id)
+            result = await self._try(item, waiting.event, waiting.endpoint)
         except Exception as error:  # a bug must not lose the delivery: it is retried
             log.exception("webhook delivery %s failed unexpectedly", item.delivery_id)
             result = delivery.Result(False, error=f"internal error: {type(error).__name__}")
+        if result.timed_out:
+            if len(self.slow) > 10_000:
+                self.slow.clear()
+            self.slow.add(item.endpoint_id)
+        elif result.error != "endpoint disabled":
+            self.slow.discard(item.endpoint_id)
         if not self.results:
             self.first_result_at = time.monotonic()
         self.results.append((item, result, utcnow()))
         del self.in_flight[item.delivery_id]
-        self.per_endpoint[item.endpoint_id] -= 1
-        self.per_organization[item.organization_id] -= 1
-        if self.per_endpoint[item.endpoint_id] == 0:
-            self.per_endpoint.pop(item.endpoint_id)
-            self.gates.pop(item.endpoint_id, None)
+        for counter, key in (
+            (self.claimed_per_endpoint, item.endpoint_id),
+            (self.claimed_per_organization, item.organization_id),
+            (self.sending_per_endpoint, item.endpoint_id),
+            (self.sending_per_organization, item.organization_id),
+        ):
+            counter[key] -= 1
+            if counter[key] == 0:
+                del counter[key]
         if len(self.results) >= FLUSH_AT or not self.in_flight:
             self.wake.set()
 
     async def _try(
         self,
         item: Claimed,
-        event: tuple[str, datetime, str] | None,
+        event: Event | None,
         endpoint: WebhookEndpoint | None,
     ) -> delivery.Result:
         if endpoint is None or not endpoint.enabled:
@@ -360,7 +457,7 @@ class Worker:
         if time.monotonic() - self.renewed_at < self.lease.total_seconds() / 3:
             return
         self.renewed_at = time.monotonic()
-        held = list(self.in_flight)
+        held = list(self.in_flight)  # waiting for a slot or being sent
         if held:
             async with session_scope(self.sessionmaker) as session:
                 await repository.renew(session, held, utcnow() + self.lease)
@@ -415,6 +512,7 @@ class Worker:
         await self.stop(grace)
 
     async def stop(self, grace: float) -> None:
+        self.stopping = True  # nothing more starts; what waits is handed back
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=grace)
         unfinished = [(c.delivery_id, c.attempts) for c in self.in_flight.values()]

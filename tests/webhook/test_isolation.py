@@ -1,0 +1,243 @@
+"""One organization's receivers and names, however slow, failing or hanging,
+never hold up another organization's deliveries or requests: with one
+worker and with two, on both engines.
+
+The hanging parts wait on an event the test sets only at the end, so each
+test asserts an order (the quiet organization is served while the other's
+requests or lookups still hang), not a time."""
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import orjson
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from formsapi.config import Settings
+from formsapi.kit import egress
+from formsapi.webhook.service import MAX_ENDPOINTS, secret_box
+from formsapi.webhook.worker import Worker
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org
+from tests.receiver import Answer, Received, Receiver
+
+SCOPES = [
+    "forms:read",
+    "forms:write",
+    "submissions:read",
+    "submissions:write",
+    "events:read",
+    "webhooks:manage",
+]
+ANSWERS = {"name": "Ada", "colors": "red"}
+SHARE = 4  # deliveries one organization may have in flight per worker
+# Nothing here waits for a timeout: what hangs is released by the test.
+LONG = 60.0
+# How long the quiet organization may take before the test fails: far more
+# than it needs, far less than anything hanging would take to let go.
+WITHIN = 10.0
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(
+        database_url=database_url,
+        rate_limit_standard=100_000,
+        secret_key=["i" * 32],
+        webhook_allow_private_networks=True,  # receivers on loopback
+        webhook_worker="off",  # the tests run their own
+        webhook_timeout=LONG,
+        webhook_dns_timeout=LONG,
+        webhook_concurrency=16,
+        webhook_organization_concurrency=SHARE,
+        webhook_endpoint_concurrency=2,
+        database_pool_size=3,
+        database_pool_timeout=3,
+    )
+
+
+async def _organization(api: Api, session: AsyncSession) -> dict[str, str]:
+    org = await create_org(session)
+    _, key = await create_key(session, org, scopes=SCOPES)
+    form = await create_form(session, org)
+    await session.commit()
+    return {"key": key, "form": form.id}
+
+
+async def _endpoint(api: Api, org: dict[str, str], url: str) -> None:
+    created = await api.post("/v1/webhook-endpoints", org["key"], json={"url": url})
+    assert created.status_code == 201, created.text
+
+
+async def _submit(api: Api, org: dict[str, str]) -> str:
+    posted = await api.post(
+        f"/v1/forms/{org['form']}/submissions", org["key"], json={"answers": ANSWERS}
+    )
+    assert posted.status_code == 201, posted.text
+    return str(posted.json()["id"])
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    try:
+        async with asyncio.timeout(WITHIN):
+            while not condition():  # noqa: ASYNC110 - a receiver's log, a counter
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"not within {WITHIN:g} s: {what}") from None
+
+
+@asynccontextmanager
+async def _workers(engine: AsyncEngine, settings: Settings, count: int) -> AsyncIterator[None]:
+    """`count` workers delivering, as separate processes would: each with its
+    own slots, sharing the database."""
+    box = secret_box(settings)
+    assert box is not None
+    stop = asyncio.Event()
+    workers = [
+        Worker(
+            async_sessionmaker(engine, expire_on_commit=False),
+            settings,
+            box,
+            rng=random.Random(index),  # noqa: S311 - jitter
+        )
+        for index in range(count)
+    ]
+    running = [asyncio.create_task(worker.run(stop, grace=0)) for worker in workers]
+    try:
+        yield
+    finally:
+        stop.set()
+        await asyncio.gather(*running)
+
+
+def _carries(received: list[Received], submission_id: str) -> bool:
+    return any(orjson.loads(r.body).get("data", {}).get("id") == submission_id for r in received)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_hanging_receivers_of_one_organization_hold_up_no_other_organization(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings, workers: int
+) -> None:
+    release = asyncio.Event()
+
+    async def hang(_: Received) -> Answer:
+        await release.wait()
+        return 200, {}, b""
+
+    async with Receiver(hang) as stuck, Receiver() as quiet:
+        noisy = await _organization(api, session)
+        for index in range(MAX_ENDPOINTS):
+            await _endpoint(api, noisy, f"{stuck.url}/{index}")
+        calm = await _organization(api, session)
+        await _endpoint(api, calm, quiet.url)
+        for _ in range(20):  # 1,000 deliveries, each to a receiver that hangs
+            await _submit(api, noisy)
+        try:
+            async with _workers(engine, settings, workers):
+                await _until(
+                    lambda: len(stuck.received) >= SHARE * workers,
+                    "the noisy organization's share of every worker hanging",
+                )
+                submission_id = await _submit(api, calm)
+                await _until(
+                    lambda: _carries(quiet.received, submission_id),
+                    "the quiet organization's delivery",
+                )
+                # However much it has waiting, it never held more than its share.
+                assert len(stuck.received) == SHARE * workers
+                assert not release.is_set()
+        finally:
+            release.set()
+
+
+async def test_names_that_hang_when_registered_hold_up_no_other_organizations_requests(
+    api: Api, session: AsyncSession, settings: Settings
+) -> None:
+    hanging: list[str] = []
+    release = asyncio.Event()
+
+    async def lookup(host: str, _: int) -> list[str]:
+        if host.endswith(".hang.test"):
+            hanging.append(host)
+            await release.wait()
+            raise OSError(f"{host}: no answer")
+        return ["127.0.0.1"]
+
+    noisy = await _organization(api, session)
+    calm = await _organization(api, session)
+    with egress.resolved_by(lookup):
+        # More registrations at once than the pool has connections (3).
+        registering = [
+            asyncio.create_task(
+                api.post(
+                    "/v1/webhook-endpoints",
+                    noisy["key"],
+                    json={"url": f"http://n{index}.hang.test/hook"},
+                )
+            )
+            for index in range(4)
+        ]
+        try:
+            await _until(lambda: len(hanging) == 4, "every registration's lookup under way")
+            async with asyncio.timeout(WITHIN):
+                submission_id = await _submit(api, calm)
+                read = await api.get(
+                    f"/v1/forms/{calm['form']}/submissions/{submission_id}", calm["key"]
+                )
+                hosted = await api.client.post(f"/f/{calm['form']}", data=ANSWERS)
+                listed = await api.get("/v1/webhook-endpoints", calm["key"])
+            assert (read.status_code, hosted.status_code, listed.status_code) == (200, 303, 200)
+            assert not release.is_set()
+            assert all(not task.done() for task in registering)
+        finally:
+            release.set()
+        refused = await asyncio.gather(*registering)
+    for answer in refused:
+        assert answer.status_code == 422
+        assert answer.json()["errors"][0]["detail"].endswith("does not resolve")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_names_that_hang_at_delivery_hold_up_no_other_organization(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings, workers: int
+) -> None:
+    hang = False
+    hanging: list[str] = []
+    release = asyncio.Event()
+
+    async def lookup(host: str, _: int) -> list[str]:
+        if hang and host.endswith(".hang.test"):
+            hanging.append(host)
+            await release.wait()
+            raise OSError(f"{host}: no answer")
+        return ["127.0.0.1"]
+
+    async with Receiver() as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        noisy = await _organization(api, session)
+        calm = await _organization(api, session)
+        with egress.resolved_by(lookup):
+            for index in range(8):
+                await _endpoint(api, noisy, f"http://n{index}.hang.test:{port}/hook")
+            await _endpoint(api, calm, f"http://calm.test:{port}/hook")
+            hang = True  # from now on the noisy names never answer
+            for _ in range(20):  # more than one worker claims of an organization at once
+                await _submit(api, noisy)
+            try:
+                async with _workers(engine, settings, workers):
+                    await _until(
+                        lambda: len(hanging) >= SHARE * workers,
+                        "the noisy organization's share of every worker looking names up",
+                    )
+                    submission_id = await _submit(api, calm)
+                    await _until(
+                        lambda: _carries(receiver.received, submission_id),
+                        "the quiet organization's delivery",
+                    )
+                    assert len(hanging) == SHARE * workers
+                    assert receiver.received
+                    assert all(r.headers["host"].startswith("calm.test") for r in receiver.received)
+            finally:
+                release.set()
