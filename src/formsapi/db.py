@@ -7,6 +7,8 @@ for themselves (HotStatement).
 """
 
 import asyncio
+import logging
+import os
 import socket
 import sqlite3
 import threading
@@ -29,6 +31,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.util import greenlet_spawn
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+log = logging.getLogger("formsapi")
 
 
 def async_url(url: str) -> str:
@@ -75,6 +79,64 @@ def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, ConnectionPoolEntry],
     return on_connect
 
 
+# The database's files are its owner's alone (0600), as its key file is.
+# SQLite creates a missing database with the umask's mode (0644, most often),
+# and its -wal and -shm files with the database's mode: so the database file
+# is made first, empty (which SQLite reads as an empty database), with 0600.
+# The files an older version made are tightened once SQLite has opened them
+# as a database (a directory or another file at the path is SQLite's to
+# refuse, and left as it is). Neither step opens an existing database file:
+# closing a descriptor of it would drop the locks SQLite's connections in this
+# process hold on it.
+
+
+def _sqlite_create_private(_: Dialect, __: ConnectionPoolEntry, cargs: Any, cparams: Any) -> None:
+    # Before SQLite opens the file (`cargs` are what the driver is called with).
+    # A SQLite URI (uri=true) is SQLite's to resolve.
+    filename = cargs[0] if cargs else ":memory:"
+    if filename == ":memory:" or cparams.get("uri"):
+        return
+    # One connection at a time: another must not open the new file before
+    # our descriptor of it is closed.
+    with _CREATING:
+        try:
+            descriptor = os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            return  # there already, or no place for it: SQLite opens it or says why not
+        os.close(descriptor)
+
+
+_CREATING = threading.Lock()
+
+
+def _sqlite_tighten(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
+    # After the pragmas, which a file that is not a database fails.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA database_list")
+    main = next(row[2] for row in cursor.fetchall() if row[1] == "main")
+    cursor.close()
+    if main:  # "" in memory
+        _tighten(Path(main))
+
+
+def _tighten(database: Path) -> None:
+    """Take the group's and others' permissions off the database, its WAL and
+    its shared-memory file, with one line in the log if there were any."""
+    tightened = []
+    for path in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+        try:
+            mode = path.stat().st_mode & 0o777
+            if mode & 0o077:
+                path.chmod(mode & 0o700)
+                tightened.append(f"{path} ({mode:o} to {mode & 0o700:o})")
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            log.warning("could not make %s private to its owner: %s", path, error)
+    if tightened:
+        log.warning("made the database's files private to their owner: %s", ", ".join(tightened))
+
+
 def _sqlite_begin(connection: Connection) -> None:
     # Reads run in autocommit and need no transaction. Writes take the write
     # lock up front (IMMEDIATE): a concurrent writer then waits its turn
@@ -93,7 +155,9 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
     if url.startswith("sqlite"):
         # Statements' parameters (answers, key hashes) stay out of error messages and logs.
         engine = create_async_engine(url, hide_parameters=True)
+        event.listen(engine.sync_engine, "do_connect", _sqlite_create_private)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(pool_timeout))
+        event.listen(engine.sync_engine, "connect", _sqlite_tighten)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         return engine
     return create_async_engine(
