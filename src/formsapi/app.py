@@ -41,7 +41,7 @@ from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.retention import purge_tombstones
 from formsapi.webhook.endpoints import router as webhooks_router
-from formsapi.webhook.retention import purge_deliveries
+from formsapi.webhook.retention import purge_deliveries, purge_periods
 from formsapi.webhook.service import secret_box
 from formsapi.webhook.worker import Worker
 
@@ -95,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
             "events": partial(purge_events, sessionmaker, settings.event_days),
             "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
+            "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
         stop = asyncio.Event()

@@ -23,6 +23,7 @@ from formsapi.kit.egress import (
     Answer,
     Client,
     EgressRefused,
+    LookupTimedOut,
     Policy,
     check_destination,
     check_url,
@@ -106,6 +107,10 @@ def self_signed(directory: Path, name: str) -> tuple[Path, Path]:
         ("https://example.com/hook#part", "fragment"),
         ("https://example.com/" + "a" * 2040, "longer than 2048"),
         ("https://[::1/hook", "not a valid URL"),
+        ("https://[2606:4700::1%25eth0]/hook", "network interface"),
+        ("https://ex\x00ample.com/", "control character \\(U\\+0000\\)"),
+        ("https://example.com:0/hook", "no usable port"),
+        ("https://exa mple.com/", "not a valid host name"),
     ],
 )
 def test_a_url_that_is_not_plain_https_to_a_host_is_refused(url: str, why: str) -> None:
@@ -226,6 +231,21 @@ async def test_a_name_whose_dns_never_answers_is_dropped_at_the_deadline_holding
             == f"n{index}.example: no DNS answer in 0.5 s: try again, or check the name"
         )
     assert b"example" in asked  # the lookups went to that server, not the system's
+
+
+async def test_a_name_whose_dns_never_answers_is_a_timeout_when_sending() -> None:
+    silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    silent.bind(("127.0.0.1", 0))
+    policy = Policy(
+        allow_private=True, nameservers=(f"127.0.0.1:{silent.getsockname()[1]}",), lookup_timeout=1
+    )
+    client = Client(policy)
+    try:
+        with pytest.raises(LookupTimedOut, match=r"^n\.example: no DNS answer in 1 s$"):
+            await client.post("http://n.example/hook", b"{}", {}, timeout=10, keep=1024)
+    finally:
+        await client.close()
+        silent.close()
 
 
 async def _post(url: str, *, allow_private: bool) -> Answer:

@@ -405,3 +405,55 @@ async def test_recovering_sends_only_what_the_endpoint_wanted_while_it_existed(
         [("form.updated", form.id), ("submission.created", missed["id"])]
     )
     assert {before["id"], unwanted["id"]}.isdisjoint(p["data"]["id"] for p in sent)
+
+
+async def test_an_event_waiting_to_be_fanned_out_goes_where_it_was_wanted_when_it_happened(
+    api: Api, session: AsyncSession, worker: Worker
+) -> None:
+    async with Receiver() as receiver:
+        org = await create_org(session)
+        _, key = await create_key(session, org, scopes=SCOPES)
+        form = await create_form(session, org)
+        await session.commit()
+        created = await api.post(
+            "/v1/webhook-endpoints", key, json={"url": receiver.url, "eventTypes": ["form.updated"]}
+        )
+        url = f"/v1/webhook-endpoints/{created.json()['id']}"
+        before = await _submit(api, {"key": key, "form": form.id})  # not wanted then
+        await api.patch(url, key, json={"eventTypes": []})  # before any worker ran
+        after = await _submit(api, {"key": key, "form": form.id})
+        since = datetime.now(UTC) - timedelta(minutes=1)
+        recovered = await api.post(f"{url}/recover", key, json={"since": since.isoformat()})
+        await worker.drain()
+
+    assert recovered.json() == {"queued": 0}  # what waits to be fanned out is on its way
+    sent = [orjson.loads(r.body)["data"]["id"] for r in receiver.received]
+    assert sent == [after["id"]]
+    assert before["id"] not in sent
+
+
+async def test_resending_takes_the_scope_that_reads_what_the_delivery_carries(
+    api: Api, session: AsyncSession, worker: Worker
+) -> None:
+    org = await create_org(session)
+    _, key = await create_key(session, org, scopes=SCOPES)
+    _, forms_only = await create_key(session, org, scopes=["forms:read", "webhooks:manage"])
+    form = await create_form(session, org)
+    await session.commit()
+    async with Receiver() as receiver:
+        created = await api.post("/v1/webhook-endpoints", key, json={"url": receiver.url})
+        url = f"/v1/webhook-endpoints/{created.json()['id']}"
+        await _submit(api, {"key": key, "form": form.id})
+        ping = (await api.post(f"{url}/test", key)).json()
+        await worker.drain()
+        [submitted] = [
+            d["id"]
+            for d in (await api.get(f"{url}/deliveries", key)).json()["data"]
+            if d["eventType"] == "submission.created"
+        ]
+        refused = await api.post(f"{url}/deliveries/{submitted}/resend", forms_only)
+        allowed = await api.post(f"{url}/deliveries/{ping['deliveryId']}/resend", forms_only)
+
+    assert refused.status_code == 403
+    assert refused.json()["requiredScope"] == "submissions:read"
+    assert allowed.status_code == 202

@@ -2,15 +2,19 @@
 the secret shown once and stored sealed, another organization's endpoint
 answering like a missing one."""
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
+from formsapi.kit.time import shift
 from formsapi.member import service as member_service
-from formsapi.models import Role
+from formsapi.models import Role, WebhookSubscription
+from formsapi.tenancy import unscoped
+from formsapi.webhook.retention import purge_periods
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_user
 
@@ -130,6 +134,19 @@ async def test_an_endpoint_is_never_sent_what_the_key_that_points_it_cannot_read
         ["submission.created"],
     )
 
+    # Narrowing it in the same breath does not make a move cheaper: what it
+    # had (retries, resends, recoveries) would follow it to the new URL.
+    sneaky = {"url": "http://127.0.0.1:9/mine", "eventTypes": ["form.created"]}
+    refused_move = await api.patch(moved, with_forms, json=sneaky)
+    assert refused_move.status_code == 403
+    assert refused_move.json()["requiredScope"] == "submissions:read"
+    await api.patch(moved, everything, json={"enabled": True})
+    recovered = await api.post(
+        f"{moved}/recover", with_forms, json={"since": "2026-01-01T00:00:00Z"}
+    )
+    assert recovered.status_code == 403
+    assert recovered.json()["requiredScope"] == "submissions:read"
+
 
 async def test_another_organizations_endpoint_answers_like_a_missing_one(
     api: Api, session: AsyncSession
@@ -214,3 +231,35 @@ async def test_without_a_secret_key_postgresql_deployments_say_how_to_enable_web
         assert box is not None
         assert secret_box(bare) is not None
         assert box.open(secret_box(bare).seal("x")) == "x"  # type: ignore[union-attr]
+
+
+async def test_subscription_periods_are_kept_as_long_as_the_events_they_concern(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    key, _ = await _key(session)
+    endpoint = (await api.post("/v1/webhook-endpoints", key, json={"url": URL})).json()
+    path = f"/v1/webhook-endpoints/{endpoint['id']}"
+    for types in (["form.created"], ["form.deleted"], []):
+        assert (await api.patch(path, key, json={"eventTypes": types})).status_code == 200
+    sessionmaker = async_sessionmaker(engine)
+
+    async def periods() -> list[tuple[list[str], bool]]:
+        async with sessionmaker() as reader:
+            every = unscoped(
+                select(WebhookSubscription),
+                "the test's one endpoint",
+            )
+            rows = (await reader.scalars(every)).all()
+            return [(row.event_types, row.ended_at is None) for row in rows]
+
+    assert sorted(await periods()) == [
+        ([], False),  # from its creation
+        ([], True),  # from the last change on: current
+        (["form.created"], False),
+        (["form.deleted"], False),
+    ]
+    with shift(timedelta(days=29)):
+        assert await purge_periods(sessionmaker, 30) == 0
+    with shift(timedelta(days=31)):
+        assert await purge_periods(sessionmaker, 30) == 3
+    assert await periods() == [([], True)]  # what it wants now stays

@@ -4,6 +4,7 @@ recovery). The events stay, marked redacted, as a record of what happened.
 A correction leaves the old values in the earlier events, as the README
 says, until those events age out or the submission is deleted."""
 
+import asyncio
 import random
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -22,7 +23,7 @@ from formsapi.webhook.service import secret_box
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
-from tests.receiver import Received, Receiver
+from tests.receiver import Answer, Received, Receiver
 from tests.settled import events_settled
 
 SCOPES = [
@@ -225,3 +226,46 @@ async def test_deliveries_of_erased_events_are_kept_in_the_log(
     listed = await api.get(f"/v1/webhook-endpoints/{endpoint}/deliveries", org["key"])
     assert logged == ["submission.created", "submission.deleted"]
     assert [d["status"] for d in listed.json()["data"]] == ["succeeded", "succeeded"]
+
+
+async def test_a_delivery_waiting_for_its_slot_sends_what_remains_after_a_delete(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings
+) -> None:
+    one_at_a_time = settings.model_copy(update={"webhook_endpoint_concurrency": 1})
+    release = asyncio.Event()
+
+    async def first_hangs(request: Received) -> Answer:
+        if len([r for r in received if r is not request]) == 0:
+            await release.wait()
+        return 200, {}, b""
+
+    box = secret_box(one_at_a_time)
+    assert box is not None
+    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), one_at_a_time, box)
+    org = await _organization(session)
+    url = f"/v1/forms/{org['form']}/submissions"
+    try:
+        async with Receiver(first_hangs) as receiver:
+            received = receiver.received
+            await _endpoint(api, org["key"], receiver.url)
+            for name in ("Ada Lovelace", "Charles Babbage"):
+                posted = await api.post(
+                    url, org["key"], json={"answers": {"name": name, "colors": "red"}}
+                )
+            await worker.dispatch()
+            assert await worker.claim() == 2  # the first being sent, the second waiting
+            while not received:  # noqa: ASYNC110 - the receiver's log
+                await asyncio.sleep(0.01)
+            deleted = await api.delete(f"{url}/{posted.json()['id']}", org["key"])
+            assert deleted.status_code == 204
+            await asyncio.sleep(0.2)  # well inside a second of the delete
+            release.set()
+            await worker.drain()
+    finally:
+        await worker.close()
+
+    first, second = _payloads(received)[:2]
+    assert first["data"]["answers"]["name"] == "Ada Lovelace"
+    assert second["data"]["id"] == posted.json()["id"]
+    assert second["data"]["redacted"] is True
+    assert "answers" not in second["data"]

@@ -8,8 +8,10 @@ requests or lookups still hang), not a time."""
 
 import asyncio
 import random
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 import orjson
 import pytest
@@ -17,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
 from formsapi.kit import egress
+from formsapi.kit.time import shift
 from formsapi.webhook.service import MAX_ENDPOINTS, secret_box
-from formsapi.webhook.worker import Worker
+from formsapi.webhook.worker import FAN_OUT_ROWS, Worker
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 from tests.receiver import Answer, Received, Receiver
@@ -241,3 +244,66 @@ async def test_names_that_hang_at_delivery_hold_up_no_other_organization(
                     assert all(r.headers["host"].startswith("calm.test") for r in receiver.received)
             finally:
                 release.set()
+
+
+async def test_a_worker_never_claims_again_what_it_holds_when_its_clock_moves(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings
+) -> None:
+    one_at_a_time = settings.model_copy(
+        update={"webhook_organization_concurrency": 1, "webhook_endpoint_concurrency": 1}
+    )
+    release = asyncio.Event()
+
+    async def hang(_: Received) -> Answer:
+        await release.wait()
+        return 200, {}, b""
+
+    box = secret_box(one_at_a_time)
+    assert box is not None
+    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), one_at_a_time, box)
+    try:
+        async with Receiver(hang) as receiver:
+            org = await _organization(api, session)
+            await _endpoint(api, org, receiver.url)
+            for _ in range(3):
+                await _submit(api, org)
+            await worker.dispatch()
+            assert await worker.claim() == 3  # one sending, two waiting for its slot
+            # Past their leases on the service's clock, as a stepped clock would be.
+            with shift(worker.lease + timedelta(seconds=1)):
+                await worker.step()
+                release.set()
+                await worker.drain()
+            assert len(receiver.received) == 3
+    finally:
+        await worker.close()
+    assert (worker.in_flight, worker.waiting, worker.turns) == ({}, {}, deque())
+    for counter in (
+        worker.claimed_per_endpoint,
+        worker.claimed_per_organization,
+        worker.sending_per_endpoint,
+        worker.sending_per_organization,
+    ):
+        assert counter == Counter()
+
+
+async def test_a_round_of_fan_out_writes_a_bounded_number_of_deliveries(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings
+) -> None:
+    org = await _organization(api, session)
+    for index in range(MAX_ENDPOINTS):
+        await _endpoint(api, org, f"http://127.0.0.1:9/{index}")
+    events = 2 * FAN_OUT_ROWS // MAX_ENDPOINTS + 1
+    for _ in range(events):
+        await _submit(api, org)
+    box = secret_box(settings)
+    assert box is not None
+    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), settings, box)
+    try:
+        rounds = [await worker.dispatch() for _ in range(4)]
+    finally:
+        await worker.close()
+
+    per_round = FAN_OUT_ROWS // MAX_ENDPOINTS
+    # Every event, in bounded rounds; the form's creation, before any endpoint, rides along.
+    assert rounds == [1 + per_round, per_round, 1, 0]

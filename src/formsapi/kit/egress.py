@@ -23,7 +23,6 @@ import ipaddress
 import re
 import socket
 import ssl
-import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -101,6 +100,8 @@ def check_url(url: str, *, allow_private: bool) -> str:
         raise EgressRefused(f"the URL is longer than {MAX_URL_LENGTH} characters")
     if port is not None and not 0 < port < 65536:
         raise EgressRefused(f"the URL for {host} has no usable port")
+    if "%" in host:  # an IPv6 zone names an interface of ours: never a receiver's
+        raise EgressRefused(f"the URL for {host} names a network interface")
     address = _ip_literal(host.strip("[]"))
     if address is None and not _is_host_name(host):
         raise EgressRefused("the URL's host is not a valid host name")
@@ -181,31 +182,22 @@ def resolved_by(lookup: Lookup) -> Iterator[None]:
         _substitute = before
 
 
-# One c-ares channel per event loop and set of nameservers: a channel serves
-# any number of lookups at once.
-_Channels = dict[tuple[str, ...], aiodns.DNSResolver]
-_channels: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Channels]" = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _channel(nameservers: tuple[str, ...]) -> aiodns.DNSResolver:
-    loop = asyncio.get_running_loop()
-    per_loop = _channels.setdefault(loop, {})
-    if nameservers not in per_loop:
-        # c-ares gives up on its own too (2 tries of 2 s), so nothing lingers
-        # long after the caller's deadline dropped it.
-        per_loop[nameservers] = aiodns.DNSResolver(
-            list(nameservers) or None, loop=loop, timeout=2.0, tries=2
-        )
-    return per_loop[nameservers]
-
-
-async def _c_ares(host: str, port: int, nameservers: tuple[str, ...]) -> list[str]:
+async def _c_ares(host: str, port: int, policy: Policy) -> list[str]:
+    """The host's addresses from DNS (and /etc/hosts). A channel of its own
+    (half a millisecond): closed with the lookup, so a query given up on
+    never answers into a loop that has moved on or closed. c-ares gets the
+    whole deadline, split in two tries, so it gives up no sooner than we do."""
+    channel = aiodns.DNSResolver(
+        list(policy.nameservers) or None, timeout=policy.lookup_timeout / 2, tries=2
+    )
     try:
-        result = await _channel(nameservers).getaddrinfo(host, port=port, type=socket.SOCK_STREAM)
-    except aiodns.error.DNSError:
+        result = await channel.getaddrinfo(host, port=port, type=socket.SOCK_STREAM)
+    except aiodns.error.DNSError as error:
+        if error.args and error.args[0] == aiodns.error.ARES_ETIMEOUT:
+            raise LookupTimedOut(f"{host}: no DNS answer in {policy.lookup_timeout:g} s") from None
         raise socket.gaierror(f"{host} does not resolve") from None
+    finally:
+        await channel.close()
     return [node.addr[0].decode() for node in result.nodes]
 
 
@@ -220,7 +212,9 @@ async def _resolve(host: str, port: int, policy: Policy) -> list[str]:
             if _substitute is not None:
                 addresses = await _substitute(host, port)
             else:
-                addresses = await _c_ares(host, port, policy.nameservers)
+                addresses = await _c_ares(host, port, policy)
+    except LookupTimedOut:
+        raise
     except TimeoutError:
         raise LookupTimedOut(f"{host}: no DNS answer in {policy.lookup_timeout:g} s") from None
     except (OSError, UnicodeError):
@@ -281,7 +275,8 @@ class Client:
     """POSTs to users' URLs: no redirects followed, no proxy from the
     environment, every destination vetted. Raises EgressRefused for a
     destination that is not allowed, aiohttp.ClientError for what the
-    network or the receiver did, TimeoutError past `timeout`."""
+    network or the receiver did, LookupTimedOut for a name whose DNS did not
+    answer in time, TimeoutError past `timeout`."""
 
     def __init__(self, policy: Policy, *, limit: int = 100) -> None:
         self._policy = policy
@@ -315,14 +310,20 @@ class Client:
         """POST within `timeout` seconds from connecting to the last byte
         kept, reading at most `keep` bytes of the answer."""
         check_url(url, allow_private=self._policy.allow_private)  # IP literals bypass the resolver
-        async with asyncio.timeout(timeout):
-            async with self._open().post(
-                url, data=body, headers=headers, allow_redirects=False
-            ) as response:
-                kept = await response.content.read(keep)
-                return Answer(
-                    response.status, {k.lower(): v for k, v in response.headers.items()}, kept
-                )
+        try:
+            async with asyncio.timeout(timeout):
+                async with self._open().post(
+                    url, data=body, headers=headers, allow_redirects=False
+                ) as response:
+                    kept = await response.content.read(keep)
+                    return Answer(
+                        response.status, {k.lower(): v for k, v in response.headers.items()}, kept
+                    )
+        except TimeoutError as error:  # aiohttp wraps a lookup's: say which it was
+            slow = error.__cause__ or error.__context__
+            if isinstance(slow, LookupTimedOut):
+                raise slow from None
+            raise
 
     async def close(self) -> None:
         if self._session is not None:

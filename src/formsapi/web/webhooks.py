@@ -154,6 +154,12 @@ async def _refused(
     return await back_with(session, viewer, back, error=_explained(error))
 
 
+def _scopes(viewer: Viewer) -> frozenset[str]:
+    """What a member may read, as their keys may: an endpoint they point
+    somewhere is sent nothing more."""
+    return ROLE_SCOPES.get(viewer.role or "", frozenset())
+
+
 def _settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
@@ -237,7 +243,7 @@ async def add(
             organization_id,
             body,
             policy=service.egress_policy(_settings(request)),
-            scopes=ROLE_SCOPES.get(viewer.role or "", frozenset()),
+            scopes=_scopes(viewer),
         )
     except ValidationError as error:
         return await back_with(session, viewer, PAGE, error=_invalid(error), posted=posted)
@@ -390,7 +396,7 @@ async def _set_enabled(
             endpoint_id,
             WebhookEndpointUpdate(enabled=enabled),
             policy=service.egress_policy(_settings(request)),
-            scopes=ROLE_SCOPES.get(viewer.role or "", frozenset()),
+            scopes=_scopes(viewer),
         )
     except FormsAPIError as error:
         return await _refused(session, viewer, endpoint_id, error)
@@ -497,6 +503,7 @@ async def resend(
             endpoint_id,
             delivery_id,
             len(_settings(request).webhook_retry_schedule),
+            scopes=_scopes(viewer),
         )
     except EndpointDisabled as error:
         return await back_with(session, viewer, back, error=error.detail)
@@ -532,7 +539,12 @@ async def recover(
         )
     try:
         queued = await service.recover(
-            session, organization_id, endpoint_id, moment, _settings(request).event_days
+            session,
+            organization_id,
+            endpoint_id,
+            moment,
+            _settings(request).event_days,
+            scopes=_scopes(viewer),
         )
     except FormsAPIError as error:
         return await _refused(session, viewer, endpoint_id, error)

@@ -280,6 +280,7 @@ async def resend_delivery(
         endpoint_id,
         delivery_id,
         len(_settings(request).webhook_retry_schedule),
+        scopes=principal.scopes,
     )
     return _json(_delivery(found), 202)
 
@@ -309,5 +310,6 @@ async def recover(
         endpoint_id,
         body.since,
         request.app.state.settings.event_days,
+        scopes=principal.scopes,
     )
     return _json({"queued": queued}, 202)

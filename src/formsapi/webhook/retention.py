@@ -1,5 +1,6 @@
-"""How long the delivery log is kept: FORMSAPI_EVENT_DAYS, as the events
-it delivered; swept by each serving process (kit/sweeps.py)."""
+"""How long the delivery log, and what endpoints were subscribed to, are
+kept: FORMSAPI_EVENT_DAYS, as the events they concern; swept by each serving
+process (kit/sweeps.py)."""
 
 from datetime import timedelta
 
@@ -13,3 +14,10 @@ from formsapi.webhook import repository
 async def purge_deliveries(sessionmaker: async_sessionmaker[AsyncSession], days: int) -> int:
     """Purge every finished delivery (with its attempts) older than `days`; how many went."""
     return await purge_in_batches(sessionmaker, repository.purge, utcnow() - timedelta(days=days))
+
+
+async def purge_periods(sessionmaker: async_sessionmaker[AsyncSession], days: int) -> int:
+    """Purge every subscription period that ended more than `days` ago; how many went."""
+    return await purge_in_batches(
+        sessionmaker, repository.purge_periods, utcnow() - timedelta(days=days)
+    )

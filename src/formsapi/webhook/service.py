@@ -23,7 +23,13 @@ from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
-from formsapi.models import DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint
+from formsapi.models import (
+    DeliveryStatus,
+    EventType,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookSubscription,
+)
 from formsapi.webhook import repository
 from formsapi.webhook.schemas import WebhookEndpointCreate, WebhookEndpointUpdate
 
@@ -246,6 +252,13 @@ async def list_all(session: AsyncSession, organization_id: str) -> Sequence[Webh
     return await repository.list_endpoints(session, organization_id)
 
 
+def _types_of(periods: Sequence[WebhookSubscription], more: Sequence[str] = ()) -> list[str]:
+    """Every event type these periods wanted, and `more`; empty: every type."""
+    if any(not period.event_types for period in periods):
+        return []
+    return sorted({*more, *(t for period in periods for t in period.event_types)})
+
+
 def _wider(before: Sequence[str], after: Sequence[str]) -> bool:
     """Whether a filter (empty: everything) lets through more than it did."""
     return bool(before) and (not after or not set(after) <= set(before))
@@ -276,7 +289,11 @@ async def update(
     if "form_ids" in sent and changes.form_ids is not None:
         form_ids = await _checked_forms(session, organization_id, changes.form_ids)
     if url is not None and url != endpoint.url:
-        _require_read_scopes(scopes, event_types, because="Moving an endpoint to another URL")
+        # Whatever it was subscribed to may still go to the new URL: retries,
+        # resends and recoveries of what it had, as well as what comes next.
+        kept = await repository.subscriptions(session, organization_id, endpoint.id)
+        moved_types = [] if not event_types else _types_of(kept, event_types)
+        _require_read_scopes(scopes, moved_types, because="Moving an endpoint to another URL")
     elif _wider(endpoint.event_types, event_types) or _wider(endpoint.form_ids, form_ids):
         _require_read_scopes(scopes, event_types, because="Widening what an endpoint is sent")
     now = utcnow()
@@ -390,11 +407,15 @@ async def resend(
     endpoint_id: str,
     delivery_id: str,
     schedule_length: int,
+    *,
+    scopes: frozenset[str],
 ) -> WebhookDelivery:
     """Send a delivery once more, now, whatever came of it before. Same
-    event, same `webhook-id`; a resend that fails is not retried."""
+    event, same `webhook-id`; a resend that fails is not retried. Only by
+    someone who could read what it carries."""
     _enabled(await get(session, organization_id, endpoint_id))
     found, _ = await delivery_detail(session, organization_id, endpoint_id, delivery_id)
+    _require_read_scopes(scopes, [found.event_type], because="Resending this delivery")
     now = utcnow()
     if found.lease_until is not None and found.lease_until > now:
         return found  # a worker is sending it right now
@@ -412,6 +433,8 @@ async def recover(
     endpoint_id: str,
     since: datetime,
     event_days: int = 30,
+    *,
+    scopes: frozenset[str],
 ) -> int:
     """Everything the endpoint should have had since `since` and has not:
     failed deliveries due again now, and a new delivery of each event it
@@ -428,6 +451,7 @@ async def recover(
     periods = await repository.subscriptions(
         session, organization_id, endpoint.id, since, RECOVER_PERIODS
     )
+    _require_read_scopes(scopes, _types_of(periods), because="Recovering these events")
     missed = await repository.events_never_delivered(
         session, organization_id, endpoint_id, since, periods, RECOVER_BATCH
     )

@@ -35,14 +35,15 @@ from formsapi.event import service as event_service
 from formsapi.kit import egress
 from formsapi.kit.ids import new_id
 from formsapi.kit.secretbox import SecretBox, SecretBoxError
-from formsapi.kit.time import isoformat_z, utcnow
-from formsapi.models import DeliveryStatus, EventType, WebhookEndpoint
+from formsapi.kit.time import isoformat_z, monotonic, utcnow
+from formsapi.models import DeliveryStatus, EventType, WebhookEndpoint, WebhookSubscription
 from formsapi.webhook import delivery, repository
 from formsapi.webhook.service import disabled_event_data, egress_policy
 
 log = logging.getLogger("formsapi.webhooks")
 
-FAN_OUT_BATCH = 1000
+FAN_OUT_BATCH = 1000  # events a round of fan-out looks at
+FAN_OUT_ROWS = 5000  # deliveries it writes at most
 IDLE_POLL = 0.05  # seconds between looks at the outbox when there is nothing to do
 # After a round that found a little work, wait this long before the next, so
 # that under a steady trickle each round's statements carry several events
@@ -57,8 +58,8 @@ FLUSH_EVERY = 0.025
 DISABLE_AFTER = timedelta(days=5)
 # A delivery that waited longer than this for its slot reads its event and
 # endpoint again before it is sent: the answers may have been erased, the
-# endpoint disabled or moved, meanwhile.
-FRESH = 1.0
+# endpoint disabled or moved, meanwhile. (One sent at once was read just before.)
+FRESH = 0.1
 
 Event = tuple[str, datetime, str]  # type, occurred_at, data
 
@@ -80,7 +81,7 @@ class Waiting:
     claimed: Claimed
     event: Event | None
     endpoint: WebhookEndpoint | None
-    read_at: float = field(default_factory=time.monotonic)
+    read_at: float = field(default_factory=monotonic)
 
 
 class Worker:
@@ -105,7 +106,8 @@ class Worker:
         # Longer than one attempt can take, and renewed while its delivery
         # waits for a slot: a lease that runs out means its worker died.
         self.lease = timedelta(seconds=self.timeout + 5)
-        self.renewed_at = time.monotonic()
+        # The service's clock, as leases are: a shifted clock renews sooner.
+        self.renewed_at = monotonic()
         self.slots = settings.webhook_concurrency
         self.organization_slots = min(settings.webhook_organization_concurrency, self.slots)
         self.endpoint_slots = min(settings.webhook_endpoint_concurrency, self.organization_slots)
@@ -134,33 +136,54 @@ class Worker:
     # Fan-out.
 
     async def dispatch(self) -> int:
-        """One delivery per enabled endpoint that wants each new event; how
-        many events were taken off the outbox."""
+        """One delivery per enabled endpoint that wanted each new event when
+        it happened (its subscription then); how many events were taken off
+        the outbox. A round writes at most FAN_OUT_ROWS deliveries (and all
+        of one event's), so an organization with many endpoints never holds
+        SQLite's write lock for long."""
         async with self.reader() as reader:
             if not await repository.outbox_waiting(reader):
                 return 0
         async with session_scope(self.sessionmaker) as session:
-            events = await repository.take_from_outbox(session, FAN_OUT_BATCH)
-            if not events:
+            seqs, events = await repository.outbox_events(session, FAN_OUT_BATCH)
+            if not seqs:
                 return 0
             organizations = sorted({event[3] for event in events})
-            wanted: dict[str, list[Any]] = {}
-            for endpoint in await repository.enabled_endpoints(session, organizations):
-                wanted.setdefault(endpoint[1], []).append(endpoint)
+            endpoints: dict[str, list[str]] = {}
+            for endpoint_id, organization_id in await repository.enabled_endpoints(
+                session, organizations
+            ):
+                endpoints.setdefault(organization_id, []).append(endpoint_id)
+            periods: dict[str, list[WebhookSubscription]] = {}
+            if endpoints and events:
+                oldest = min(event[6] for event in events)
+                every = sorted(e for ids in endpoints.values() for e in ids)
+                for period in await repository.periods_of(session, every, oldest):
+                    periods.setdefault(period.endpoint_id, []).append(period)
             now = utcnow()
-            rows = [
-                _delivery_row(event, endpoint_id, now)
-                for event in events
-                if event[4] != EventType.ping
-                for endpoint_id, _, types, forms, created_at in wanted.get(event[3], ())
-                if (not types or event[4] in types)
-                and (not forms or event[5] is None or event[5] in forms)
-                and event[6] >= created_at  # an endpoint gets what happened since it was added
-            ]
+            rows: list[dict[str, Any]] = []
+            # Events no longer kept (purged before a worker ran) are done with.
+            taken = sorted(set(seqs) - {event[0] for event in events})
+            for event in events:
+                seq, _, _, organization_id, type_, form_id, occurred_at = event
+                wanting = [
+                    endpoint_id
+                    for endpoint_id in endpoints.get(organization_id, ())
+                    if type_ != EventType.ping
+                    and any(
+                        repository.wanted(period, type_, form_id, occurred_at)
+                        for period in periods.get(endpoint_id, ())
+                    )
+                ]
+                if rows and len(rows) + len(wanting) > FAN_OUT_ROWS:
+                    break  # the rest stays in the outbox for the next round
+                rows += [_delivery_row(event, endpoint_id, now) for endpoint_id in wanting]
+                taken.append(seq)
+            await repository.take_off_outbox(session, taken)
             await repository.add_deliveries(session, rows)
         if rows:
             self.wake.set()
-        return len(events)
+        return len(taken)
 
     # Claims.
 
@@ -184,6 +207,8 @@ class Worker:
         picked: list[str] = []
         taken: Counter[str] = Counter()
         for delivery_id, endpoint_id, organization_id in candidates:
+            if delivery_id in self.in_flight:
+                continue  # its lease ran out while it waited here: it is ours still
             endpoint_room = self._endpoint_cap(endpoint_id) * QUEUED
             if (
                 len(picked) < room
@@ -284,7 +309,7 @@ class Worker:
     async def _attempt(self, waiting: Waiting) -> None:
         item = waiting.claimed
         try:
-            if time.monotonic() - waiting.read_at > FRESH:
+            if monotonic() - waiting.read_at > FRESH:
                 events, endpoints = await self._read([item])
                 waiting.event = events.get(item.event_seq)
                 waiting.endpoint = endpoints.get(item.endpoint_id)
@@ -292,6 +317,8 @@ class Worker:
         except Exception as error:  # a bug must not lose the delivery: it is retried
             log.exception("webhook delivery %s failed unexpectedly", item.delivery_id)
             result = delivery.Result(False, error=f"internal error: {type(error).__name__}")
+        finally:
+            self._free(item)
         if result.timed_out:
             if len(self.slow) > 10_000:
                 self.slow.clear()
@@ -301,7 +328,12 @@ class Worker:
         if not self.results:
             self.first_result_at = time.monotonic()
         self.results.append((item, result, utcnow()))
-        del self.in_flight[item.delivery_id]
+        if len(self.results) >= FLUSH_AT or not self.in_flight:
+            self.wake.set()
+
+    def _free(self, item: Claimed) -> None:
+        """The delivery's slot and claim are given up, whatever came of it."""
+        self.in_flight.pop(item.delivery_id, None)
         for counter, key in (
             (self.claimed_per_endpoint, item.endpoint_id),
             (self.claimed_per_organization, item.organization_id),
@@ -309,10 +341,8 @@ class Worker:
             (self.sending_per_organization, item.organization_id),
         ):
             counter[key] -= 1
-            if counter[key] == 0:
+            if counter[key] <= 0:
                 del counter[key]
-        if len(self.results) >= FLUSH_AT or not self.in_flight:
-            self.wake.set()
 
     async def _try(
         self,
@@ -454,13 +484,13 @@ class Worker:
 
     async def renew(self) -> None:
         """Extend the leases of what this worker holds, now and then."""
-        if time.monotonic() - self.renewed_at < self.lease.total_seconds() / 3:
+        if monotonic() - self.renewed_at < self.lease.total_seconds() / 3:
             return
-        self.renewed_at = time.monotonic()
         held = list(self.in_flight)  # waiting for a slot or being sent
         if held:
             async with session_scope(self.sessionmaker) as session:
                 await repository.renew(session, held, utcnow() + self.lease)
+        self.renewed_at = monotonic()  # only once renewed: a failure tries again next round
 
     async def step(self, *, flush: bool = False) -> int:
         """One round of every step; how much work it found."""

@@ -30,8 +30,9 @@ def _references(table: str, column: str, target: str) -> sa.ForeignKeyConstraint
 
 def upgrade() -> None:
     postgres = op.get_bind().dialect.name == "postgresql"
-    with op.batch_alter_table("events") as batch:
-        batch.add_column(sa.Column("subject_id", sa.String(40)))
+    # Not a batch: on SQLite that would rebuild the table without the
+    # trigger that fills the outbox (migration 0012). A plain ALTER keeps it.
+    op.execute("ALTER TABLE events ADD COLUMN subject_id VARCHAR(40)")
     op.execute(
         "UPDATE events SET subject_id = (data::jsonb) ->> 'id'"
         if postgres
@@ -76,5 +77,4 @@ def downgrade() -> None:
     )
     op.drop_table("webhook_subscriptions")
     op.drop_index("ix_events_organization_id_form_id_subject_id", table_name="events")
-    with op.batch_alter_table("events") as batch:
-        batch.drop_column("subject_id")
+    op.execute("ALTER TABLE events DROP COLUMN subject_id")  # SQLite 3.35+, trigger kept
