@@ -27,7 +27,7 @@ from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwr
 from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
-from tests.receiver import Receiver
+from tests.receiver import Answer, Received, Receiver
 from tests.servers import Server, clean_env, cli, start_server, stop_servers
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -140,6 +140,19 @@ def api(site: Site, method: str, path: str, secret: str, **kwargs: object) -> ht
         timeout=10,
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+# A receiver's error page with terminal colours, a bell, NEL (a C1 control) and
+# a right-to-left override: the delivery page shows each as an escape.
+CONTROLS_BODY = (
+    b"ok\x1b[31mred\x07done\xc2\x85\r\n<b>&\ttab\xe2\x80\xaeevil\r\n"
+    b'{"error": "\x1b[1mupstream timed out\x1b[0m", "retry": true, '
+    b'"trace": "at handler (app.js:12:7)"}'
+)
+
+
+async def answer_with_controls(_: Received) -> Answer:
+    return 500, {"content-type": "text/plain"}, CONTROLS_BODY
 
 
 NEW_FORM = {
@@ -422,6 +435,20 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
         expect(page.get_by_text("Attempt 1")).to_be_visible()
         expect(page.get_by_label("Answer to attempt 1")).to_have_text("ok")
         shoot_both(page, "23-webhook-delivery")
+
+        # Sent again, to a receiver answering control characters: shown as escapes.
+        receiver.behaviour = answer_with_controls
+        page.get_by_role("button", name="Resend").click()
+        expect(page.locator(".notice")).to_contain_text("Sent again")
+        answer = page.get_by_label("Answer to attempt 2")
+        deadline = time.monotonic() + 20
+        while not answer.count():
+            assert time.monotonic() < deadline, page.content()
+            time.sleep(0.2)
+            page.reload()
+        expect(answer).to_contain_text("ok\\u001b[31mred\\u0007done\\u0085")
+        expect(answer).to_contain_text("<b>&\ttab\\u202eevil")
+        shoot_both(page, "23-webhook-delivery-control-characters")
 
         page.get_by_role("link", name="Webhooks", exact=True).click()
         listed = page.get_by_role("row", name=re.compile("Order system"))

@@ -17,6 +17,7 @@ client sends or the CPU hashes.
 
 import hmac
 import logging
+import re
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
@@ -30,6 +31,7 @@ from fastapi import Depends, Form, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
@@ -56,6 +58,36 @@ templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.filters["when"] = lambda value: (
     value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else "never"
 )
+
+# Characters that would act or hide instead of showing as themselves: C0
+# controls (but tab, newline and CRLF, which a <pre> shows as they are), DEL,
+# C1 controls; and invisible format characters (soft hyphen, zero-width ones,
+# bidi marks, embeddings, overrides and isolates, line and paragraph
+# separators, the BOM, tag characters), which make text read differently than
+# it is: an override shows what follows it reversed.
+_UNSEEN = re.compile(
+    r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u061c\u200b-\u200f"
+    r"\u2028-\u202e\u2060-\u206f\ufeff\U000e0000-\U000e007f]"
+)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match[0])
+    if code > 0xFFFF:  # as JSON writes it: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def visible(text: str) -> Markup:
+    r"""`text` (a receiver's answer, an error) with the characters that would
+    not show as themselves written as JSON writes them (ESC as \u001b), then
+    HTML-escaped. Backslashes stay as they are, so the text reads as it was
+    sent (a literal \u001b in it reads like an escaped ESC)."""
+    return escape(_UNSEEN.sub(_json_escape, text))
+
+
+templates.env.filters["visible"] = visible
 
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
@@ -129,7 +161,11 @@ def same_origin(request: Request) -> bool:
     origin = request.headers.get("origin")
     if origin is None or origin == "null":
         return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+    try:
+        netloc = urlsplit(origin).netloc
+    except ValueError:  # "http://[": no origin a browser sends
+        return False
+    return netloc == request.headers.get("host", "")
 
 
 async def get_viewer(request: Request, session: ReadDep) -> Viewer:
