@@ -111,6 +111,10 @@ def self_signed(directory: Path, name: str) -> tuple[Path, Path]:
         ("https://ex\x00ample.com/", "control character \\(U\\+0000\\)"),
         ("https://example.com:0/hook", "no usable port"),
         ("https://exa mple.com/", "not a valid host name"),
+        ("https://example.com:44\u0661/hook", "no usable port"),
+        ("https://example.com:44\u00a0/hook", "no usable port"),
+        ("https://[v1.x]/hook", "no IPv6 address"),
+        ("https://xn--zz.com/hook", "not a valid host name"),
     ],
 )
 def test_a_url_that_is_not_plain_https_to_a_host_is_refused(url: str, why: str) -> None:

@@ -27,6 +27,11 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Deliberately plain: something@domain.tld, no spaces. Deliverability is not
 # knowable from syntax; stricter patterns refuse real addresses.
 EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
+# Never in a URL as typed: controls (C0, DEL, C1) and whitespace. urlsplit
+# drops some of them silently (TAB, CR, LF; C0 before the scheme) while the
+# answer is stored as sent, and a browser drops them too: a link to a URL
+# that is not the one shown.
+_NOT_IN_URL = re.compile(r"[\x00-\x20\x7f-\x9f\s]")
 
 Answer = str | int | float
 # Numbers every JSON reader keeps exact (and PostgreSQL's JSONB accepts).
@@ -159,9 +164,12 @@ class Url(_Question):
         return {"type": "string", "format": "uri", "maxLength": 2048}
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
-        if isinstance(value, str) and len(value) <= 2048:
-            parts = urlsplit(value)
-            if parts.scheme in ("http", "https") and parts.netloc and " " not in value:
+        if isinstance(value, str) and len(value) <= 2048 and not _NOT_IN_URL.search(value):
+            try:
+                parts = urlsplit(value)
+            except ValueError:  # an unclosed [IPv6], or a host NFKC gives a "/" (U+FF0F)
+                parts = None
+            if parts is not None and parts.scheme in ("http", "https") and parts.netloc:
                 return value, None
         return str(value), "must be an http(s) URL such as https://example.com"
 

@@ -44,6 +44,7 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 # C0, DEL and C1 controls: never part of a URL someone meant (the WHATWG
 # parser strips or refuses them too), and NUL breaks everything downstream.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 # A host name as DNS carries it, after IDNA: letters, digits, hyphens (and
 # the underscores some real names have), labels of 1 to 63.
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
@@ -81,6 +82,7 @@ def check_url(url: str, *, allow_private: bool) -> str:
     control = _CONTROL.search(url)
     if control is not None:
         raise EgressRefused(f"the URL contains a control character (U+{ord(control[0]):04X})")
+    _authority_as_written(url)
     try:
         parsed = URL(url)
         normalized = str(parsed)
@@ -112,7 +114,42 @@ def check_url(url: str, *, allow_private: bool) -> str:
 
 def _is_host_name(host: str) -> bool:
     labels = host.removesuffix(".").split(".")
-    return len(host) <= 253 and all(_LABEL.match(label) for label in labels)
+    return len(host) <= 253 and all(
+        _LABEL.match(label) and (not label.startswith("xn--") or _punycode(label))
+        for label in labels
+    )
+
+
+def _punycode(label: str) -> bool:
+    try:
+        label.encode("ascii").decode("idna")
+    except UnicodeError:
+        return False
+    return True
+
+
+def _authority_as_written(url: str) -> None:
+    """What the URL parser forgives, refused: a port that is not ASCII
+    digits (it reads Arabic-Indic digits, and drops spaces around them), or
+    brackets around what is not an IPv6 address (it unwraps [v1.x] into a
+    name to look up)."""
+    found = _AUTHORITY.match(url)
+    if found is None:
+        return  # no authority: the checks after the parse refuse it
+    authority = found[1].rpartition("@")[2]
+    if authority.startswith("["):
+        inside, _, port = authority[1:].partition("]")
+        try:
+            ipaddress.IPv6Address(inside)
+        except ValueError:
+            raise EgressRefused("the URL's brackets hold no IPv6 address") from None
+        if port and not port.startswith(":"):
+            raise EgressRefused("not a valid URL")
+        port = port[1:]
+    else:
+        port = authority.rpartition(":")[2] if ":" in authority else ""
+    if port and not (port.isascii() and port.isdigit()):
+        raise EgressRefused("the URL has no usable port")
 
 
 def is_public(address: str) -> bool:

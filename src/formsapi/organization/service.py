@@ -35,8 +35,10 @@ async def get(session: AsyncSession, organization_id: str) -> Organization:
 MAX_EMBED_ORIGINS = 20
 # scheme://host[:port], the host optionally led by "*." (its subdomains): what
 # CSP's frame-ancestors takes as a source, and nothing it would read otherwise.
+# ASCII only, digits included: \d takes any script's (U+0661 is one), and an
+# origin goes into a header, which is Latin-1.
 _ORIGIN = re.compile(
-    r"https?://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:\d{1,5})?"
+    r"https?://(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?"
 )
 
 

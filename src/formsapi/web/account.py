@@ -1,6 +1,8 @@
 """Signing in and out, the password (changed, or reset through a mailed
 link), and switching organization."""
 
+import re
+
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.background import BackgroundTask
@@ -32,11 +34,20 @@ from formsapi.web_session import service as web_session_service
 router = APIRouter()
 
 INCORRECT = "Email or password is incorrect."
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _safe_next(value: str | None) -> str:
     # Only paths of this site: an open redirect would lend our name to phishing.
-    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+    # No controls either: a browser drops TAB, CR and LF, so "/\t/evil.example"
+    # is "//evil.example" to it.
+    if (
+        value
+        and value.startswith("/")
+        and not value.startswith("//")
+        and "\\" not in value
+        and not _CONTROL.search(value)
+    ):
         return value
     return "/forms"
 
