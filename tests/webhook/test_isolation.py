@@ -18,10 +18,12 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
+from formsapi.db import session_scope
 from formsapi.kit import egress
-from formsapi.kit.time import shift
+from formsapi.kit.time import shift, utcnow
+from formsapi.webhook import repository
 from formsapi.webhook.service import MAX_ENDPOINTS, secret_box
-from formsapi.webhook.worker import FAN_OUT_ROWS, Worker
+from formsapi.webhook.worker import FAN_OUT_ROWS, Worker, _delivery_row
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 from tests.receiver import Answer, Received, Receiver
@@ -307,3 +309,29 @@ async def test_a_round_of_fan_out_writes_a_bounded_number_of_deliveries(
     per_round = FAN_OUT_ROWS // MAX_ENDPOINTS
     # Every event, in bounded rounds; the form's creation, before any endpoint, rides along.
     assert rounds == [1 + per_round, per_round, 1, 0]
+
+
+# PostgreSQL's to prove: SQLite's one writer holds everything anyway.
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("writing", ["fan-out", "outcomes"])
+async def test_an_endpoint_deleted_while_a_worker_writes_about_it_waits_for_the_write(
+    api: Api, session: AsyncSession, engine: AsyncEngine, writing: str
+) -> None:
+    """Else the worker's insert broke a foreign key, and its failed step held
+    up every organization's deliveries while it backed off."""
+    org = await create_org(session)
+    _, key = await create_key(session, org, scopes=SCOPES)
+    await session.commit()
+    created = await api.post("/v1/webhook-endpoints", key, json={"url": "http://127.0.0.1:9/"})
+    endpoint_id = created.json()["id"]
+    async with session_scope(async_sessionmaker(engine, expire_on_commit=False)) as worker:
+        if writing == "fan-out":
+            await repository.enabled_endpoints(worker, [org.id])
+        else:
+            await repository.hold_endpoints(worker, [endpoint_id])
+        deleting = asyncio.create_task(api.delete(f"/v1/webhook-endpoints/{endpoint_id}", key))
+        await asyncio.sleep(0.3)
+        assert not deleting.done()  # the delete waits for the worker's transaction
+        event = (1, 0, "evt_1", org.id, "submission.created", None, utcnow())
+        await repository.add_deliveries(worker, [_delivery_row(event, endpoint_id, utcnow())])
+    assert (await deleting).status_code == 204  # then takes the new delivery with it

@@ -67,7 +67,11 @@ async def count_endpoints(session: AsyncSession, organization_id: str) -> int:
 
 
 async def delete_endpoint(session: AsyncSession, organization_id: str, endpoint_id: str) -> bool:
-    """The endpoint and its log; False if there was none."""
+    """The endpoint and its log; False if there was none. The endpoint's row
+    is locked first, as workers lock endpoints before their deliveries: a
+    worker writing to it finishes first, or waits and finds it gone."""
+    if await get_endpoint(session, organization_id, endpoint_id, for_update=True) is None:
+        return False
     owned = select(WebhookDelivery.id).where(
         scoped(WebhookDelivery, organization_id), WebhookDelivery.endpoint_id == endpoint_id
     )
@@ -327,10 +331,14 @@ async def take_off_outbox(session: AsyncSession, seqs: Sequence[int]) -> None:
 async def enabled_endpoints(
     session: AsyncSession, organization_ids: Sequence[str]
 ) -> Sequence[Row[str, str]]:
-    """id and organization of the enabled endpoints of these organizations."""
+    """id and organization of the enabled endpoints of these organizations,
+    held till commit for the deliveries about to be written to them."""
     statement = unscoped(
-        select(WebhookEndpoint.id, WebhookEndpoint.organization_id).where(
-            WebhookEndpoint.organization_id.in_(organization_ids), WebhookEndpoint.enabled
+        _held(
+            select(WebhookEndpoint.id, WebhookEndpoint.organization_id).where(
+                WebhookEndpoint.organization_id.in_(organization_ids), WebhookEndpoint.enabled
+            ),
+            session,
         ),
         WORKERS,
     )
@@ -484,6 +492,25 @@ async def events_by_seq(
 async def endpoints_by_id(session: AsyncSession, ids: Sequence[str]) -> Sequence[WebhookEndpoint]:
     statement = unscoped(select(WebhookEndpoint).where(WebhookEndpoint.id.in_(ids)), WORKERS)
     return (await session.scalars(statement)).all()
+
+
+def _held(statement: Any, session: AsyncSession) -> Any:
+    """On PostgreSQL, the endpoints read are held (FOR KEY SHARE) until
+    commit: deleting one (which locks it first, delete_endpoint) waits, so
+    what this transaction writes about it cannot break a foreign key. Edits
+    go on. SQLite's one writer holds everything anyway."""
+    if session.get_bind().dialect.name == "postgresql":
+        return statement.order_by(WebhookEndpoint.id).with_for_update(key_share=True)
+    return statement
+
+
+async def hold_endpoints(session: AsyncSession, ids: Sequence[str]) -> None:
+    """Hold these endpoints (_held) before writing what came of their deliveries."""
+    await session.execute(
+        unscoped(
+            _held(select(WebhookEndpoint.id).where(WebhookEndpoint.id.in_(ids)), session), WORKERS
+        )
+    )
 
 
 async def existing_deliveries(session: AsyncSession, ids: Sequence[str]) -> set[str]:

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import session_scope
+from formsapi.db import session_scope, unreachable
 from formsapi.event import service as event_service
 from formsapi.kit import egress
 from formsapi.kit.ids import new_id
@@ -442,7 +442,11 @@ class Worker:
                     }
                 )
         async with session_scope(self.sessionmaker) as session:
-            # A delivery deleted meanwhile (its endpoint removed) has no log to add to.
+            # A delivery deleted meanwhile (its endpoint removed) has no log to
+            # add to; held endpoints keep the rest from going before commit.
+            await repository.hold_endpoints(
+                session, sorted({item.endpoint_id for item, _, _ in results})
+            )
             kept = await repository.existing_deliveries(
                 session, [str(o["delivery_id"]) for o in outcomes]
             )
@@ -519,11 +523,14 @@ class Worker:
             try:
                 work = await self.step()
                 failures = 0
-            except Exception:
-                failures += 1
+            except Exception as error:
                 log.exception("webhook worker step failed; retrying")
                 work = 0
-                await asyncio.sleep(min(30.0, 0.5 * 2**failures))
+                if unreachable(error):  # the database is away: ask it less and less often
+                    failures += 1
+                    await asyncio.sleep(min(30.0, 0.5 * 2**failures))
+                else:  # anything else is one step's: every organization waits for the retry
+                    await asyncio.sleep(PACE)
             if 0 < work < FLUSH_AT:
                 await asyncio.sleep(PACE)
             elif not work:
