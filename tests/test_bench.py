@@ -6,6 +6,7 @@ report still work against real servers, PostgreSQL, Redis, wrk and pgbench.
 """
 
 import json
+import re
 from pathlib import Path
 
 from tests.bench_kit import kit, needs, tiny_data_set
@@ -52,3 +53,26 @@ def test_the_redis_exchange_comparison_runs(redis_url: str) -> None:
         name for _ in range(3) for name in ("redis-py client", "shared connection")
     ]
     assert all(line.endswith("us CPU per exchange") for line in lines)
+
+
+def test_the_isolation_benchmark_runs_and_reports(redis_url: str) -> None:
+    # SQLite, one process, a second a phase, each kind of load A puts on:
+    # receivers that hang, names that never answer at registration and at delivery.
+    loads = ["hanging endpoints", "names at registration x12", "names at delivery"]
+    done = kit(
+        "isolation",
+        *("--engines", "sqlite", "--processes", "1", "--seconds", "1", "--rounds", "1"),
+        *("--redis", redis_url, "--no-record", "--loads", *loads),
+        timeout=180,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    for load in ["quiet", *loads]:
+        # B's deliveries all arrived, whatever A did.
+        found = re.search(rf"^\| sqlite \| 1 \| {load} \| (\d+) of (\d+) \|", done.stdout, re.M)
+        assert found is not None, (load, done.stdout)
+        assert found[1] == found[2] != "0", (load, done.stdout)
+    assert "| sqlite | 1 | names at registration x12 | hosted page post |" in done.stdout
+    # A held its whole share of slots, and its names were asked and left unanswered.
+    assert "16 of A's requests held at once" in done.stdout
+    assert "16 of A's 16 names looked up and left unanswered" in done.stdout
