@@ -61,7 +61,9 @@ import asyncpg  # type: ignore[import-untyped]
 
 from bench.report import publish, section
 from bench.run import Server, free_port, service_env
+from bench.webhooks import read_request, submission_of
 from formsapi.api_key import service as api_key_service
+from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, dispose, migrate
 from formsapi.form import service as form_service
@@ -77,14 +79,7 @@ DATABASE = "bench_isolation"
 KEY = "i" * 40
 FORMSAPI = str(Path(sys.executable).parent / "formsapi")
 ROOT = Path(__file__).resolve().parent.parent
-SCOPES = [
-    "forms:read",
-    "forms:write",
-    "submissions:read",
-    "submissions:write",
-    "events:read",
-    "webhooks:manage",
-]
+SCOPES = [str(scope) for scope in Scope]
 ANSWERS = {"name": "Ada", "colors": "red"}
 BLOCKS = [
     {"type": "short_text", "key": "name", "title": "Name", "required": True},
@@ -216,12 +211,7 @@ class Receiver:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                body = await reader.readexactly(length)
+                body = await read_request(reader)
                 now = time.monotonic()
                 self.received += 1
                 if self.hanging:
@@ -234,9 +224,9 @@ class Receiver:
                         self.held -= 1
                         self._held.discard(writer)
                     return
-                start = body.find(b'"id":"sub_')
-                if start >= 0:
-                    self.arrivals[body[start + 6 : body.index(b'"', start + 6)].decode()] = now
+                submission = submission_of(body)
+                if submission is not None:
+                    self.arrivals[submission] = now
                 writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass  # the sender closed, or the run is over

@@ -53,6 +53,22 @@ BLOCKS = [
 ]
 
 
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One HTTP/1.1 request off a kept-alive connection: its body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    return await reader.readexactly(length)
+
+
+def submission_of(body: bytes) -> str | None:
+    """The id of the submission an event carries, found without parsing it."""
+    start = body.find(b'"id":"sub_')
+    return None if start < 0 else body[start + 6 : body.index(b'"', start + 6)].decode()
+
+
 class Receiver:
     """Answers 204 at once, keeps the connection, notes when each event came."""
 
@@ -76,23 +92,16 @@ class Receiver:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line[:15].lower() == b"content-length:":
-                        length = int(line[15:])
-                body = await reader.readexactly(length)
+                body = await read_request(reader)
                 now = time.monotonic()
                 self.count += 1
                 self.first = self.first or now
                 self.last = now
-                start = body.find(b'"id":"sub_')
+                submission = submission_of(body)
                 stamp = body.find(b'"submittedAt":"')
-                if start >= 0 and stamp >= 0:
+                if submission is not None and stamp >= 0:
                     submitted = datetime.fromisoformat(body[stamp + 15 : stamp + 39].decode())
-                    self.arrivals[body[start + 6 : body.index(b'"', start + 6)].decode()] = (
-                        time.time() - submitted.timestamp()
-                    )
+                    self.arrivals[submission] = time.time() - submitted.timestamp()
                 writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass  # the sender closed, or the run is over

@@ -1,11 +1,14 @@
 """Plain typed factories: each writes through the real services or models."""
 
+import random
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from formsapi.api_key import service as api_key_service
+from formsapi.api_key.scopes import Scope
+from formsapi.config import Settings
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
@@ -16,6 +19,10 @@ from formsapi.models import Form, Organization, Plan, Role, Submission, User
 from formsapi.organization import service as organization_service
 from formsapi.submission import repository as submission_repository
 from formsapi.user import service as user_service
+from formsapi.webhook.service import secret_box
+from formsapi.webhook.worker import Worker
+
+EVERY_SCOPE = [str(scope) for scope in Scope]
 
 BLOCKS: list[dict[str, Any]] = [
     {"type": "heading", "text": "About you"},
@@ -107,3 +114,16 @@ async def create_submission(
         {submission_repository.hour_of(submission.submitted_at): 1},
     )
     return submission
+
+
+def new_worker(engine: AsyncEngine, settings: Settings, seed: int = 0) -> Worker:
+    """A webhook worker on `engine`, as `formsapi worker` makes one, its
+    retries' jitter drawn from `seed`. Close it when done."""
+    box = secret_box(settings)
+    assert box is not None, "the settings need a secret key"
+    return Worker(
+        async_sessionmaker(engine, expire_on_commit=False),
+        settings,
+        box,
+        rng=random.Random(seed),  # noqa: S311 - jitter, not a secret
+    )

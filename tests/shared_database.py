@@ -12,7 +12,7 @@ import pytest
 
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from tests.conftest import scratch_postgres
-from tests.factories import create_form, create_key, create_org
+from tests.factories import EVERY_SCOPE, create_form, create_key, create_org
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,7 @@ async def tenant(url: str, forms: int) -> Setup:
     engine = create_engine(url)
     async with create_sessionmaker(engine)() as session:
         org = await create_org(session)
-        scopes = [
-            "forms:read",
-            "forms:write",
-            "submissions:read",
-            "submissions:write",
-            "events:read",
-            "webhooks:manage",
-        ]
-        _, secret = await create_key(session, org, scopes=scopes)
+        _, secret = await create_key(session, org, scopes=EVERY_SCOPE)
         form_ids = [(await create_form(session, org)).id for _ in range(forms)]
         await session.commit()
     await engine.dispose()

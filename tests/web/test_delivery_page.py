@@ -7,14 +7,13 @@ import re
 from collections.abc import AsyncIterator
 
 import pytest
-from fastapi import FastAPI
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
 from formsapi.models import Role
 from formsapi.web.context import templates, visible
 from formsapi.webhook.worker import Worker
-from tests.factories import create_org
+from tests.factories import create_org, new_worker
 from tests.receiver import Answer, Received, Receiver
 from tests.web.conftest import SignedIn, add_member
 
@@ -44,10 +43,8 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-async def worker(app: FastAPI, engine: AsyncEngine, settings: Settings) -> AsyncIterator[Worker]:
-    found = Worker(
-        async_sessionmaker(engine, expire_on_commit=False), settings, app.state.secret_box
-    )
+async def worker(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Worker]:
+    found = new_worker(engine, settings)
     yield found
     await found.close()
 

@@ -24,7 +24,7 @@ from formsapi.webhook import service
 from formsapi.webhook.schemas import WebhookEndpointCreate
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import create_form, create_key, create_org, new_worker
 from tests.receiver import Answer, Received, Receiver
 from tests.web.conftest import Browser, SignedIn, add_member
 
@@ -48,10 +48,8 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-async def worker(app: FastAPI, engine: AsyncEngine, settings: Settings) -> AsyncIterator[Worker]:
-    found = Worker(
-        async_sessionmaker(engine, expire_on_commit=False), settings, app.state.secret_box
-    )
+async def worker(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Worker]:
+    found = new_worker(engine, settings)
     yield found
     await found.close()
 

@@ -20,20 +20,12 @@ from formsapi.kit.time import shift, utcnow
 from formsapi.models import WebhookDelivery
 from formsapi.tenancy import unscoped
 from formsapi.webhook import delivery
-from formsapi.webhook.service import secret_box
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
 from tests.receiver import Answer, Received, Receiver
 
-SCOPES = [
-    "forms:read",
-    "forms:write",
-    "submissions:read",
-    "submissions:write",
-    "events:read",
-    "webhooks:manage",
-]
+SCOPES = EVERY_SCOPE
 KEY = "k" * 40
 ANSWERS = {"name": "Ada", "colors": "red"}
 
@@ -52,14 +44,7 @@ def settings(database_url: str) -> Settings:
 
 @pytest.fixture
 async def worker(engine: AsyncEngine, settings: Settings) -> Any:
-    box = secret_box(settings)
-    assert box is not None
-    found = Worker(
-        async_sessionmaker(engine, expire_on_commit=False),
-        settings,
-        box,
-        rng=random.Random(7),  # noqa: S311 - jitter
-    )
+    found = new_worker(engine, settings, seed=7)
     yield found
     await found.close()
 
@@ -267,9 +252,7 @@ async def test_a_name_resolving_to_loopback_is_refused_at_creation_and_at_send_t
     async with Receiver() as receiver:
         named = receiver.url.replace("127.0.0.1", "localhost")
         setup = await _setup(api, session, named)
-        box = secret_box(guarded)
-        assert box is not None
-        strict = Worker(async_sessionmaker(engine, expire_on_commit=False), guarded, box)
+        strict = new_worker(engine, guarded)
         try:
             await _submit(api, setup)
             await strict.drain()
@@ -310,9 +293,7 @@ async def test_a_slow_receiver_does_not_hold_up_another_endpoint(
     narrow = settings.model_copy(
         update={"webhook_concurrency": 6, "webhook_endpoint_concurrency": 2, "webhook_timeout": 10}
     )
-    box = secret_box(narrow)
-    assert box is not None
-    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), narrow, box)
+    worker = new_worker(engine, narrow)
     async with Receiver(stuck) as slow, Receiver() as fast:
         setup = await _setup(api, session, slow.url)
         second = await api.post("/v1/webhook-endpoints", setup["key"], json={"url": fast.url})

@@ -5,7 +5,6 @@ A correction leaves the old values in the earlier events, as the README
 says, until those events age out or the submission is deleted."""
 
 import asyncio
-import random
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -19,21 +18,13 @@ from formsapi.config import Settings
 from formsapi.kit.time import utcnow
 from formsapi.models import Event, WebhookDelivery
 from formsapi.tenancy import unscoped
-from formsapi.webhook.service import secret_box
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
 from tests.receiver import Answer, Received, Receiver
 from tests.settled import events_settled
 
-SCOPES = [
-    "forms:read",
-    "forms:write",
-    "submissions:read",
-    "submissions:write",
-    "events:read",
-    "webhooks:manage",
-]
+SCOPES = EVERY_SCOPE
 SECRET_WORDS = ("Lovelace", "Babbage")  # in answers only, never in a title or key
 
 
@@ -51,14 +42,7 @@ def settings(database_url: str) -> Settings:
 
 @pytest.fixture
 async def worker(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Worker]:
-    box = secret_box(settings)
-    assert box is not None
-    found = Worker(
-        async_sessionmaker(engine, expire_on_commit=False),
-        settings,
-        box,
-        rng=random.Random(3),  # noqa: S311 - jitter
-    )
+    found = new_worker(engine, settings, seed=3)
     yield found
     await found.close()
 
@@ -239,9 +223,7 @@ async def test_a_delivery_waiting_for_its_slot_sends_what_remains_after_a_delete
             await release.wait()
         return 200, {}, b""
 
-    box = secret_box(one_at_a_time)
-    assert box is not None
-    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), one_at_a_time, box)
+    worker = new_worker(engine, one_at_a_time)
     org = await _organization(session)
     url = f"/v1/forms/{org['form']}/submissions"
     try:

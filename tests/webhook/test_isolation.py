@@ -7,7 +7,6 @@ test asserts an order (the quiet organization is served while the other's
 requests or lookups still hang), not a time."""
 
 import asyncio
-import random
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -22,20 +21,13 @@ from formsapi.db import session_scope
 from formsapi.kit import egress
 from formsapi.kit.time import shift, utcnow
 from formsapi.webhook import repository
-from formsapi.webhook.service import MAX_ENDPOINTS, secret_box
-from formsapi.webhook.worker import FAN_OUT_ROWS, Worker, _delivery_row
+from formsapi.webhook.service import MAX_ENDPOINTS
+from formsapi.webhook.worker import FAN_OUT_ROWS, _delivery_row
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
 from tests.receiver import Answer, Received, Receiver
 
-SCOPES = [
-    "forms:read",
-    "forms:write",
-    "submissions:read",
-    "submissions:write",
-    "events:read",
-    "webhooks:manage",
-]
+SCOPES = EVERY_SCOPE
 ANSWERS = {"name": "Ada", "colors": "red"}
 SHARE = 4  # deliveries one organization may have in flight per worker
 # Nothing here waits for a timeout: what hangs is released by the test.
@@ -97,18 +89,8 @@ async def _until(condition: Callable[[], bool], what: str) -> None:
 async def _workers(engine: AsyncEngine, settings: Settings, count: int) -> AsyncIterator[None]:
     """`count` workers delivering, as separate processes would: each with its
     own slots, sharing the database."""
-    box = secret_box(settings)
-    assert box is not None
     stop = asyncio.Event()
-    workers = [
-        Worker(
-            async_sessionmaker(engine, expire_on_commit=False),
-            settings,
-            box,
-            rng=random.Random(index),  # noqa: S311 - jitter
-        )
-        for index in range(count)
-    ]
+    workers = [new_worker(engine, settings, seed=index) for index in range(count)]
     running = [asyncio.create_task(worker.run(stop, grace=0)) for worker in workers]
     try:
         yield
@@ -260,9 +242,7 @@ async def test_a_worker_never_claims_again_what_it_holds_when_its_clock_moves(
         await release.wait()
         return 200, {}, b""
 
-    box = secret_box(one_at_a_time)
-    assert box is not None
-    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), one_at_a_time, box)
+    worker = new_worker(engine, one_at_a_time)
     try:
         async with Receiver(hang) as receiver:
             org = await _organization(api, session)
@@ -298,9 +278,7 @@ async def test_a_round_of_fan_out_writes_a_bounded_number_of_deliveries(
     events = 2 * FAN_OUT_ROWS // MAX_ENDPOINTS + 1
     for _ in range(events):
         await _submit(api, org)
-    box = secret_box(settings)
-    assert box is not None
-    worker = Worker(async_sessionmaker(engine, expire_on_commit=False), settings, box)
+    worker = new_worker(engine, settings)
     try:
         rounds = [await worker.dispatch() for _ in range(4)]
     finally:
