@@ -144,7 +144,14 @@ def _setup(env: dict[str, str]) -> str:
         text=True,
     )
     cli(["member", "add", "--org", org, "--email", "hooks@example.com", "--role", "owner"], env)
-    scopes = ["forms:read", "forms:write", "submissions:write", "webhooks:manage"]
+    # An endpoint is sent answers: its key must be able to read them.
+    scopes = [
+        "forms:read",
+        "forms:write",
+        "submissions:read",
+        "submissions:write",
+        "webhooks:manage",
+    ]
     argv = ["key", "create", "--org", org, "--email", "hooks@example.com", "--name", "bench"]
     for scope in scopes:
         argv += ["--scope", scope]
