@@ -2,7 +2,7 @@
 
 import random
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -21,6 +21,9 @@ from formsapi.submission import repository as submission_repository
 from formsapi.user import service as user_service
 from formsapi.webhook.service import secret_box
 from formsapi.webhook.worker import Worker
+
+if TYPE_CHECKING:
+    from tests.conftest import Api
 
 EVERY_SCOPE = [str(scope) for scope in Scope]
 
@@ -127,3 +130,30 @@ def new_worker(engine: AsyncEngine, settings: Settings, seed: int = 0) -> Worker
         box,
         rng=random.Random(seed),  # noqa: S311 - jitter, not a secret
     )
+
+
+PLAN: dict[str, Any] = {
+    "type": "single_choice",
+    "key": "plan",
+    "title": "Plan",
+    "options": [
+        {"value": "personal", "label": "Personal"},
+        {"value": "business", "label": "Business"},
+    ],
+}
+
+
+async def publish_over_api(
+    api: "Api", session: AsyncSession, form: dict[str, Any]
+) -> tuple[str, str, str]:
+    """A new organization's form, created and published over the API (as a
+    builder would send it): its id, a key with every scope, the organization."""
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=EVERY_SCOPE)
+    await session.commit()
+    created = await api.post("/v1/forms", secret, json=form)
+    assert created.status_code == 201, created.text
+    form_id = created.json()["id"]
+    published = await api.patch(f"/v1/forms/{form_id}", secret, json={"status": "published"})
+    assert published.status_code == 200, published.text
+    return form_id, secret, org.id

@@ -63,11 +63,18 @@ class Option(_Open):
     label: str
 
 
+# A JSON Logic rule (the README's rule language).
+Rule = Any
+
+
 class _Question(_Open):
     key: str
     title: str
     description: str | None = None
     required: bool = False
+    visible_if: Rule = None
+    required_if: Rule = None
+    prefill: bool | None = None
 
 
 class ShortText(_Question):
@@ -131,15 +138,19 @@ class Date(_Question):
 class Heading(_Open):
     type: Literal["heading"] = "heading"
     text: str
+    visible_if: Rule = None
 
 
 class Paragraph(_Open):
     type: Literal["paragraph"] = "paragraph"
     text: str
+    visible_if: Rule = None
 
 
 class PageBreak(_Open):
     type: Literal["page_break"] = "page_break"
+    key: str | None = None
+    visible_if: Rule = None
 
 
 class UnknownBlock(_Open):
@@ -203,10 +214,51 @@ class FormSummary(Model):
     change_seq: int
 
 
+# The form's logic beside its blocks.
+
+
+class HiddenField(_Open):
+    key: str
+    label: str | None = None
+
+
+class Variable(_Open):
+    name: str
+    type: Literal["number", "text"] = "number"
+    initial: str | int | float | None = None
+    value: Rule = None
+
+
+class SetAction(_Open):
+    set: str
+    to: Rule
+
+
+class JumpAction(_Open):
+    jump: str
+    after: str | None = None
+
+
+class LogicRule(_Open):
+    if_: Rule = Field(default=True, alias="if")
+    then: list[SetAction | JumpAction]
+
+
+class Ending(_Open):
+    key: str
+    title: str | None = None
+    text: str | None = None
+    redirect: str | None = None
+
+
 class FormDetail(FormSummary):
     updated_at: datetime
     version: int
     blocks: list[Block]
+    hidden_fields: list[HiddenField]
+    variables: list[Variable]
+    logic: list[LogicRule]
+    endings: list[Ending]
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -218,12 +270,20 @@ class FormCreate(Model):
     title: str
     slug: str | None = None
     blocks: list[Block] | None = None
+    hidden_fields: list[HiddenField] | None = None
+    variables: list[Variable] | None = None
+    logic: list[LogicRule] | None = None
+    endings: list[Ending] | None = None
 
 
 class FormUpdate(Model):
     title: str | None = None
     slug: str | None = None
     blocks: list[Block] | None = None
+    hidden_fields: list[HiddenField] | None = None
+    variables: list[Variable] | None = None
+    logic: list[LogicRule] | None = None
+    endings: list[Ending] | None = None
     status: FormStatus | None = None
 
 

@@ -14,7 +14,15 @@ from datetime import date
 from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, StrictBool, StrictInt, TypeAdapter, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    JsonValue,
+    StrictBool,
+    StrictInt,
+    TypeAdapter,
+    model_validator,
+)
 
 from formsapi.kit.schemas import CleanStr, Schema
 
@@ -66,11 +74,24 @@ class Option(Schema):
     label: Annotated[CleanStr, Field(min_length=1, max_length=200)]
 
 
+# A JSON Logic rule (form/logic.py), checked with the whole form on save.
+Rule = JsonValue
+VISIBLE_IF = Field(default=None, description="JSON Logic: the block is shown only when this holds.")
+
+
 class _Question(Schema):
     key: Annotated[CleanStr, Field(pattern=KEY_PATTERN, description="Stable answer key.")]
     title: Annotated[CleanStr, Field(min_length=1, max_length=500)]
     description: CleanStr | None = Field(default=None, max_length=2000)
     required: StrictBool = False
+    visible_if: Rule = VISIBLE_IF
+    required_if: Rule = Field(
+        default=None, description="JSON Logic: the question is required when this holds."
+    )
+    prefill: StrictBool | None = Field(
+        default=None,
+        description="The hosted page may fill this in from its link's query string (?key=...).",
+    )
 
     def answer_schema(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -324,15 +345,23 @@ class Date(_Question):
 class Heading(Schema):
     type: Literal["heading"]
     text: Annotated[CleanStr, Field(min_length=1, max_length=500)]
+    visible_if: Rule = VISIBLE_IF
 
 
 class Paragraph(Schema):
     type: Literal["paragraph"]
     text: Annotated[CleanStr, Field(min_length=1, max_length=5000)]
+    visible_if: Rule = VISIBLE_IF
 
 
 class PageBreak(Schema):
+    """Starts a page. Its key names the page, for jumps to it."""
+
     type: Literal["page_break"]
+    key: Annotated[CleanStr, Field(pattern=KEY_PATTERN)] | None = None
+    visible_if: Rule = Field(
+        default=None, description="JSON Logic: the page is shown only when this holds."
+    )
 
 
 Question = (

@@ -100,7 +100,7 @@ def _lock_for_submission_statement(postgres: bool) -> Any:
     return (
         statement.where(Form.status == FormStatus.published)
         .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
-        .returning(Form.version, Form.blocks, Form.change_seq)
+        .returning(Form.version, Form.blocks, Form.definition, Form.change_seq)
         # No Form is loaded in a post's session: nothing for the ORM to update.
         .execution_options(synchronize_session=False)
     )
@@ -108,7 +108,7 @@ def _lock_for_submission_statement(postgres: bool) -> Any:
 
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str
-) -> Row[int, list[dict[str, Any]], int] | None:
+) -> Row[int, list[dict[str, Any]], dict[str, Any] | None, int] | None:
     """Count one more submission, number the change, and read what it
     answers, atomically: the row lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit

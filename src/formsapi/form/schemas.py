@@ -5,6 +5,16 @@ from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapV
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from formsapi.form.blocks import Block
+from formsapi.form.definition import (
+    MAX_ENDINGS,
+    MAX_HIDDEN,
+    MAX_RULES,
+    MAX_VARIABLES,
+    Ending,
+    HiddenField,
+    LogicRule,
+    Variable,
+)
 from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import FormStatus
 
@@ -26,6 +36,14 @@ class FormDetail(FormSummary):
     updated_at: datetime
     version: int = Field(description="Increments whenever the blocks change.")
     blocks: list[Block] = Field(description="Question and layout blocks, in order.")
+    hidden_fields: list[HiddenField] = Field(
+        description="Values a link carries (?key=value), stored with the answers."
+    )
+    variables: list[Variable] = Field(
+        description="Numbers or text the server computes, stored as `vars.<name>`."
+    )
+    logic: list[LogicRule] = Field(description="Rules: set a variable or jump, in order.")
+    endings: list[Ending] = Field(description="Thank-you texts or redirects; default the last.")
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -96,14 +114,23 @@ class FormCreate(Schema):
     title: TITLE
     slug: SLUG | None = Field(default=None, description="Default: made from the title.")
     blocks: Blocks = Field(default_factory=list)
+    hidden_fields: list[HiddenField] = Field(default_factory=list, max_length=MAX_HIDDEN)
+    variables: list[Variable] = Field(default_factory=list, max_length=MAX_VARIABLES)
+    logic: list[LogicRule] = Field(default_factory=list, max_length=MAX_RULES)
+    endings: list[Ending] = Field(default_factory=list, max_length=MAX_ENDINGS)
 
 
 class FormUpdate(Schema):
-    """Only the fields sent change. A change of `blocks` makes a new version."""
+    """Only the fields sent change. A change of `blocks`, `hiddenFields`,
+    `variables`, `logic` or `endings` makes a new version."""
 
     title: TITLE | None = None
     slug: SLUG | None = None
     blocks: Blocks | None = None
+    hidden_fields: list[HiddenField] | None = Field(default=None, max_length=MAX_HIDDEN)
+    variables: list[Variable] | None = Field(default=None, max_length=MAX_VARIABLES)
+    logic: list[LogicRule] | None = Field(default=None, max_length=MAX_RULES)
+    endings: list[Ending] | None = Field(default=None, max_length=MAX_ENDINGS)
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

@@ -13,7 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import repository
-from formsapi.form.blocks import Block, BlockList, answers_schema, dump_blocks, key_errors
+from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
+from formsapi.form.definition import Definition
+from formsapi.form.definition import check as definition_check
+from formsapi.form.schema import answers_schema
 from formsapi.form.schemas import FormUpdate
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
@@ -79,8 +82,15 @@ def _schema_of(form: Form) -> dict[str, Any]:
         if len(_SCHEMAS) >= _SCHEMAS_MAX:
             _SCHEMAS.clear()
         blocks = BlockList.validate_python(form.blocks)
-        schema = _SCHEMAS[key] = answers_schema(blocks, title=form.title)
+        schema = _SCHEMAS[key] = answers_schema(blocks, definition_of(form), title=form.title)
     return schema
+
+
+def _definition_wire(stored: dict[str, Any] | None) -> dict[str, Any]:
+    stored = stored or {}
+    return {
+        name: stored.get(name, []) for name in ("hiddenFields", "variables", "logic", "endings")
+    }
 
 
 def detail(form: Form) -> dict[str, Any]:
@@ -90,6 +100,7 @@ def detail(form: Form) -> dict[str, Any]:
         "version": form.version,
         # Stored blocks are already in their API shape; they pass through untouched.
         "blocks": form.blocks,
+        **_definition_wire(form.definition),
         "schema": _schema_of(form),
     }
 
@@ -128,12 +139,24 @@ class SlugTaken(Conflict):
     slug = "slug-taken"
 
 
-def _check_blocks(blocks: list[Block]) -> None:
-    errors = key_errors(blocks)
+def _check(blocks: list[Block], definition: Definition) -> None:
+    errors = key_errors(blocks) or definition_check(blocks, definition)
     if errors:
         raise ValidationFailed(
-            "The blocks are invalid.", [{"pointer": p, "detail": d} for p, d in errors]
+            "The form is invalid.", [{"pointer": p, "detail": d} for p, d in errors]
         )
+
+
+def _stored(definition: Definition) -> dict[str, Any] | None:
+    dumped = definition.dump()
+    return dumped if any(dumped.values()) else None
+
+
+DEFINITION_FIELDS = ("hidden_fields", "variables", "logic", "endings")
+
+
+def definition_of(form: Form | FormVersion) -> Definition:
+    return Definition.model_validate(form.definition or {})
 
 
 def slugify(title: str) -> str:
@@ -155,12 +178,14 @@ async def create(
     blocks: list[Block],
     slug: str | None = None,
     *,
+    definition: Definition | None = None,
     status: str = FormStatus.draft,
     created_at: datetime | None = None,
     form_id: str | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1."""
-    _check_blocks(blocks)
+    definition = definition or Definition()
+    _check(blocks, definition)
     if slug is None:
         slug = await _free_slug(session, organization_id, title)
     elif await repository.slug_taken(session, organization_id, slug):
@@ -174,6 +199,7 @@ async def create(
         status=status,
         version=1,
         blocks=dump_blocks(blocks),
+        definition=_stored(definition),
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
@@ -211,6 +237,7 @@ def _snapshot(form: Form) -> FormVersion:
         version=form.version,
         title=form.title,
         blocks=form.blocks,
+        definition=form.definition,
         created_at=form.updated_at,
     )
 
@@ -239,11 +266,29 @@ async def update(
     if "title" in sent and changes.title is not None:
         form.title = changes.title
     new_version = False
-    if "blocks" in sent and changes.blocks is not None:
-        _check_blocks(changes.blocks)
-        blocks = dump_blocks(changes.blocks)
-        if blocks != form.blocks:
-            form.blocks = blocks
+    blocks_sent = "blocks" in sent and changes.blocks is not None
+    definition_sent = any(
+        name in sent and getattr(changes, name) is not None for name in DEFINITION_FIELDS
+    )
+    if blocks_sent or definition_sent:
+        new_blocks = (
+            changes.blocks
+            if changes.blocks is not None
+            else (BlockList.validate_python(form.blocks))
+        )
+        current = definition_of(form)
+        definition = Definition(
+            **{
+                name: getattr(changes, name)
+                if name in sent and getattr(changes, name) is not None
+                else getattr(current, name)
+                for name in DEFINITION_FIELDS
+            }
+        )
+        _check(new_blocks, definition)
+        blocks, stored = dump_blocks(new_blocks), _stored(definition)
+        if blocks != form.blocks or stored != form.definition:
+            form.blocks, form.definition = blocks, stored
             form.version += 1
             new_version = True
     form.updated_at = utcnow()
@@ -310,5 +355,6 @@ async def version_detail(
         **detail(form),
         "version": snapshot.version,
         "blocks": snapshot.blocks,
-        "schema": answers_schema(blocks, title=snapshot.title),
+        **_definition_wire(snapshot.definition),
+        "schema": answers_schema(blocks, definition_of(snapshot), title=snapshot.title),
     }

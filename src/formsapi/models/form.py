@@ -32,6 +32,9 @@ class Form(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     # Blocks as the API shows them (camelCase), validated on the way in.
     blocks: Mapped[list[dict[str, Any]]] = mapped_column(JSONColumn)
+    # Hidden fields, variables, rules and endings (form/definition.py), as
+    # the API shows them; None: none of them.
+    definition: Mapped[dict[str, Any] | None] = mapped_column(JSONColumn, nullable=True)
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)

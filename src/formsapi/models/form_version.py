@@ -23,4 +23,5 @@ class FormVersion(Base):
     version: Mapped[int] = mapped_column(Integer, primary_key=True)
     title: Mapped[str] = mapped_column(String(200))
     blocks: Mapped[list[dict[str, Any]]] = mapped_column(JSONColumn)
+    definition: Mapped[dict[str, Any] | None] = mapped_column(JSONColumn, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -37,3 +37,5 @@ class Submission(Base):
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     # The last edit's time; NULL until the first (the API shows submitted_at).
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # The key of the ending the respondent reached; None when the form has none.
+    ending: Mapped[str | None] = mapped_column(String(64), nullable=True)

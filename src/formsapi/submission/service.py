@@ -15,9 +15,9 @@ from formsapi.errors import (
     ValidationFailed,
 )
 from formsapi.event import service as event_service
+from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
@@ -25,7 +25,7 @@ from formsapi.models import EventType, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
 from formsapi.submission.schemas import deleted_wire, detail_wire, wire
-from formsapi.submission.validation import validate_answers
+from formsapi.submission.validation import validate_submission
 
 # From this offset on, the page is found through the hourly counts: skipping
 # rows one by one costs as much as the offset is deep.
@@ -147,7 +147,12 @@ async def create(
     """Store answers to a published form, checked against its current blocks.
 
     The form's counter, its hourly and daily counts and the row move in one
-    transaction; invalid answers roll them all back."""
+    transaction; invalid answers roll them all back. The answers are checked
+    before the form's lock is taken, against the version last seen here, and
+    again under it only if the form has changed since."""
+    today = utcnow().date()
+    guess = compiled.cached(organization_id, form_id)
+    early = validate_submission(guess, answers, today) if guess is not None else None
     locked = (
         await form_repository.lock_for_submission(session, organization_id, form_id)
         if is_plausible(form_id)
@@ -159,10 +164,16 @@ async def create(
             f"This form is {form.status}; only published forms take submissions.",
             formStatus=form.status,
         )
-    version, raw_blocks, change_seq = locked
-    stored, errors = validate_answers(BlockList.validate_python(raw_blocks), answers)
-    if errors:
-        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in errors])
+    version, raw_blocks, raw_definition, change_seq = locked
+    checked = early
+    if checked is None or guess is None or guess.version != version:
+        current = compiled.compile_version(
+            organization_id, form_id, version, raw_blocks, raw_definition
+        )
+        checked = validate_submission(current, answers, today)
+    if checked.errors:
+        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in checked.errors])
+    stored = checked.stored
     now = utcnow()
     submission = Submission(
         id=new_id("sub"),
@@ -173,6 +184,7 @@ async def create(
         answers=stored,
         change_seq=change_seq,
         version=1,
+        ending=checked.ending,
     )
     event = event_service.parameters(
         organization_id,
@@ -296,15 +308,22 @@ async def edit(
             f"The submission is at version {submission.version}; If-Match said {if_match}.",
             headers={"ETag": etag(submission.version)},
         )
-    answers = {**submission.answers, **changes}
+    # Variables are the server's: recomputed from the answers as corrected.
+    kept = {k: v for k, v in submission.answers.items() if not k.startswith("vars.")}
+    answers = {**kept, **changes}
     answers = {key: value for key, value in answers.items() if value is not None}
     snapshot = await form_repository.get_version(
         session, organization_id, form_id, submission.form_version
     )
     assert snapshot is not None, "every version a submission answered is kept"
-    stored, errors = validate_answers(BlockList.validate_python(snapshot.blocks), answers)
-    if errors:
-        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in errors])
+    answered = compiled.compile_version(
+        organization_id, form_id, snapshot.version, snapshot.blocks, snapshot.definition
+    )
+    checked = validate_submission(answered, answers, utcnow().date())
+    if checked.errors:
+        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in checked.errors])
+    stored = checked.stored
+    submission.ending = checked.ending
     if stored != submission.answers:  # else nothing to record: its ETag stays
         change_seq = await form_repository.next_change(session, organization_id, form_id)
         assert change_seq is not None, "the form is locked"

@@ -5,9 +5,13 @@ server accepts exactly what the published JSON Schema describes.
 """
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
+from formsapi.form import flow
 from formsapi.form.blocks import Answer, Block, questions
+from formsapi.form.compiled import Compiled
+from formsapi.form.definition import HIDDEN_VALUE_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +36,7 @@ def _encodable(text: str) -> bool:
 
 
 def validate_answers(
-    blocks: list[Block], answers: dict[str, Any]
+    blocks: list[Block], answers: dict[str, Any], *, required: bool = True
 ) -> tuple[dict[str, Answer], list[FieldError]]:
     """The answers as they will be stored (normalized), and every error."""
     asked = {question.key: question for question in questions(blocks)}
@@ -44,7 +48,7 @@ def validate_answers(
     ]
     for key, question in asked.items():
         if key not in answers:
-            if question.required:
+            if question.required and required:
                 errors.append(FieldError(_pointer(key), "is required"))
             continue
         value = answers[key]
@@ -72,3 +76,68 @@ def validate_answers(
         else:
             stored[key] = normalized
     return stored, errors
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """Answers as they will be stored (with hidden fields and `vars.*`),
+    the ending reached, and every error."""
+
+    stored: dict[str, Any]
+    ending: str | None
+    errors: list[FieldError]
+
+
+def validate_submission(form: Compiled, answers: dict[str, Any], today: date) -> Checked:
+    """Answers checked against the form's blocks and logic, as the server
+    decides: a question the logic hides is neither required nor answerable,
+    and variables are computed here, never taken from the client."""
+    if not form.has_logic:
+        plain, found = validate_answers(form.blocks, answers)
+        return Checked(plain, None, found)
+    layout = form.layout
+    hidden = {field.key for field in layout.definition.hidden_fields}
+    asked = {question.key: question for question in questions(form.blocks)}
+    errors: list[FieldError] = []
+    given: dict[str, Any] = {}
+    for key, value in answers.items():
+        if key.startswith("vars."):
+            errors.append(FieldError(_pointer(key), "is computed by the server; leave it out"))
+        elif key in hidden:
+            if isinstance(value, str) and len(value) <= HIDDEN_VALUE_MAX and _clean(value):
+                given[key] = value
+            else:
+                errors.append(
+                    FieldError(
+                        _pointer(key),
+                        f"is a hidden field: text of at most {HIDDEN_VALUE_MAX} characters",
+                    )
+                )
+        elif key not in asked:
+            errors.append(FieldError(_pointer(key), "is not a question of this form"))
+    checked, problems = validate_answers(
+        form.blocks, {k: v for k, v in answers.items() if k in asked}, required=False
+    )
+    errors += problems
+    given.update(checked)
+    run = flow.walk(layout, given, today)
+    shown = run.shown_keys(layout)
+    for key in checked:
+        if key not in shown:
+            errors.append(
+                FieldError(
+                    _pointer(key), "is hidden by the form's logic for these answers; leave it out"
+                )
+            )
+    for key in sorted(run.required - set(given), key=layout.positions.__getitem__):
+        if key not in {e.pointer for e in errors}:
+            errors.append(FieldError(_pointer(key), "is required"))
+    stored = {
+        **{k: v for k, v in given.items() if k in hidden or k in shown},
+        **{f"vars.{name}": value for name, value in run.variables.items()},
+    }
+    return Checked(stored, run.ending, errors)
+
+
+def _clean(text: str) -> bool:
+    return "\x00" not in text and _encodable(text)

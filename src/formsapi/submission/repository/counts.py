@@ -102,6 +102,7 @@ def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
             "answers",
             "change_seq",
             "version",
+            "ending",
         )
         statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
         if not postgres:
@@ -166,6 +167,7 @@ async def insert_counted(
             "answers": submission.answers,
             "change_seq": submission.change_seq,
             "version": 1,
+            "ending": submission.ending,
         }
         | {"hour": hour_of(at), "day": day_of(at), "count": 1}
     )

@@ -1,0 +1,338 @@
+"""What a form holds besides its blocks: hidden fields, variables, rules
+and endings; and the check of the whole definition on save.
+
+Conditions that belong to one block (`visibleIf`, `requiredIf`) sit on the
+block; what spans the form sits here:
+- hidden fields: values a link carries (`?utm_source=...`), stored with the
+  answers under their key;
+- variables: numbers or text the server computes, stored with the answers
+  as `vars.<name>`;
+- rules: when a JSON Logic condition holds, set a variable or jump;
+- endings: thank-you texts or redirects; logic picks one, else the last.
+"""
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, JsonValue, StrictFloat, StrictInt, model_validator
+
+from formsapi.form import logic
+from formsapi.form.blocks import (
+    KEY_PATTERN,
+    QUESTION_TYPES,
+    Block,
+    MultipleChoice,
+    Number,
+    PageBreak,
+    Question,
+    Rating,
+    SingleChoice,
+)
+from formsapi.kit.schemas import CleanStr, Schema
+
+Key = Annotated[CleanStr, Field(pattern=KEY_PATTERN)]
+MAX_RULES = 200
+MAX_VARIABLES = 50
+MAX_HIDDEN = 50
+MAX_ENDINGS = 20
+HIDDEN_VALUE_MAX = 500
+# {{key}} or {{key|fallback}}: an answer, hidden field or variable in text.
+RECALL = re.compile(r"\{\{\s*([a-z][a-z0-9_.]{0,80})\s*(?:\|([^{}]{0,200}))?\}\}")
+
+
+class HiddenField(Schema):
+    key: Key
+    label: CleanStr | None = Field(default=None, max_length=200)
+
+
+class Variable(Schema):
+    """A number or text the server computes: from `initial`, changed by
+    rules' `set` actions, or (with `value`) computed from a JSON Logic
+    expression, in which case rules do not set it."""
+
+    name: Key
+    type: Literal["number", "text"] = "number"
+    initial: StrictInt | StrictFloat | CleanStr | None = None
+    value: JsonValue = Field(default=None, description="JSON Logic: the variable's value.")
+
+    @model_validator(mode="after")
+    def _initial_fits(self) -> "Variable":
+        if self.initial is None:
+            self.initial = 0 if self.type == "number" else ""
+        elif (self.type == "number") != (not isinstance(self.initial, str)):
+            raise ValueError(f"initial must be a {self.type}")
+        return self
+
+
+class SetAction(Schema):
+    set: Key = Field(description="The variable to set.")
+    to: JsonValue = Field(description="JSON Logic: its new value.")
+
+
+class JumpAction(Schema):
+    jump: Key = Field(description="A page's key (its page_break) or an ending's key.")
+    after: Key | None = Field(
+        default=None,
+        description="The question whose page the jump leaves; without it, the jump is "
+        "taken when the respondent leaves the last page, and must go to an ending.",
+    )
+
+
+class LogicRule(Schema):
+    if_: JsonValue = Field(default=True, alias="if", description="JSON Logic; default: always.")
+    then: Annotated[list[SetAction | JumpAction], Field(min_length=1, max_length=20)]
+
+
+class Ending(Schema):
+    """A thank-you text, or a redirect (http or https) with recalled values."""
+
+    key: Key
+    title: CleanStr | None = Field(default=None, max_length=500)
+    text: CleanStr | None = Field(default=None, max_length=5000)
+    redirect: CleanStr | None = Field(default=None, max_length=2048)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Ending":
+        if self.redirect is not None and (self.title or self.text):
+            raise ValueError("an ending is a text (title, text) or a redirect, not both")
+        return self
+
+
+class Definition(Schema):
+    hidden_fields: Annotated[list[HiddenField], Field(max_length=MAX_HIDDEN)] = Field(
+        default_factory=list
+    )
+    variables: Annotated[list[Variable], Field(max_length=MAX_VARIABLES)] = Field(
+        default_factory=list
+    )
+    logic: list[LogicRule] = Field(default_factory=list, max_length=MAX_RULES)
+    endings: list[Ending] = Field(default_factory=list, max_length=MAX_ENDINGS)
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+
+
+def kind_of(question: Question) -> tuple[str, tuple[str, ...] | None]:
+    """A question's answer as rules see it: its type, and its options."""
+    if isinstance(question, Number | Rating):
+        return "number", None
+    if isinstance(question, MultipleChoice):
+        return "list", tuple(option.value for option in question.options)
+    if isinstance(question, SingleChoice):
+        return "text", tuple(option.value for option in question.options)
+    return "text", None
+
+
+class Layout:
+    """Where everything of a form is: pages (as ranges of block positions),
+    question positions, and the names rules may read."""
+
+    def __init__(self, blocks: list[Block], definition: Definition) -> None:
+        self.blocks = blocks
+        self.definition = definition
+        # Page i runs from starts[i] (its page_break, or 0) to the next start.
+        self.starts = [0] + [i for i, b in enumerate(blocks) if isinstance(b, PageBreak)]
+        self.page_keys = {
+            block.key: page
+            for page, start in enumerate(self.starts)
+            if start < len(blocks) and isinstance(block := blocks[start], PageBreak) and block.key
+        }
+        self.positions = {question.key: i for i, question in _questions(blocks)}
+        self.names: dict[str, logic.Name] = {}
+        for i, question in _questions(blocks):
+            kind, options = kind_of(question)
+            self.names[question.key] = logic.Name(kind, i, options, repr(question.key))
+        for hidden in definition.hidden_fields:
+            self.names[hidden.key] = logic.Name("text", None, None, repr(hidden.key))
+        for variable in definition.variables:
+            self.names[f"vars.{variable.name}"] = logic.Name(
+                variable.type, None, None, repr(f"vars.{variable.name}")
+            )
+        self.endings = {ending.key: ending for ending in definition.endings}
+
+    def page_of(self, position: int) -> int:
+        page = 0
+        for index, start in enumerate(self.starts):
+            if start <= position:
+                page = index
+        return page
+
+    def page_end(self, page: int) -> int:
+        """The position just after the page's last block."""
+        return self.starts[page + 1] if page + 1 < len(self.starts) else len(self.blocks)
+
+
+def _questions(blocks: list[Block]) -> list[tuple[int, Question]]:
+    return [(i, block) for i, block in enumerate(blocks) if isinstance(block, QUESTION_TYPES)]
+
+
+def check(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
+    """(JSON pointer, problem) for everything wrong across the blocks and the
+    definition: names used twice, rules that read what they cannot, jumps
+    that go back, variables that read themselves or later ones, recall of
+    what does not exist."""
+    errors: list[tuple[str, str]] = []
+    layout = Layout(blocks, definition)
+    errors += _unique_names(blocks, definition)
+
+    def rule(value: Any, pointer: str, before: int | None, where: str) -> set[str]:
+        checker = logic.Checker(layout.names, before, where)
+        errors.extend(checker.check(value, pointer))
+        return checker.read
+
+    for i, block in enumerate(blocks):
+        where = f"block {i}"
+        condition = getattr(block, "visible_if", None)
+        if condition is not None:
+            rule(condition, f"/blocks/{i}/visibleIf", i, where)
+        required_if = getattr(block, "required_if", None)
+        if required_if is not None:
+            rule(required_if, f"/blocks/{i}/requiredIf", i, where)
+        errors += _recall_errors(block, i, layout)
+
+    settable = {v.name for v in definition.variables if v.value is None}
+    for index, variable in enumerate(definition.variables):
+        if variable.value is None:
+            continue
+        pointer = f"/variables/{index}/value"
+        read = rule(variable.value, pointer, None, "")
+        later = {f"vars.{v.name}" for v in definition.variables[index:]}
+        for name in sorted(read & later):
+            problem = (
+                "refers to itself"
+                if name == f"vars.{variable.name}"
+                else (f"refers to {name!r}, declared after it")
+            )
+            errors.append(
+                (pointer, f"{problem}: variables are computed in order, so this would make a cycle")
+            )
+
+    for index, item in enumerate(definition.logic):
+        jumps_after = [a.after for a in item.then if isinstance(a, JumpAction) and a.after]
+        before = None
+        where = ""
+        if jumps_after and jumps_after[0] in layout.positions:
+            page = layout.page_of(layout.positions[jumps_after[0]])
+            before, where = layout.page_end(page), f"the page the jump leaves ({jumps_after[0]!r})"
+        rule(item.if_, f"/logic/{index}/if", before, where)
+        for number, action in enumerate(item.then):
+            pointer = f"/logic/{index}/then/{number}"
+            if isinstance(action, SetAction):
+                errors += _set_errors(action, pointer, settable, definition, rule)
+            else:
+                errors += _jump_errors(action, pointer, layout)
+    for index, ending in enumerate(definition.endings):
+        for field in ("title", "text", "redirect"):
+            text = getattr(ending, field)
+            if text:
+                errors += _recall_in(text, f"/endings/{index}/{field}", None, layout)
+        if ending.redirect is not None:
+            bare = RECALL.sub("x", ending.redirect)
+            if not re.match(r"https?://[^\s/?#]+", bare):
+                errors.append(
+                    (f"/endings/{index}/redirect", "must be an http or https URL with a host")
+                )
+    return errors
+
+
+def _unique_names(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
+    """Question, page, hidden-field and ending keys share one namespace: a
+    jump's target and a rule's reference are never ambiguous."""
+    seen: dict[str, str] = {}
+    errors = []
+    named = [
+        *((f"/blocks/{i}/key", b.key) for i, b in enumerate(blocks) if isinstance(b, PageBreak)),
+        *((f"/hiddenFields/{i}/key", h.key) for i, h in enumerate(definition.hidden_fields)),
+        *((f"/endings/{i}/key", e.key) for i, e in enumerate(definition.endings)),
+    ]
+    for i, question in _questions(blocks):
+        seen[question.key] = f"/blocks/{i}/key"
+    for pointer, key in named:
+        if key is None:
+            continue
+        if key in seen:
+            errors.append((pointer, f"repeats the key at {seen[key]}: keys must be unique"))
+        else:
+            seen[key] = pointer
+    names: dict[str, int] = {}
+    for index, variable in enumerate(definition.variables):
+        if variable.name in names:
+            errors.append(
+                (f"/variables/{index}/name", f"repeats variable {names[variable.name]}'s name")
+            )
+        names.setdefault(variable.name, index)
+    return errors
+
+
+def _set_errors(
+    action: SetAction, pointer: str, settable: set[str], definition: Definition, rule: Any
+) -> list[tuple[str, str]]:
+    variable = next((v for v in definition.variables if v.name == action.set), None)
+    if variable is None:
+        return [(f"{pointer}/set", f"sets {action.set!r}, which is not a variable of this form")]
+    if action.set not in settable:
+        return [(f"{pointer}/set", f"sets {action.set!r}, which is computed by its value")]
+    rule(action.to, f"{pointer}/to", None, "")
+    literal = action.to
+    if (variable.type == "number" and isinstance(literal, str)) or (
+        variable.type == "text" and isinstance(literal, bool | int | float)
+    ):
+        return [
+            (
+                f"{pointer}/to",
+                f"sets {variable.type} variable {action.set!r} to a "
+                f"{'text' if isinstance(literal, str) else 'number'}",
+            )
+        ]
+    return []
+
+
+def _jump_errors(action: JumpAction, pointer: str, layout: Layout) -> list[tuple[str, str]]:
+    if action.after is not None and action.after not in layout.positions:
+        return [(f"{pointer}/after", f"names {action.after!r}, which is not a question")]
+    if action.jump in layout.endings:
+        return []
+    if action.jump not in layout.page_keys:
+        return [
+            (f"{pointer}/jump", f"goes to {action.jump!r}, which is neither a page nor an ending")
+        ]
+    if action.after is None:
+        return [
+            (f"{pointer}/jump", "a jump without `after` ends the form: it must go to an ending")
+        ]
+    here = layout.page_of(layout.positions[action.after])
+    if layout.page_keys[action.jump] <= here:
+        return [
+            (
+                f"{pointer}/jump",
+                f"goes back to {action.jump!r}: jumps only go forward, so a form never loops",
+            )
+        ]
+    return []
+
+
+def _recall_errors(block: Block, position: int, layout: Layout) -> list[tuple[str, str]]:
+    errors = []
+    for field in ("title", "description", "text"):
+        text = getattr(block, field, None)
+        if text:
+            errors += _recall_in(text, f"/blocks/{position}/{field}", position, layout)
+    for index, option in enumerate(getattr(block, "options", None) or []):
+        errors += _recall_in(
+            option.label, f"/blocks/{position}/options/{index}/label", position, layout
+        )
+    return errors
+
+
+def _recall_in(
+    text: str, pointer: str, position: int | None, layout: Layout
+) -> list[tuple[str, str]]:
+    errors = []
+    for found in RECALL.finditer(text):
+        name = found.group(1)
+        known = layout.names.get(name)
+        if known is None:
+            errors.append((pointer, f"recalls {{{{{name}}}}}, which this form does not have"))
+        elif position is not None and known.position is not None and known.position >= position:
+            errors.append((pointer, f"recalls {name!r}, which is asked later"))
+    return errors
