@@ -8,8 +8,10 @@ the sites the form's organization lists (none by default).
 """
 
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi import Path as PathParam
@@ -17,16 +19,20 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.datastructures import FormData, MutableHeaders
+from starlette.datastructures import FormData, MultiDict, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formsapi.dependencies import ReadSessionDep, SessionDep, client_ip
 from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
+from formsapi.form import flow
 from formsapi.form.blocks import Block, questions
+from formsapi.form.compiled import Compiled
 from formsapi.hosted import service
+from formsapi.kit.time import utcnow
 from formsapi.models import Form, FormStatus, Plan
 from formsapi.submission import service as submission_service
 from formsapi.submission.service import FormNotAccepting
+from formsapi.submission.validation import validate_submission
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -94,18 +100,35 @@ class Page:
 
 
 def _render(
-    request: Request, page: Page, values: FormData, errors: dict[str, str], status: int = 200
+    request: Request,
+    page: Page,
+    values: Any,
+    errors: dict[str, str],
+    status: int = 200,
+    step: service.Step | None = None,
 ) -> HTMLResponse:
     titles = {question.key: question.title for question in questions(page.blocks)}
     context = {
         "form": page,
-        "blocks": page.blocks,
+        "blocks": step.blocks if step else page.blocks,
+        "step": step,
         "values": values,
         "errors": errors,
         "titles": titles,
         "input_types": INPUT_TYPES,
     }
     return templates.TemplateResponse(request, "form.html", context, status_code=status)
+
+
+def _values(answers: dict[str, Any]) -> MultiDict:
+    """Answers as the template reads posted fields (get, getlist)."""
+    return MultiDict(
+        [
+            (key, item)
+            for key, value in answers.items()
+            for item in (str(value).split(",") if isinstance(value, str) else [str(value)])
+        ]
+    )
 
 
 async def _public(request: Request, session: AsyncSession, form_id: str) -> Form | None:
@@ -130,48 +153,154 @@ async def _open_form(request: Request, session: AsyncSession, form_id: str) -> F
 
 @router.get("/f/{form_id}")
 async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
+    """The first page; hidden fields and prefilled answers come from the
+    link's query string."""
     if (limited := await _limited(request)) is not None:
         return limited
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
-    return _render(request, Page(form.id, form.title, service.blocks_of(form)), FormData(), {})
+    version = service.compiled_of(form)
+    carried = service.carried_from(version, request.query_params, prefill=True)
+    step = service.step(version, carried, 0, utcnow().date())
+    page = Page(form.id, form.title, version.blocks)
+    return _render(request, page, _values(carried), {}, step=step)
+
+
+def _page_of(posted: FormData, version: Compiled) -> int | None:
+    """The page a post comes from; None for a post of the whole form at once
+    (a page before pages, or a client posting every answer)."""
+    raw = posted.get("_page")
+    if not isinstance(raw, str) or not raw.isdigit():
+        return None
+    return min(int(raw), len(version.layout.starts) - 1)
 
 
 @router.post("/f/{form_id}")
 async def submit_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
     """Counted against the limit first, then the whole body read (bounded in size
-    and time), and only then the database: a slow client holds no transaction."""
+    and time), and only then the database: a slow client holds no transaction.
+
+    A page's post moves back or on (the server walks the logic: no script),
+    checking only that page's answers; the last page's post submits."""
     if (limited := await _limited(request)) is not None:
         return limited
     posted = await request.form()
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
-    thanks = RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     if service.is_spam(posted):
-        return thanks  # look like success; store nothing
-    page = Page(form.id, form.title, service.blocks_of(form))
+        return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
+    version = service.compiled_of(form)
+    page = Page(form.id, form.title, version.blocks)
+    today = utcnow().date()
+    answers = {
+        **service.answers_from(version.blocks, posted),
+        **service.carried_from(version, posted, prefill=False),
+    }
+    current = _page_of(posted, version)
+    if current is not None:
+        moved = _move(request, page, version, answers, current, posted, today)
+        if moved is not None:
+            return moved
+        answers = service.on_path(version, answers, today)
     try:
-        await submission_service.create(
-            session, form.organization_id, form.id, service.answers_from(page.blocks, posted)
+        submission = await submission_service.create(
+            session, form.organization_id, form.id, answers
         )
     except ValidationFailed as invalid:
         # The counter was already taken for this submission: give it back
         # before the request's session commits.
         await session.rollback()
-        errors = {
-            e["pointer"].removeprefix("/answers/"): e["detail"]
-            for e in invalid.extensions["errors"]
-        }
-        return _render(request, page, posted, errors, status=422)
+        errors = _errors(invalid)
+        if current is None:
+            return _render(request, page, posted, errors, status=422)
+        first = _first_page_with(version, answers, errors, today)
+        step = service.step(version, answers, first, today)
+        return _render(request, page, _values(answers), errors, status=422, step=step)
     except FormNotAccepting:
         await session.rollback()
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
         await session.rollback()
         return _unavailable(request)
-    return thanks
+    return _ending(request, form, version, answers, submission.ending, today)
+
+
+def _errors(invalid: ValidationFailed) -> dict[str, str]:
+    return {
+        e["pointer"].removeprefix("/answers/"): e["detail"] for e in invalid.extensions["errors"]
+    }
+
+
+def _move(
+    request: Request,
+    page: Page,
+    version: Compiled,
+    answers: dict[str, Any],
+    current: int,
+    posted: FormData,
+    today: date,
+) -> Response | None:
+    """Back or on from a page; None when the page was the last: submit."""
+    if posted.get("_go") == "back":
+        back = service.neighbour(version, answers, current, today, -1)
+        step = service.step(version, answers, back or 0, today)
+        return _render(request, page, _values(answers), {}, step=step)
+    reached = service.on_path(version, answers, today)
+    checked = validate_submission(version, reached, today)
+    on_page = service.page_keys(version, current)
+    errors = {
+        e.pointer.removeprefix("/answers/"): e.detail
+        for e in checked.errors
+        if e.pointer.removeprefix("/answers/") in on_page
+    }
+    if errors:
+        step = service.step(version, answers, current, today)
+        return _render(request, page, _values(answers), errors, status=422, step=step)
+    following = service.neighbour(version, answers, current, today, +1)
+    if following is None:
+        return None
+    step = service.step(version, answers, following, today)
+    return _render(request, page, _values(answers), {}, step=step)
+
+
+def _first_page_with(
+    version: Compiled, answers: dict[str, Any], errors: dict[str, str], today: date
+) -> int:
+    """The first page on the path holding a key with an error (else the first)."""
+    for candidate in flow.walk(version.layout, answers, today).pages:
+        if service.page_keys(version, candidate) & set(errors):
+            return candidate
+    return 0
+
+
+def _ending(
+    request: Request,
+    form: Form,
+    version: Compiled,
+    answers: dict[str, Any],
+    key: str | None,
+    today: date,
+) -> Response:
+    """Where a respondent lands: the ending the logic chose, with what they
+    answered recalled (escaped on the page, URL-encoded in a redirect)."""
+    ending = service.ending_of(version, key)
+    if ending is None:
+        return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
+    variables = flow.walk(version.layout, answers, today).variables
+    values = service.recall_values(version, answers, variables)
+    if ending.redirect is not None:
+        return RedirectResponse(service.recall(ending.redirect, values, encode=True), 303)
+    text = f"{ending.title or ''}{ending.text or ''}"
+    if "{{" not in text:  # nothing of theirs: a page to reload safely
+        return RedirectResponse(f"/f/{form.id}/thanks?ending={quote(ending.key)}", 303)
+    return _page(
+        request,
+        service.recall(ending.title or "Thank you", values),
+        service.recall(ending.text or "", values),
+        200,
+    )
 
 
 @router.get("/f/{form_id}/thanks")
@@ -181,6 +310,10 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     form = await _public(request, session, form_id)
     if form is None:
         return _unavailable(request)
+    key = request.query_params.get("ending")
+    ending = service.ending_of(service.compiled_of(form), key) if key else None
+    if ending is not None and ending.redirect is None:
+        return _page(request, ending.title or "Thank you", ending.text or "", 200)
     return _page(request, "Thank you", f"Your answers to “{form.title}” were received.", 200)
 
 

@@ -1,20 +1,30 @@
 """The respondent's side: a form's public page turns posted fields into
 answers and takes them through the same validation as the API."""
 
+import re
+from dataclasses import dataclass
+from datetime import date
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.form import compiled, flow, logic
 from formsapi.form import repository as form_repository
 from formsapi.form.blocks import (
+    QUESTION_TYPES,
     Block,
     BlockList,
     MultipleChoice,
     Number,
+    PageBreak,
     Question,
     Rating,
+    SingleChoice,
     questions,
 )
+from formsapi.form.compiled import Compiled
+from formsapi.form.definition import HIDDEN_VALUE_MAX, RECALL, Ending, Layout
 from formsapi.kit.ids import is_plausible
 from formsapi.models import Form
 
@@ -68,3 +78,161 @@ def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
 
 def is_spam(posted: Posted) -> bool:
     return bool(posted.get(HONEYPOT))
+
+
+# Pages, recall and endings.
+
+
+def compiled_of(form: Form) -> Compiled:
+    return compiled.compile_version(
+        form.organization_id, form.id, form.version, form.blocks, form.definition
+    )
+
+
+def carried_from(form: Compiled, source: Posted, *, prefill: bool) -> dict[str, Any]:
+    """Hidden fields (and, from a link, prefilled questions) in `source`:
+    only those the form declares, as text of bounded length."""
+    keys = [field.key for field in form.definition.hidden_fields]
+    if prefill:
+        keys += [q.key for q in questions(form.blocks) if q.prefill]
+    found: dict[str, Any] = {}
+    for key in keys:
+        value = source.get(key)
+        if isinstance(value, str) and value and len(value) <= HIDDEN_VALUE_MAX:
+            found[key] = value
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One page of a form as a respondent sees it now."""
+
+    page: int  # its index among the form's pages
+    number: int  # its place on the path so far, from 1
+    total: int  # pages on the path the answers so far lead along
+    blocks: list[Block]  # the blocks shown, their text recalled
+    carried: list[tuple[str, str]]  # earlier answers and hidden fields, as hidden inputs
+    required: frozenset[str]  # keys of the questions required here, requiredIf included
+    first: bool
+    last: bool
+
+
+def step(form: Compiled, answers: dict[str, Any], page: int, today: date) -> Step:
+    """The page `page` as the answers so far show it: which blocks, their
+    recalled text, and the earlier answers to carry along."""
+    layout = form.layout
+    run = flow.walk(layout, answers, today)
+    path = run.pages if page in run.pages else [*run.pages[:1], page]
+    here = path.index(page)
+    values = recall_values(form, answers, run.variables)
+    shown = [
+        _recalled(layout.blocks[position], values)
+        for position in range(layout.starts[page], layout.page_end(page))
+        if position in run.shown and not isinstance(layout.blocks[position], PageBreak)
+    ]
+    on_page = {
+        block.key
+        for position in range(layout.starts[page], layout.page_end(page))
+        if isinstance(block := layout.blocks[position], QUESTION_TYPES)
+    }
+    carried = [
+        (key, item)
+        for key, value in answers.items()
+        if key not in on_page
+        for item in (value.split(",") if _is_multiple(layout, key) else [value])
+    ]
+    return Step(
+        page=page,
+        number=here + 1,
+        total=len(path),
+        blocks=shown,
+        carried=[(key, str(value)) for key, value in carried],
+        required=frozenset(run.required),
+        first=here == 0,
+        last=here == len(path) - 1 and run.finished,
+    )
+
+
+def _is_multiple(layout: Layout, key: str) -> bool:
+    position = layout.positions.get(key)
+    return position is not None and isinstance(layout.blocks[position], MultipleChoice)
+
+
+def neighbour(
+    form: Compiled, answers: dict[str, Any], page: int, today: date, by: int
+) -> int | None:
+    """The page before (-1) or after (+1) this one on the path the answers
+    take; None after the last (the form is done)."""
+    pages = flow.walk(form.layout, answers, today).pages
+    if page not in pages:
+        return 0  # a page the answers no longer lead to: start over from the first
+    index = pages.index(page) + by
+    if index < 0:
+        return pages[0]
+    return pages[index] if index < len(pages) else None
+
+
+def on_path(form: Compiled, answers: dict[str, Any], today: date) -> dict[str, Any]:
+    """The answers the path they take reaches: a changed answer can leave
+    earlier answers on pages no longer taken, which are dropped, not refused."""
+    layout = form.layout
+    run = flow.walk(layout, answers, today)
+    shown = run.shown_keys(layout)
+    hidden = {field.key for field in layout.definition.hidden_fields}
+    return {key: value for key, value in answers.items() if key in shown or key in hidden}
+
+
+def page_keys(form: Compiled, page: int) -> set[str]:
+    layout = form.layout
+    return {
+        block.key
+        for position in range(layout.starts[page], layout.page_end(page))
+        if isinstance(block := layout.blocks[position], QUESTION_TYPES)
+    }
+
+
+def recall_values(
+    form: Compiled, answers: dict[str, Any], variables: dict[str, Any]
+) -> dict[str, str]:
+    """What recall shows for each name: a choice's label, numbers as written."""
+    values: dict[str, str] = {}
+    asked = {question.key: question for question in questions(form.blocks)}
+    for key, value in answers.items():
+        question = asked.get(key)
+        if isinstance(question, SingleChoice | MultipleChoice):
+            labels = {option.value: option.label for option in question.options}
+            values[key] = ", ".join(labels.get(v, v) for v in str(value).split(","))
+        else:
+            values[key] = logic.to_string(value)
+    for name, value in variables.items():
+        values[f"vars.{name}"] = logic.to_string(value)
+    return values
+
+
+def recall(text: str, values: dict[str, str], *, encode: bool = False) -> str:
+    """`{{name}}` and `{{name|fallback}}` replaced by what `values` holds
+    (the page escapes the result; a redirect gets it URL-encoded)."""
+
+    def value(found: re.Match[str]) -> str:
+        shown = values.get(found.group(1)) or (found.group(2) or "").strip()
+        return quote(shown, safe="") if encode else shown
+
+    return RECALL.sub(value, text)
+
+
+def _recalled(block: Block, values: dict[str, str]) -> Block:
+    changes: dict[str, Any] = {}
+    for field in ("title", "description", "text"):
+        text = getattr(block, field, None)
+        if text and "{{" in text:
+            changes[field] = recall(text, values)
+    options = getattr(block, "options", None)
+    if options and any("{{" in option.label for option in options):
+        changes["options"] = [
+            option.model_copy(update={"label": recall(option.label, values)}) for option in options
+        ]
+    return block.model_copy(update=changes) if changes else block
+
+
+def ending_of(form: Compiled, key: str | None) -> Ending | None:
+    return form.layout.endings.get(key) if key else None
