@@ -129,6 +129,11 @@ async def test_hidden_fields_variables_and_the_ending_are_stored_with_the_answer
     assert await _ending(session, org_id, detractor.json()["id"]) == "sorry"
     read = (await api.get(f"{path}/{promoter.json()['id']}", secret)).json()
     assert read["answers"] == stored
+    assert read["ending"] == "thanks"
+    csv = (await api.get(f"{path}/export", secret, params={"format": "csv"})).text
+    header, first, _ = csv.lstrip("\ufeff").splitlines()
+    assert header.endswith(",nps,q1,q2,campaign,vars.score,vars.seats_price")
+    assert first.endswith(",9,four,lyon,spring-24,1,36")
 
 
 async def test_variables_are_the_servers_and_never_taken_from_the_client(

@@ -302,6 +302,7 @@ class SubmissionDetail(Submission):
     updated_at: datetime
     version: int  # the ETag, unquoted
     change_seq: int
+    ending: str | None  # the key of the ending reached, or None
 
 
 class SubmissionDeleted(Model):

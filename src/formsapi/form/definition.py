@@ -112,6 +112,16 @@ class Definition(Schema):
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
 
 
+def answer_keys(blocks: list[Block], definition: Definition) -> list[str]:
+    """Every key a submission's answers can hold, in form order: questions,
+    hidden fields, then variables (`vars.<name>`)."""
+    return [
+        *(question.key for _, question in _questions(blocks)),
+        *(hidden.key for hidden in definition.hidden_fields),
+        *(f"vars.{variable.name}" for variable in definition.variables),
+    ]
+
+
 def kind_of(question: Question) -> tuple[str, tuple[str, ...] | None]:
     """A question's answer as rules see it: its type, and its options."""
     if isinstance(question, Number | Rating):

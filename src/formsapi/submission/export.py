@@ -22,7 +22,8 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.form import repository as form_repository
-from formsapi.form.blocks import BlockList, questions
+from formsapi.form.blocks import BlockList
+from formsapi.form.definition import Definition, answer_keys
 from formsapi.kit.time import utcnow
 from formsapi.submission import repository
 from formsapi.submission.repository import ChangeRow
@@ -36,12 +37,15 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 async def columns(session: AsyncSession, organization_id: str, form_id: str) -> list[str]:
-    """Question keys: the current version's in order, then keys only older versions asked."""
+    """Answer keys (questions, hidden fields, variables): the current
+    version's in order, then keys only older versions had."""
     keys: list[str] = []
     for version in await form_repository.all_versions(session, organization_id, form_id):
-        for question in questions(BlockList.validate_python(version.blocks)):
-            if question.key not in keys:
-                keys.append(question.key)
+        blocks = BlockList.validate_python(version.blocks)
+        definition = Definition.model_validate(version.definition or {})
+        for key in answer_keys(blocks, definition):
+            if key not in keys:
+                keys.append(key)
     return keys
 
 
@@ -116,10 +120,11 @@ async def ndjson_chunks(
                     version,
                     seq,
                     orjson.Fragment(answers),
+                    ending,
                 ),
                 option=for_line,
             )
-            for id_, form_version, submitted, updated, version, seq, answers, _, _ in rows
+            for id_, form_version, submitted, updated, version, seq, answers, ending, _, _ in rows
         )
     async with sessionmaker() as session:
         if await repository.positions(session, organization_id, form_id) is None:
@@ -145,7 +150,7 @@ async def csv_chunks(
     async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
         buffer.seek(0)
         buffer.truncate()
-        for id_, form_version, submitted, _, _, _, answers_json, _, _ in rows:
+        for id_, form_version, submitted, _, _, _, answers_json, _, _, _ in rows:
             answers = orjson.loads(answers_json)
             writer.writerow(
                 [id_, submitted, form_version] + [_cell(answers.get(key, "")) for key in keys]

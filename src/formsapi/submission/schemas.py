@@ -25,6 +25,10 @@ class SubmissionDetail(SubmissionOut):
         description="1 when submitted, one more per edit. The `ETag` is this number, quoted."
     )
     change_seq: int = Field(description="The number of its latest change in the form's feed.")
+    ending: str | None = Field(
+        description="The key of the ending the respondent reached (the form's `endings`); "
+        "null when the form has none."
+    )
 
 
 class SubmissionDeleted(Schema):
@@ -69,6 +73,7 @@ def detail_wire(
     version: int,
     change_seq: int,
     answers: object,
+    ending: str | None,
 ) -> dict[str, Any]:
     """A submission with its sync fields (SubmissionDetail), built here alone."""
     return {
@@ -80,6 +85,7 @@ def detail_wire(
         "version": version,
         "changeSeq": change_seq,
         "answers": answers,
+        "ending": ending,
     }
 
 

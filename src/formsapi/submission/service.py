@@ -119,11 +119,21 @@ async def changes_document(
         )
     data = [
         detail_wire(
-            id_, form_id, form_version, submitted, updated, version, seq, orjson.Fragment(answers)
+            id_,
+            form_id,
+            form_version,
+            submitted,
+            updated,
+            version,
+            seq,
+            orjson.Fragment(answers),
+            ending,
         )
         if deleted_at is None
         else deleted_wire(id_, seq, deleted_at)
-        for id_, form_version, submitted, updated, version, seq, answers, deleted_at, _ in page
+        for id_, form_version, submitted, updated, version, seq, answers, ending, deleted_at, _ in (
+            page
+        )
     ]
     return orjson.dumps({"data": data, "next": page[-1][5] if page else after, "hasMore": more})
 
@@ -352,4 +362,5 @@ def to_dict(submission: Submission) -> dict[str, Any]:
         submission.version,
         submission.change_seq,
         submission.answers,
+        submission.ending,
     )

@@ -22,12 +22,19 @@ class Question:
 
 
 def questions(form: FormDetail) -> list[Question]:
-    """The form's questions in block order, each with its column type."""
+    """What the form's answers hold, each with its column type: the
+    questions in block order, its hidden fields, its variables (`vars.x`,
+    a column `vars_x`)."""
     found = []
     for block in form.blocks:
-        key = getattr(block, "key", None)  # layout blocks have none
-        if isinstance(key, str):
+        key = getattr(block, "key", None)  # layout blocks have none; page breaks' name pages
+        if isinstance(key, str) and getattr(block, "type", None) != "page_break":
             found.append(Question(key, column_type(block)))
+    found += [Question(hidden.key, "text") for hidden in form.hidden_fields]
+    found += [
+        Question(f"vars.{variable.name}", "number" if variable.type == "number" else "text")
+        for variable in form.variables
+    ]
     return found
 
 

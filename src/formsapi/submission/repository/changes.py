@@ -11,6 +11,7 @@ from sqlalchemy import (
     Integer,
     Row,
     Select,
+    String,
     Text,
     bindparam,
     case,
@@ -32,8 +33,8 @@ from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped
 
 # id, form_version, submitted_at, updated_at, version, change_seq, answers as
-# JSON text, deleted_at: the API's text for times; the last NULL for a live
-# submission, the middle ones NULL for a tombstone.
+# JSON text, ending, deleted_at: the API's text for times; the last NULL for a
+# live submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
 
 # About this many bytes of answers at most in one read, past the first row: a
@@ -59,6 +60,7 @@ def _live(upto: bool) -> Any:
         Submission.change_seq,
         # As the database holds it: embedded as is, never decoded and re-encoded.
         cast(Submission.answers, Text).label("answers"),
+        Submission.ending,
         cast(null(), Text).label("deleted_at"),
     ).where(*conditions)
 
@@ -81,6 +83,7 @@ def _feed_statement() -> HotStatement:
             cast(null(), Integer).label("version"),
             SubmissionTombstone.change_seq,
             cast(null(), Text).label("answers"),
+            cast(null(), String).label("ending"),
             iso_utc(SubmissionTombstone.deleted_at).label("deleted_at"),
         )
         .where(
