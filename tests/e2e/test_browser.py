@@ -468,3 +468,138 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
         for shot in shots.glob("*.png"):
             shutil.copy(shot, saved / shot.name)
             shutil.copy(shot, SCREENSHOTS / shot.name)
+
+
+LOGIC_FORM = {
+    "title": "Workshop sign-up",
+    "blocks": [
+        {"type": "heading", "text": "About you"},
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True,
+         "prefill": True},
+        {"type": "single_choice", "key": "plan", "title": "Who is coming?", "required": True,
+         "options": [{"value": "personal", "label": "Just me"},
+                     {"value": "business", "label": "My team"}]},
+        {"type": "page_break", "key": "team"},
+        {"type": "number", "key": "size", "title": "How many of your team, {{name}}?",
+         "required": True, "min": 2, "max": 50, "integer": True},
+        {"type": "page_break", "key": "wrap_up"},
+        {"type": "rating", "key": "nps", "title": "How likely are you to recommend us, {{name}}?",
+         "scale": 10, "required": True},
+        {"type": "long_text", "key": "better", "title": "What would make it a 10?",
+         "visibleIf": {"<=": [{"var": "nps"}, 6]}},
+    ],
+    "hiddenFields": [{"key": "campaign"}],
+    "variables": [{"name": "seats", "value": {"if": [{"var": "size"}, {"var": "size"}, 1]}}],
+    "logic": [
+        {"if": {"==": [{"var": "plan"}, "personal"]},
+         "then": [{"jump": "wrap_up", "after": "plan"}]},
+    ],
+    "endings": [
+        {"key": "thanks", "title": "See you there, {{name}}!",
+         "text": "We saved {{vars.seats}} seat(s) for you."},
+    ],
+}  # fmt: skip
+
+
+def _walk_logic_form(page: Page, url: str, width: str) -> None:
+    """A respondent through the logic form: prefilled name, a jump taken
+    and undone with Back, an error, recall, and the ending."""
+    page.goto(f"{url}?name=Ada&campaign=launch")
+    expect(page.get_by_label("Your name")).to_have_value("Ada")
+    expect(page.get_by_text("Page 1 of 3")).to_be_visible()
+    page.get_by_label("Just me").check()
+    page.get_by_role("button", name="Next").click()
+    expect(page.get_by_text("Page 2 of 2")).to_be_visible()  # the team page skipped
+    expect(page.get_by_text("How likely are you to recommend us, Ada?")).to_be_visible()
+    shoot(page, f"25-logic-jump{width}")
+    page.get_by_role("button", name="Back").click()
+    expect(page.get_by_label("Just me")).to_be_checked()
+    page.get_by_label("My team").check()
+    page.get_by_role("button", name="Next").click()
+    page.get_by_role("button", name="Next").click()  # nothing typed: the page says why
+    expect(page.get_by_role("alert")).to_contain_text("How many of your team, Ada?: is required")
+    shoot(page, f"26-logic-page-error{width}")
+    page.get_by_label("How many of your team, Ada?").fill("4")
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("9").check()
+    shoot(page, f"27-logic-last-page{width}")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name="See you there, Ada!")).to_be_visible()
+    expect(page.get_by_text("We saved 4 seat(s) for you.")).to_be_visible()
+    shoot(page, f"28-logic-ending{width}")
+
+
+def test_a_form_with_logic_goes_page_by_page_with_recall_and_its_ending(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    secret = generate_key(page, site, "logic", "forms:write", "submissions:read")
+    created = api(site, "POST", "/v1/forms", secret, json=LOGIC_FORM)
+    assert created.status_code == 201, created.text
+    form_id = created.json()["id"]
+    published = api(site, "PATCH", f"/v1/forms/{form_id}", secret, json={"status": "published"})
+    assert published.status_code == 200, published.text
+    url = f"{site.url}/f/{form_id}"
+
+    _walk_logic_form(page, url, "")
+    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
+    _walk_logic_form(phone.new_page(), url, "-phone")
+    phone.close()
+
+    listed = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
+    assert [s["answers"]["campaign"] for s in listed] == ["launch", "launch"]
+    assert listed[0]["answers"]["vars.seats"] == 4
+
+
+TYPES_FORM = {
+    "title": "Every kind of question",
+    "blocks": [
+        {"type": "yes_no", "key": "member", "title": "Are you a member?", "required": True},
+        {"type": "nps", "key": "nps", "title": "How likely are you to recommend us?"},
+        {"type": "scale", "key": "ease", "title": "How easy was it?", "min": 1, "max": 5,
+         "minLabel": "Very hard", "maxLabel": "Very easy"},
+        {"type": "dropdown", "key": "country", "title": "Country",
+         "options": [{"value": f"c{i}", "label": f"Country {i}"} for i in range(60)]},
+        {"type": "ranking", "key": "priorities", "title": "Rank what matters",
+         "options": [{"value": "price", "label": "Price"}, {"value": "speed", "label": "Speed"},
+                     {"value": "support", "label": "Support"}]},
+        {"type": "time", "key": "at", "title": "Best time to call"},
+        {"type": "date_time", "key": "when", "title": "Appointment"},
+    ],
+}  # fmt: skip
+
+
+def test_every_kind_of_question_is_asked_and_answered_on_the_page(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    secret = generate_key(page, site, "types", "forms:write", "submissions:read")
+    form_id = api(site, "POST", "/v1/forms", secret, json=TYPES_FORM).json()["id"]
+    api(site, "PATCH", f"/v1/forms/{form_id}", secret, json={"status": "published"})
+
+    page.goto(f"{site.url}/f/{form_id}")
+    page.get_by_label("Yes").check()
+    page.locator("label.point", has_text="9").first.click()
+    page.get_by_label("Country").select_option("c42")
+    for place, value in enumerate(("support", "price", "speed"), start=1):
+        page.get_by_label(f"Rank what matters: place {place}").select_option(value)
+    page.get_by_label("Best time to call").fill("09:30")
+    page.get_by_label("Appointment").fill("2026-12-01T14:00")
+    shoot(page, "29-question-types")
+    page.set_viewport_size(PHONE)
+    shoot(page, "29-question-types-phone")
+    page.set_viewport_size(LAPTOP)
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
+
+    [stored] = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
+    assert stored["answers"] == {
+        "member": "yes",
+        "nps": 9,
+        "country": "c42",
+        "priorities": "support,price,speed",
+        "at": "09:30",
+        "when": "2026-12-01T14:00",
+    }

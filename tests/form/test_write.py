@@ -57,7 +57,7 @@ async def test_invalid_blocks_list_every_error_with_its_pointer(
     blocks: list[dict[str, Any]] = [
         {"type": "number", "key": "age", "title": "Age", "min": 10, "max": 1},
         {"type": "single_choice", "key": "pick", "title": "Pick", "options": []},
-        {"type": "dropdown", "key": "x", "title": "X"},
+        {"type": "signature", "key": "x", "title": "X"},  # no such type
         {"type": "short_text", "key": "Bad Key", "title": "Name"},
         {"type": "email", "key": "age", "title": "Age again"},
     ]

@@ -82,6 +82,8 @@ class ShortText(_Question):
     min_length: int | None = None
     max_length: int | None = None
     placeholder: str | None = None
+    pattern: str | None = None
+    pattern_message: str | None = None
 
 
 class LongText(_Question):
@@ -111,6 +113,7 @@ class Number(_Question):
     min: int | float | None = None
     max: int | float | None = None
     integer: bool = False
+    step: int | float | None = None
     unit: str | None = None
 
 
@@ -119,20 +122,65 @@ class Rating(_Question):
     scale: int = 5
 
 
+Shuffle = Literal["none", "all", "all_but_last"]
+
+
 class SingleChoice(_Question):
     type: Literal["single_choice"] = "single_choice"
     options: list[Option]
+    shuffle: Shuffle | None = None
 
 
 class MultipleChoice(_Question):
     type: Literal["multiple_choice"] = "multiple_choice"
     options: list[Option]
+    shuffle: Shuffle | None = None
     min_selections: int | None = None
     max_selections: int | None = None
 
 
+class Dropdown(_Question):
+    type: Literal["dropdown"] = "dropdown"
+    options: list[Option]
+    shuffle: Shuffle | None = None
+
+
+class Ranking(_Question):
+    type: Literal["ranking"] = "ranking"
+    options: list[Option]
+    shuffle: Shuffle | None = None
+
+
 class Date(_Question):
     type: Literal["date"] = "date"
+    min: str | None = None  # YYYY-MM-DD
+    max: str | None = None
+
+
+class Time(_Question):
+    type: Literal["time"] = "time"
+
+
+class DateTime(_Question):
+    type: Literal["date_time"] = "date_time"
+
+
+class YesNo(_Question):
+    type: Literal["yes_no"] = "yes_no"
+
+
+class Nps(_Question):
+    type: Literal["nps"] = "nps"
+    min_label: str | None = None
+    max_label: str | None = None
+
+
+class Scale(_Question):
+    type: Literal["scale"] = "scale"
+    min_label: str | None = None
+    max_label: str | None = None
+    min: int = 1
+    max: int = 5
 
 
 class Heading(_Open):
@@ -170,6 +218,13 @@ BLOCK_TYPES: dict[str, type[_Open]] = {
     "single_choice": SingleChoice,
     "multiple_choice": MultipleChoice,
     "date": Date,
+    "time": Time,
+    "date_time": DateTime,
+    "yes_no": YesNo,
+    "nps": Nps,
+    "scale": Scale,
+    "dropdown": Dropdown,
+    "ranking": Ranking,
     "heading": Heading,
     "paragraph": Paragraph,
     "page_break": PageBreak,
@@ -192,6 +247,13 @@ Block = Annotated[
     | Annotated[SingleChoice, Tag("single_choice")]
     | Annotated[MultipleChoice, Tag("multiple_choice")]
     | Annotated[Date, Tag("date")]
+    | Annotated[Time, Tag("time")]
+    | Annotated[DateTime, Tag("date_time")]
+    | Annotated[YesNo, Tag("yes_no")]
+    | Annotated[Nps, Tag("nps")]
+    | Annotated[Scale, Tag("scale")]
+    | Annotated[Dropdown, Tag("dropdown")]
+    | Annotated[Ranking, Tag("ranking")]
     | Annotated[Heading, Tag("heading")]
     | Annotated[Paragraph, Tag("paragraph")]
     | Annotated[PageBreak, Tag("page_break")]

@@ -11,6 +11,7 @@ Every answer is a string or a number, whatever the question type:
 import math
 import re
 from datetime import date
+from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
@@ -24,12 +25,15 @@ from pydantic import (
     model_validator,
 )
 
+from formsapi.form.logic import compile_pattern, pattern_problem
 from formsapi.kit.schemas import CleanStr, Schema
 
 KEY_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 # No commas (multiple choice joins values with them) and no edge whitespace.
 OPTION_VALUE_PATTERN = r"^[^,\s](?:[^,]*[^,\s])?$"
 PHONE_PATTERN = r"^\+?[0-9][0-9 ()./-]{3,30}[0-9]$"
+TIME_PATTERN = r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]$"
+DATE_TIME_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]$"
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # Deliberately plain: something@domain.tld, no spaces. Deliverability is not
@@ -42,6 +46,16 @@ EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s.]+")
 _NOT_IN_URL = re.compile(r"[\x00-\x20\x7f-\x9f\s]")
 
 Answer = str | int | float
+# What a regular expression reads as itself, escaped as ECMA-262 (JSON
+# Schema's dialect) reads it: Python's re.escape escapes more (\-, \ ), which
+# a Unicode-mode ECMA pattern refuses.
+_ECMA_SPECIAL = re.compile(r"[\\^$.|?*+()\[\]{}/]")
+
+
+def ecma_escape(text: str) -> str:
+    return _ECMA_SPECIAL.sub(lambda found: "\\" + found.group(), text)
+
+
 # Numbers every JSON reader keeps exact (and PostgreSQL's JSONB accepts).
 LARGEST_NUMBER = 2**53
 
@@ -146,12 +160,39 @@ class _Text(_Question):
 
 class ShortText(_Text):
     type: Literal["short_text"]
+    pattern: CleanStr | None = Field(
+        default=None,
+        description="A regular expression the answer must match somewhere (RE2 syntax; "
+        "anchor it with ^ and $ to match the whole answer).",
+    )
+    pattern_message: CleanStr | None = Field(
+        default=None, max_length=200, description="What to tell a respondent who misses it."
+    )
+
+    @model_validator(mode="after")
+    def _pattern_works(self) -> "ShortText":
+        problem = pattern_problem(self.pattern) if self.pattern is not None else None
+        if problem:
+            raise ValueError(f"pattern {problem}")
+        return self
 
     def answer_schema(self) -> dict[str, Any]:
-        return self._lengths(255)
+        schema = self._lengths(255)
+        if self.pattern:
+            schema["pattern"] = self.pattern
+        return schema
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
-        return self._check_text(value, 255)
+        answer, problem = self._check_text(value, 255)
+        if (
+            problem is None
+            and self.pattern
+            and isinstance(answer, str)
+            and answer
+            and compile_pattern(self.pattern).search(answer) is None
+        ):
+            return answer, self.pattern_message or "is not in the expected format"
+        return answer, problem
 
 
 class LongText(_Text):
@@ -214,6 +255,9 @@ class Number(_Question):
     min: Bound | None = None
     max: Bound | None = None
     integer: StrictBool = Field(default=False, description="Only whole numbers are accepted.")
+    step: Bound | None = Field(
+        default=None, gt=0, description="Answers are multiples of this (0.5, 0.01, 5)."
+    )
     unit: CleanStr | None = Field(default=None, max_length=20)
 
     @model_validator(mode="after")
@@ -231,6 +275,8 @@ class Number(_Question):
             return value, f"must be at least {self.min}"
         if self.max is not None and value > self.max:
             return value, f"must be at most {self.max}"
+        if self.step is not None and Decimal(str(value)) % Decimal(str(self.step)) != 0:
+            return value, f"must be a multiple of {self.step}"
         return (int(value) if self.integer else value), None
 
     def answer_schema(self) -> dict[str, Any]:
@@ -239,6 +285,8 @@ class Number(_Question):
             schema["minimum"] = self.min
         if self.max is not None:
             schema["maximum"] = self.max
+        if self.step is not None:
+            schema["multipleOf"] = self.step
         return schema
 
 
@@ -255,8 +303,17 @@ class Rating(_Question):
         return int(value), None
 
 
+Shuffle = Literal["none", "all", "all_but_last"]
+SHUFFLE = Field(
+    default=None,
+    description="Options in random order on the hosted page: all, or all but the last "
+    '(an "Other" or "None of these"). Default none.',
+)
+
+
 class _Choice(_Question):
     options: Annotated[list[Option], Field(min_length=1, max_length=200)]
+    shuffle: Shuffle | None = SHUFFLE
 
     @model_validator(mode="after")
     def _unique_values(self) -> "_Choice":
@@ -316,7 +373,7 @@ class MultipleChoice(_Choice):
         return ",".join(v for v in values if v in chosen), None
 
     def answer_schema(self) -> dict[str, Any]:
-        one = "(?:" + "|".join(re.escape(o.value) for o in self.options) + ")"
+        one = "(?:" + "|".join(ecma_escape(o.value) for o in self.options) + ")"
         return {
             "type": "string",
             "pattern": f"^{one}(?:,{one})*$",
@@ -327,19 +384,158 @@ class MultipleChoice(_Choice):
         }
 
 
+IsoDate = Annotated[str, Field(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
+
+
 class Date(_Question):
     type: Literal["date"]
+    min: IsoDate | None = Field(default=None, description="The earliest date accepted.")
+    max: IsoDate | None = Field(default=None, description="The latest date accepted.")
+
+    @model_validator(mode="after")
+    def _real_dates(self) -> "Date":
+        for bound in (self.min, self.max):
+            if bound is not None:
+                date.fromisoformat(bound)  # a ValueError is the 422
+        if self.min and self.max and self.min > self.max:
+            raise ValueError("min must not be after max")
+        return self
 
     def answer_schema(self) -> dict[str, Any]:
-        return {"type": "string", "format": "date"}
+        schema: dict[str, Any] = {"type": "string", "format": "date"}
+        if self.min:
+            schema["formatMinimum"] = self.min
+        if self.max:
+            schema["formatMaximum"] = self.max
+        return schema
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
         if isinstance(value, str) and len(value) == 10:
             try:
-                return date.fromisoformat(value).isoformat(), None
+                day = date.fromisoformat(value).isoformat()
+            except ValueError:
+                day = None
+            if day is not None:
+                if self.min and day < self.min:
+                    return day, f"must be on or after {self.min}"
+                if self.max and day > self.max:
+                    return day, f"must be on or before {self.max}"
+                return day, None
+        return str(value), "must be a date as YYYY-MM-DD"
+
+
+class Time(_Question):
+    """A time of day, 24-hour, as the respondent gives it (no time zone)."""
+
+    type: Literal["time"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": TIME_PATTERN}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if isinstance(value, str) and re.fullmatch(TIME_PATTERN, value):
+            return value, None
+        return str(value), "must be a time as HH:MM (24-hour)"
+
+
+class DateTime(_Question):
+    """A date and time of day as the respondent gives it (no time zone)."""
+
+    type: Literal["date_time"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": DATE_TIME_PATTERN}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if isinstance(value, str) and re.fullmatch(DATE_TIME_PATTERN, value):
+            try:
+                date.fromisoformat(value[:10])
             except ValueError:
                 pass
-        return str(value), "must be a date as YYYY-MM-DD"
+            else:
+                return value, None
+        return str(value), "must be a date and time as YYYY-MM-DDTHH:MM"
+
+
+class YesNo(_Question):
+    type: Literal["yes_no"]
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": ["yes", "no"]}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if value in ("yes", "no"):
+            return str(value), None
+        return str(value), "must be yes or no"
+
+
+class _Scale(_Question):
+    min_label: CleanStr | None = Field(default=None, max_length=100)
+    max_label: CleanStr | None = Field(default=None, max_length=100)
+
+    def bounds(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def answer_schema(self) -> dict[str, Any]:
+        low, high = self.bounds()
+        return {"type": "integer", "minimum": low, "maximum": high}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        low, high = self.bounds()
+        if not _finite_number(value) or value != int(value) or not low <= value <= high:
+            return 0, f"must be a whole number from {low} to {high}"
+        return int(value), None
+
+
+class Nps(_Scale):
+    """Net Promoter Score: 0 (not at all likely) to 10 (extremely likely)."""
+
+    type: Literal["nps"]
+
+    def bounds(self) -> tuple[int, int]:
+        return 0, 10
+
+
+class Scale(_Scale):
+    """An opinion or linear scale, labelled at its ends."""
+
+    type: Literal["scale"]
+    min: StrictInt = Field(default=1, ge=0, le=1, description="The lowest point: 0 or 1.")
+    max: StrictInt = Field(default=5, ge=2, le=10, description="The highest point: 2 to 10.")
+
+    def bounds(self) -> tuple[int, int]:
+        return self.min, self.max
+
+
+class Dropdown(SingleChoice):
+    """One choice among a long list (up to 1,000), searchable with script on."""
+
+    type: Literal["dropdown"]  # type: ignore[assignment]
+    options: Annotated[list[Option], Field(min_length=1, max_length=1000)]
+
+
+class Ranking(_Choice):
+    """Every option, in the respondent's order."""
+
+    type: Literal["ranking"]
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        values = [option.value for option in self.options]
+        ranked = value.split(",") if isinstance(value, str) else None
+        if ranked is None or sorted(ranked) != sorted(values):
+            return str(value), "must be every option value once, in order, joined by commas: " + (
+                ",".join(values)
+            )
+        return str(value), None
+
+    def answer_schema(self) -> dict[str, Any]:
+        one = "(?:" + "|".join(ecma_escape(o.value) for o in self.options) + ")"
+        return {
+            "type": "string",
+            "pattern": f"^{one}(?:,{one}){{{len(self.options) - 1}}}$",
+            "description": "Every option value once, most preferred first, joined by commas.",
+            "x-options": [option.value for option in self.options],
+        }
 
 
 class Heading(Schema):
@@ -375,6 +571,13 @@ Question = (
     | SingleChoice
     | MultipleChoice
     | Date
+    | Time
+    | DateTime
+    | YesNo
+    | Nps
+    | Scale
+    | Dropdown
+    | Ranking
 )
 Block = Annotated[
     Question | Heading | Paragraph | PageBreak,
@@ -391,8 +594,19 @@ QUESTION_TYPES = (
     SingleChoice,
     MultipleChoice,
     Date,
+    Time,
+    DateTime,
+    YesNo,
+    Nps,
+    Scale,
+    Dropdown,
+    Ranking,
 )
 
+
+# Questions whose answers are numbers; those whose answers rules see as lists.
+NUMERIC = (Number, Rating, Nps, Scale)
+LISTED = (MultipleChoice, Ranking)
 
 BlockList: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
 

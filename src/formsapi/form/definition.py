@@ -19,14 +19,14 @@ from pydantic import Field, JsonValue, StrictFloat, StrictInt, model_validator
 from formsapi.form import logic
 from formsapi.form.blocks import (
     KEY_PATTERN,
+    LISTED,
+    NUMERIC,
     QUESTION_TYPES,
     Block,
-    MultipleChoice,
-    Number,
     PageBreak,
     Question,
-    Rating,
     SingleChoice,
+    YesNo,
 )
 from formsapi.kit.schemas import CleanStr, Schema
 
@@ -124,12 +124,14 @@ def answer_keys(blocks: list[Block], definition: Definition) -> list[str]:
 
 def kind_of(question: Question) -> tuple[str, tuple[str, ...] | None]:
     """A question's answer as rules see it: its type, and its options."""
-    if isinstance(question, Number | Rating):
+    if isinstance(question, NUMERIC):
         return "number", None
-    if isinstance(question, MultipleChoice):
+    if isinstance(question, LISTED):
         return "list", tuple(option.value for option in question.options)
     if isinstance(question, SingleChoice):
         return "text", tuple(option.value for option in question.options)
+    if isinstance(question, YesNo):
+        return "text", ("yes", "no")
     return "text", None
 
 

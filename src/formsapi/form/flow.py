@@ -11,7 +11,7 @@ from datetime import date
 from typing import Any
 
 from formsapi.form import logic
-from formsapi.form.blocks import MultipleChoice, Question
+from formsapi.form.blocks import LISTED, Question
 from formsapi.form.definition import JumpAction, Layout, SetAction
 
 TEXT_VARIABLE_MAX = 10_000
@@ -40,7 +40,7 @@ def rule_data(layout: Layout, answers: dict[str, Any], keys: set[str]) -> dict[s
         value = answers[key]
         position = layout.positions.get(key)
         block = layout.blocks[position] if position is not None else None
-        if isinstance(block, MultipleChoice) and isinstance(value, str):
+        if isinstance(block, LISTED) and isinstance(value, str):
             value = value.split(",") if value else []
         data[key] = value
     return data

@@ -581,6 +581,14 @@ class Checker:
             self._fail(pointer, "must name an answer, hidden field or variable, written out")
             return None
         name = self.names.get(path)
+        head, _, rest = path.partition(".")
+        # An item of a list answer (ranking.0: the first ranked), or its length.
+        item = rest == "length" or (rest.isdigit() and str(int(rest)) == rest)
+        if name is None and item and head in self.names and self.names[head].kind == "list":
+            listed = self.names[head]
+            kind = "number" if rest == "length" else "text"
+            name = Name(kind, listed.position, listed.options, listed.label)
+            path = head
         if name is None:
             self._fail(pointer, f"refers to {path!r}, which this form does not have")
             return None

@@ -11,17 +11,16 @@ left optional there. The server enforces all of it either way; a schema
 without `x-logic` accepts exactly what the server accepts.
 """
 
-import re
 from typing import Any
 
 from formsapi.form import logic
 from formsapi.form.blocks import (
     JSON_SCHEMA_DIALECT,
+    LISTED,
+    NUMERIC,
     Block,
-    MultipleChoice,
-    Number,
     PageBreak,
-    Rating,
+    ecma_escape,
     questions,
 )
 from formsapi.form.blocks import answers_schema as blocks_schema
@@ -29,8 +28,6 @@ from formsapi.form.definition import HIDDEN_VALUE_MAX, Definition, JumpAction, L
 
 Schema = dict[str, Any]
 _ORDER = {"<": "exclusiveMaximum", "<=": "maximum", ">": "exclusiveMinimum", ">=": "minimum"}
-# Escaped in a pattern as ECMA-262 (JSON Schema's dialect) reads it.
-_ECMA_SPECIAL = re.compile(r"[\\^$.|?*+()\[\]{}/]")
 _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
@@ -183,9 +180,9 @@ class _Translator:
         question, literal = self._question(args[0]), args[1]
         if question is None:
             question, literal = self._question(args[1]), args[0]
-        if question is None or isinstance(question, MultipleChoice):
+        if question is None or isinstance(question, LISTED):
             return None
-        numeric = isinstance(question, Number | Rating)
+        numeric = isinstance(question, NUMERIC)
         if isinstance(literal, bool) or not (
             (numeric and isinstance(literal, int | float))
             or (not numeric and isinstance(literal, str))
@@ -199,7 +196,7 @@ class _Translator:
         if question is None:
             question, literal, operator = self._question(args[1]), args[0], _FLIPPED[operator]
         if (
-            not isinstance(question, Number | Rating)
+            not isinstance(question, NUMERIC)
             or isinstance(literal, bool)
             or not isinstance(literal, int | float)
         ):
@@ -213,14 +210,14 @@ class _Translator:
     def _in(self, args: list[Any]) -> Schema | None:
         needle, haystack = args
         question = self._question(needle)
-        if question is not None and not isinstance(question, MultipleChoice):
+        if question is not None and not isinstance(question, LISTED):
             if isinstance(haystack, list) and all(
-                isinstance(v, str) and not isinstance(question, Number | Rating) for v in haystack
+                isinstance(v, str) and not isinstance(question, NUMERIC) for v in haystack
             ):
                 return self._answered(question.key, {"enum": haystack})
             return None
         chosen = self._question(haystack)
-        if isinstance(chosen, MultipleChoice) and isinstance(needle, str):
-            value = _ECMA_SPECIAL.sub(r"\\\g<0>", needle)
+        if isinstance(chosen, LISTED) and isinstance(needle, str):
+            value = ecma_escape(needle)
             return self._answered(chosen.key, {"pattern": f"(?:^|,){value}(?:,|$)"})
         return None

@@ -44,6 +44,8 @@ INPUT_TYPES = {
     "phone": "tel",
     "number": "number",
     "date": "date",
+    "time": "time",
+    "date_time": "datetime-local",
 }
 FormId = Annotated[str, PathParam(max_length=64)]
 
@@ -107,10 +109,11 @@ def _render(
     status: int = 200,
     step: service.Step | None = None,
 ) -> HTMLResponse:
-    titles = {question.key: question.title for question in questions(page.blocks)}
+    blocks = step.blocks if step else page.blocks
+    titles = {question.key: question.title for question in questions(blocks)}  # recalled
     context = {
         "form": page,
-        "blocks": step.blocks if step else page.blocks,
+        "blocks": blocks,
         "step": step,
         "values": values,
         "errors": errors,
@@ -162,7 +165,7 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
         return form
     version = service.compiled_of(form)
     carried = service.carried_from(version, request.query_params, prefill=True)
-    step = service.step(version, carried, 0, utcnow().date())
+    step = service.step(version, carried, 0, utcnow().date(), service.new_seed())
     page = Page(form.id, form.title, version.blocks)
     return _render(request, page, _values(carried), {}, step=step)
 
@@ -199,8 +202,9 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
         **service.carried_from(version, posted, prefill=False),
     }
     current = _page_of(posted, version)
+    seed = service.seed_of(posted)
     if current is not None:
-        moved = _move(request, page, version, answers, current, posted, today)
+        moved = _move(request, page, version, answers, current, posted, today, seed)
         if moved is not None:
             return moved
         answers = service.on_path(version, answers, today)
@@ -216,7 +220,7 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
         if current is None:
             return _render(request, page, posted, errors, status=422)
         first = _first_page_with(version, answers, errors, today)
-        step = service.step(version, answers, first, today)
+        step = service.step(version, answers, first, today, seed)
         return _render(request, page, _values(answers), errors, status=422, step=step)
     except FormNotAccepting:
         await session.rollback()
@@ -241,11 +245,12 @@ def _move(
     current: int,
     posted: FormData,
     today: date,
+    seed: str,
 ) -> Response | None:
     """Back or on from a page; None when the page was the last: submit."""
     if posted.get("_go") == "back":
         back = service.neighbour(version, answers, current, today, -1)
-        step = service.step(version, answers, back or 0, today)
+        step = service.step(version, answers, back or 0, today, seed)
         return _render(request, page, _values(answers), {}, step=step)
     reached = service.on_path(version, answers, today)
     checked = validate_submission(version, reached, today)
@@ -256,12 +261,12 @@ def _move(
         if e.pointer.removeprefix("/answers/") in on_page
     }
     if errors:
-        step = service.step(version, answers, current, today)
+        step = service.step(version, answers, current, today, seed)
         return _render(request, page, _values(answers), errors, status=422, step=step)
     following = service.neighbour(version, answers, current, today, +1)
     if following is None:
         return None
-    step = service.step(version, answers, following, today)
+    step = service.step(version, answers, following, today, seed)
     return _render(request, page, _values(answers), {}, step=step)
 
 

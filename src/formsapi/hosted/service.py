@@ -1,7 +1,9 @@
 """The respondent's side: a form's public page turns posted fields into
 answers and takes them through the same validation as the API."""
 
+import random
 import re
+import secrets
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
@@ -12,14 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.form import compiled, flow, logic
 from formsapi.form import repository as form_repository
 from formsapi.form.blocks import (
+    LISTED,
+    NUMERIC,
     QUESTION_TYPES,
     Block,
     BlockList,
-    MultipleChoice,
-    Number,
     PageBreak,
     Question,
-    Rating,
     SingleChoice,
     questions,
 )
@@ -52,7 +53,7 @@ def blocks_of(form: Form) -> list[Block]:
 def _typed(question: Question, raw: str) -> Any:
     """A posted string as the type its question answers; unparseable numbers go
     through as text, so validation reports them in its own words."""
-    if isinstance(question, Number | Rating):
+    if isinstance(question, NUMERIC):
         try:
             number = float(raw)
         except ValueError:
@@ -65,7 +66,8 @@ def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
     """Posted fields to answers: empty fields are no answer; checkboxes join."""
     answers: dict[str, Any] = {}
     for question in questions(blocks):
-        if isinstance(question, MultipleChoice):
+        if isinstance(question, LISTED):
+            # Checkboxes, or one select per rank, in order.
             chosen = [v for v in posted.getlist(question.key) if isinstance(v, str) and v]
             if chosen:
                 answers[question.key] = ",".join(chosen)
@@ -113,20 +115,23 @@ class Step:
     blocks: list[Block]  # the blocks shown, their text recalled
     carried: list[tuple[str, str]]  # earlier answers and hidden fields, as hidden inputs
     required: frozenset[str]  # keys of the questions required here, requiredIf included
+    seed: str  # orders shuffled options for this respondent
     first: bool
     last: bool
 
 
-def step(form: Compiled, answers: dict[str, Any], page: int, today: date) -> Step:
+def step(form: Compiled, answers: dict[str, Any], page: int, today: date, seed: str = "") -> Step:
     """The page `page` as the answers so far show it: which blocks, their
-    recalled text, and the earlier answers to carry along."""
+    recalled text, and the earlier answers to carry along. Options a block
+    shuffles come in an order of this respondent's (`seed`), the same on
+    every page they see."""
     layout = form.layout
     run = flow.walk(layout, answers, today)
     path = run.pages if page in run.pages else [*run.pages[:1], page]
     here = path.index(page)
     values = recall_values(form, answers, run.variables)
     shown = [
-        _recalled(layout.blocks[position], values)
+        _shuffled(_recalled(layout.blocks[position], values), seed)
         for position in range(layout.starts[page], layout.page_end(page))
         if position in run.shown and not isinstance(layout.blocks[position], PageBreak)
     ]
@@ -148,6 +153,7 @@ def step(form: Compiled, answers: dict[str, Any], page: int, today: date) -> Ste
         blocks=shown,
         carried=[(key, str(value)) for key, value in carried],
         required=frozenset(run.required),
+        seed=seed,
         first=here == 0,
         last=here == len(path) - 1 and run.finished,
     )
@@ -155,7 +161,7 @@ def step(form: Compiled, answers: dict[str, Any], page: int, today: date) -> Ste
 
 def _is_multiple(layout: Layout, key: str) -> bool:
     position = layout.positions.get(key)
-    return position is not None and isinstance(layout.blocks[position], MultipleChoice)
+    return position is not None and isinstance(layout.blocks[position], LISTED)
 
 
 def neighbour(
@@ -199,7 +205,7 @@ def recall_values(
     asked = {question.key: question for question in questions(form.blocks)}
     for key, value in answers.items():
         question = asked.get(key)
-        if isinstance(question, SingleChoice | MultipleChoice):
+        if isinstance(question, (SingleChoice, *LISTED)):
             labels = {option.value: option.label for option in question.options}
             values[key] = ", ".join(labels.get(v, v) for v in str(value).split(","))
         else:
@@ -232,6 +238,25 @@ def _recalled(block: Block, values: dict[str, str]) -> Block:
             option.model_copy(update={"label": recall(option.label, values)}) for option in options
         ]
     return block.model_copy(update=changes) if changes else block
+
+
+def new_seed() -> str:
+    return secrets.token_hex(8)
+
+
+def seed_of(posted: Posted) -> str:
+    seed = posted.get("_seed")
+    return seed if isinstance(seed, str) and re.fullmatch(r"[0-9a-f]{16}", seed) else new_seed()
+
+
+def _shuffled(block: Block, seed: str) -> Block:
+    order = getattr(block, "shuffle", None)
+    if order not in ("all", "all_but_last") or not seed:
+        return block
+    options = list(block.options)  # type: ignore[union-attr]
+    kept = [options.pop()] if order == "all_but_last" else []
+    random.Random(f"{seed}:{block.key}").shuffle(options)  # type: ignore[union-attr]  # noqa: S311
+    return block.model_copy(update={"options": options + kept})
 
 
 def ending_of(form: Compiled, key: str | None) -> Ending | None:

@@ -122,6 +122,10 @@ def validate_submission(form: Compiled, answers: dict[str, Any], today: date) ->
     given.update(checked)
     run = flow.walk(layout, given, today)
     shown = run.shown_keys(layout)
+    if errors:
+        # What the logic hides or requires depends on these answers: it is
+        # told once they are right, rather than as errors that follow from them.
+        return Checked({}, None, errors)
     for key in checked:
         if key not in shown:
             errors.append(
@@ -130,8 +134,7 @@ def validate_submission(form: Compiled, answers: dict[str, Any], today: date) ->
                 )
             )
     for key in sorted(run.required - set(given), key=layout.positions.__getitem__):
-        if key not in {e.pointer for e in errors}:
-            errors.append(FieldError(_pointer(key), "is required"))
+        errors.append(FieldError(_pointer(key), "is required"))
     stored = {
         **{k: v for k, v in given.items() if k in hidden or k in shown},
         **{f"vars.{name}": value for name, value in run.variables.items()},

@@ -10,7 +10,7 @@ from formsapi_client.models import Block, FormDetail
 META = ("submission_id", "submitted_at", "updated_at", "form_version")
 # Question types whose answers are numbers or dates; every other is text
 # (choices included: a multiple choice is its values joined by commas).
-TYPES = {"rating": "integer", "date": "date"}
+TYPES = {"rating": "integer", "nps": "integer", "scale": "integer", "date": "date"}
 IDENTIFIER = re.compile(r"[^a-z0-9_]+")
 MAX_NAME = 55  # PostgreSQL cuts identifiers at 63 bytes; room for a suffix
 
