@@ -76,3 +76,19 @@ def test_the_isolation_benchmark_runs_and_reports(redis_url: str) -> None:
     # A held its whole share of slots, and its names were asked and left unanswered.
     assert "16 of A's requests held at once" in done.stdout
     assert "16 of A's 16 names looked up and left unanswered" in done.stdout
+
+
+def test_the_form_language_benchmark_runs_and_reports(redis_url: str) -> None:
+    done = kit(
+        "logic",
+        *("--engines", "sqlite", "--rounds", "1", "--seconds", "1", "--calls", "50"),
+        "--no-record",
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"validate_submission: \d+ µs plain, \d+ µs with the logic", done.stdout)
+    posting = re.search(r"\| posting, sqlite, .* \| ([\d,]+) / ([\d,]+) posts/s", done.stdout)
+    assert posting is not None, done.stdout
+    assert "0" not in (posting[1], posting[2])  # both forms took posts (201s: checked by wrk)
+    assert "| hosted page with logic, sqlite, GET" in done.stdout

@@ -161,6 +161,37 @@ class Layout:
                 variable.type, None, None, repr(f"vars.{variable.name}")
             )
         self.endings = {ending.key: ending for ending in definition.endings}
+        # Where the walk needs variables before the end: the pages whose blocks'
+        # conditions read them, and whether jumps or page conditions do.
+        self.pages_reading_variables = {
+            self.page_of(position)
+            for position, block in enumerate(blocks)
+            if not isinstance(block, PageBreak)
+            and any(
+                logic.reads_variables(getattr(block, name, None))
+                for name in ("visible_if", "required_if")
+            )
+        }
+        self.moves_read_variables = any(
+            logic.reads_variables(block.visible_if)
+            for block in blocks
+            if isinstance(block, PageBreak)
+        ) or any(
+            logic.reads_variables(rule.if_)
+            for rule in definition.logic
+            if any(isinstance(action, JumpAction) for action in rule.then)
+        )
+        # Jumps by the page they leave (None: after the last page), in rule order.
+        self.jumps: dict[int | None, list[tuple[Any, str]]] = {}
+        for rule in definition.logic:
+            for action in rule.then:
+                if isinstance(action, JumpAction):
+                    after = action.after
+                    leaves = (
+                        self.page_of(self.positions[after]) if after in self.positions else None
+                    )
+                    if after is None or leaves is not None:
+                        self.jumps.setdefault(leaves, []).append((rule.if_, action.jump))
 
     def page_of(self, position: int) -> int:
         page = 0

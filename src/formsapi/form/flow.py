@@ -11,8 +11,8 @@ from datetime import date
 from typing import Any
 
 from formsapi.form import logic
-from formsapi.form.blocks import LISTED, Question
-from formsapi.form.definition import JumpAction, Layout, SetAction
+from formsapi.form.blocks import LISTED
+from formsapi.form.definition import Layout, SetAction
 
 TEXT_VARIABLE_MAX = 10_000
 
@@ -32,25 +32,27 @@ class Run:
 
 def rule_data(layout: Layout, answers: dict[str, Any], keys: set[str]) -> dict[str, Any]:
     """Answers and hidden fields as rules read them: only those in `keys`,
-    a multiple-choice answer as the list of its values."""
+    a multiple-choice answer (or a ranking) as the list of its values."""
     data: dict[str, Any] = {}
     for key in keys:
-        if key not in answers:
-            continue
-        value = answers[key]
-        position = layout.positions.get(key)
-        block = layout.blocks[position] if position is not None else None
-        if isinstance(block, LISTED) and isinstance(value, str):
-            value = value.split(",") if value else []
-        data[key] = value
+        if key in answers:
+            data[key] = _as_rules_read(layout, key, answers[key])
     return data
 
 
-def _compute(layout: Layout, data: dict[str, Any], today: date) -> dict[str, Any]:
-    """Variables from the data: initial values and computed ones in order,
-    then every rule's sets in order."""
-    values: dict[str, Any] = {}
-    context = logic.Context({**data, "vars": values}, today)
+def _as_rules_read(layout: Layout, key: str, value: Any) -> Any:
+    position = layout.positions.get(key)
+    listed = position is not None and isinstance(layout.blocks[position], LISTED)
+    if listed and isinstance(value, str):
+        return value.split(",") if value else []
+    return value
+
+
+def _compute(layout: Layout, context: logic.Context) -> None:
+    """Variables from the context's data, into its `vars`: initial values
+    and computed ones in order, then every rule's sets in order."""
+    values: dict[str, Any] = context.data["vars"]
+    values.clear()
     for variable in layout.definition.variables:
         value = variable.initial if variable.value is None else logic.apply(variable.value, context)
         values[variable.name] = _fit(value, variable.type)
@@ -60,7 +62,6 @@ def _compute(layout: Layout, data: dict[str, Any], today: date) -> dict[str, Any
         if sets and logic.truthy(logic.apply(rule.if_, context)):
             for action in sets:
                 values[action.set] = _fit(logic.apply(action.to, context), kinds[action.set])
-    return values
 
 
 def _fit(value: Any, kind: str) -> Any:
@@ -69,6 +70,35 @@ def _fit(value: Any, kind: str) -> Any:
         number = logic.to_number(value)
         return 0 if number != number or number in (float("inf"), float("-inf")) else number
     return logic.to_string(value)[:TEXT_VARIABLE_MAX] if value is not None else ""
+
+
+class _Walk:
+    """The data rules read as the walk takes answers in, and the variables,
+    computed again only when something reads them after an answer came in."""
+
+    def __init__(self, layout: Layout, answers: dict[str, Any], today: date) -> None:
+        self.layout = layout
+        self.answers = answers
+        hidden = {h.key for h in layout.definition.hidden_fields}
+        data = rule_data(layout, answers, hidden)
+        data["vars"] = {}
+        self.context = logic.Context(data, today)
+        self.stale = bool(layout.definition.variables)
+
+    def take(self, key: str) -> None:
+        if key in self.answers:
+            self.context.data[key] = _as_rules_read(self.layout, key, self.answers[key])
+            self.stale = bool(self.layout.definition.variables)
+
+    def variables(self) -> dict[str, Any]:
+        if self.stale:
+            _compute(self.layout, self.context)
+            self.stale = False
+        values: dict[str, Any] = self.context.data["vars"]
+        return values
+
+    def holds(self, rule: Any) -> bool:
+        return logic.truthy(logic.apply(rule, self.context))
 
 
 def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | None = None) -> Run:
@@ -80,85 +110,61 @@ def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | No
     `upto` (a page), the walk stops on reaching it: what the hosted page
     shows there."""
     run = Run()
-    hidden = {h.key for h in layout.definition.hidden_fields}
-    taken: set[str] = set(hidden)
+    state = _Walk(layout, answers, today)
     page = 0
     while True:
         run.pages.append(page)
-        data = rule_data(layout, answers, taken)
-        run.variables = _compute(layout, data, today)
-        context = logic.Context({**data, "vars": run.variables}, today)
+        if page in layout.pages_reading_variables:
+            state.variables()
         # The page's blocks, each shown by its condition read with what came before.
         for position in range(layout.starts[page], layout.page_end(page)):
             block = layout.blocks[position]
             condition = getattr(block, "visible_if", None)
-            context.data = {**rule_data(layout, answers, taken), "vars": run.variables}
-            if condition is None or logic.truthy(logic.apply(condition, context)):
+            if condition is None or state.holds(condition):
                 run.shown.add(position)
                 key = getattr(block, "key", None)
                 if isinstance(key, str) and key in layout.positions:
-                    taken.add(key)
-                    if _required(block, context):  # type: ignore[arg-type]
+                    if block.required or (  # type: ignore[union-attr]
+                        block.required_if is not None  # type: ignore[union-attr]
+                        and state.holds(block.required_if)  # type: ignore[union-attr]
+                    ):
                         run.required.add(key)
+                    state.take(key)
         if upto is not None and page == upto:
+            run.variables = dict(state.variables())
             return run
-        data = rule_data(layout, answers, taken)
-        run.variables = _compute(layout, data, today)
-        context = logic.Context({**data, "vars": run.variables}, today)
-        target = _jump(layout, page, context)
+        if layout.moves_read_variables:
+            state.variables()
+        target = _first(state, layout.jumps.get(page, ()))
         if target is not None and target in layout.endings:
             run.ending = target
             break
         following = layout.page_keys[target] if target is not None else page + 1
-        shown = _next_shown(layout, following, context)
+        shown = _next_shown(layout, following, state)
         if shown is None:
-            run.ending = _final_ending(layout, context)
+            state.variables()
+            run.ending = _first(state, layout.jumps.get(None, ()))
+            if run.ending is None and layout.definition.endings:
+                run.ending = layout.definition.endings[-1].key
             break
         page = shown
+    run.variables = dict(state.variables())
     run.finished = True
     return run
 
 
-def _required(question: Question, context: logic.Context) -> bool:
-    if question.required:
-        return True
-    return question.required_if is not None and logic.truthy(
-        logic.apply(question.required_if, context)
-    )
-
-
-def _jump(layout: Layout, page: int, context: logic.Context) -> str | None:
-    """The target of the first rule that jumps from this page and holds."""
-    for rule in layout.definition.logic:
-        for action in rule.then:
-            if (
-                isinstance(action, JumpAction)
-                and action.after is not None
-                and layout.page_of(layout.positions[action.after]) == page
-                and logic.truthy(logic.apply(rule.if_, context))
-            ):
-                return action.jump
+def _first(state: _Walk, jumps: Any) -> str | None:
+    """The target of the first of these jumps whose rule holds."""
+    for condition, target in jumps:
+        if state.holds(condition):
+            return str(target)
     return None
 
 
-def _next_shown(layout: Layout, page: int, context: logic.Context) -> int | None:
+def _next_shown(layout: Layout, page: int, state: _Walk) -> int | None:
     while page < len(layout.starts):
         condition = getattr(layout.blocks[layout.starts[page]], "visible_if", None)
-        if page == 0 or condition is None or logic.truthy(logic.apply(condition, context)):
+        if page == 0 or condition is None or state.holds(condition):
             return page
         page += 1
     return None
-
-
-def _final_ending(layout: Layout, context: logic.Context) -> str | None:
-    """The first ending a jump without `after` picks, else the last ending."""
-    for rule in layout.definition.logic:
-        for action in rule.then:
-            if (
-                isinstance(action, JumpAction)
-                and action.after is None
-                and logic.truthy(logic.apply(rule.if_, context))
-            ):
-                return action.jump
-    endings = layout.definition.endings
-    return endings[-1].key if endings else None

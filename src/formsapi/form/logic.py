@@ -67,6 +67,8 @@ def to_number(value: Json) -> float | int:
 
 def parse_float(value: Json) -> float | int:
     """JavaScript's parseFloat(value): the longest number at the start."""
+    if _is_number(value):
+        return value  # type: ignore[no-any-return]  # its own text reads back as itself
     text = to_string(value).lstrip(_JS_SPACE)
     found = _FLOAT_PREFIX.match(text)
     if not found:
@@ -391,6 +393,27 @@ CONTEXT_OPERATIONS = ("var", "missing", "missing_some", "match")
 SPECIAL = ("if", "?:", "and", "or")
 # Every operator a rule may use.
 OPERATORS = frozenset((*OPERATIONS, *CONTEXT_OPERATIONS, *SPECIAL, "today"))
+
+
+def reads_variables(rule: Json) -> bool:
+    """Whether the rule reads a variable (a path under `vars`)."""
+    if isinstance(rule, list):
+        return any(reads_variables(item) for item in rule)
+    if isinstance(rule, dict):
+        for operator, raw in rule.items():
+            names = raw if isinstance(raw, list) else [raw]
+            if operator in ("var", "missing", "missing_some") and any(
+                isinstance(name, str) and (name == "vars" or name.startswith("vars."))
+                for name in (
+                    names[1]
+                    if operator == "missing_some" and len(names) > 1 and isinstance(names[1], list)
+                    else names
+                )
+            ):
+                return True
+            if reads_variables(raw):
+                return True
+    return False
 
 
 def apply(rule: Json, context: Context) -> Json:

@@ -100,7 +100,9 @@ def _lock_for_submission_statement(postgres: bool) -> Any:
     return (
         statement.where(Form.status == FormStatus.published)
         .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
-        .returning(Form.version, Form.blocks, Form.definition, Form.change_seq)
+        # The version only: its blocks are read (once) when this process has
+        # not compiled it yet, so a post does not decode them under the lock.
+        .returning(Form.version, Form.change_seq)
         # No Form is loaded in a post's session: nothing for the ORM to update.
         .execution_options(synchronize_session=False)
     )
@@ -108,7 +110,7 @@ def _lock_for_submission_statement(postgres: bool) -> Any:
 
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str
-) -> Row[int, list[dict[str, Any]], dict[str, Any] | None, int] | None:
+) -> Row[int, int] | None:
     """Count one more submission, number the change, and read what it
     answers, atomically: the row lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit
@@ -116,6 +118,16 @@ async def lock_for_submission(
     parameters = {"org": organization_id, "form": form_id}
     postgres = session.get_bind().dialect.name == "postgresql"
     return (await session.execute(_lock_for_submission_statement(postgres), parameters)).first()
+
+
+async def definition_of(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> Row[list[dict[str, Any]], dict[str, Any] | None]:
+    """The blocks and definition the form has now (its row locked by the caller)."""
+    statement = select(Form.blocks, Form.definition).where(
+        scoped(Form, organization_id), Form.id == form_id
+    )
+    return (await session.execute(statement)).one()
 
 
 async def lock(session: AsyncSession, organization_id: str, form_id: str) -> bool:

@@ -174,9 +174,12 @@ async def create(
             f"This form is {form.status}; only published forms take submissions.",
             formStatus=form.status,
         )
-    version, raw_blocks, raw_definition, change_seq = locked
+    version, change_seq = locked
     checked = early
     if checked is None or guess is None or guess.version != version:
+        raw_blocks, raw_definition = await form_repository.definition_of(
+            session, organization_id, form_id
+        )
         current = compiled.compile_version(
             organization_id, form_id, version, raw_blocks, raw_definition
         )
