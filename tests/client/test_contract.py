@@ -41,6 +41,8 @@ BLOCKS: dict[type[BaseModel], str] = {
     models.Scale: "Scale",
     models.Dropdown: "Dropdown",
     models.Ranking: "Ranking",
+    models.Matrix: "Matrix",
+    models.Row: "Row",
     models.Option: "Option",
     models.PageBreak: "PageBreak",
     models.HiddenField: "HiddenField",

@@ -157,3 +157,60 @@ async def test_the_hosted_page_asks_each_type_and_stores_the_answers(
     [stored] = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"]
     assert stored["answers"]["priorities"] == "support,price,speed"
     assert stored["answers"]["nps"] == 10
+
+
+AGREE = [{"value": v, "label": v.title()} for v in ("disagree", "neutral", "agree")]
+MATRIX_FORM: dict[str, Any] = {
+    "title": "Matrix",
+    "blocks": [
+        {"type": "matrix", "key": "service", "title": "Our service", "required": True,
+         "rows": [{"value": "speed", "label": "Fast"}, {"value": "price", "label": "Fair price"}],
+         "columns": AGREE},
+        {"type": "long_text", "key": "why_slow", "title": "What was slow?",
+         "visibleIf": {"==": [{"var": "service.speed"}, "disagree"]}},
+    ],
+}  # fmt: skip
+
+
+async def test_a_matrix_answers_a_key_per_row_and_rules_read_each_row(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, MATRIX_FORM)
+    path = f"/v1/forms/{form_id}/submissions"
+
+    taken = await api.post(
+        path,
+        secret,
+        json={"answers": {"service.speed": "disagree", "service.price": "agree", "why_slow": "x"}},
+    )
+    missing_row = await api.post(path, secret, json={"answers": {"service.speed": "agree"}})
+    hidden = await api.post(
+        path,
+        secret,
+        json={"answers": {"service.speed": "agree", "service.price": "agree", "why_slow": "x"}},
+    )
+    wrong = await api.post(
+        path, secret, json={"answers": {"service.speed": "maybe", "service.price": "agree"}}
+    )
+
+    assert taken.status_code == 201, taken.text
+    assert missing_row.json()["errors"] == [
+        {"pointer": "/answers/service.price", "detail": "is required"}
+    ]
+    assert hidden.json()["errors"][0]["pointer"] == "/answers/why_slow"
+    assert wrong.json()["errors"][0]["pointer"] == "/answers/service.speed"
+    form = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert form["schema"]["properties"]["service.price"]["enum"] == [
+        "disagree",
+        "neutral",
+        "agree",
+    ]
+    csv = (await api.get(f"{path}/export", secret, params={"format": "csv"})).text
+    assert csv.lstrip("\ufeff").splitlines()[0].endswith(",service.speed,service.price,why_slow")
+
+    page = await api.get(f"/f/{form_id}")
+    assert 'aria-label="Fast: Agree"' in page.text
+    posted = await api.post(
+        f"/f/{form_id}", data={"service.speed": "neutral", "service.price": "neutral"}
+    )
+    assert posted.status_code == 303, posted.text

@@ -151,6 +151,20 @@ class Ranking(_Question):
     shuffle: Shuffle | None = None
 
 
+class Row(_Open):
+    value: str
+    label: str
+
+
+class Matrix(_Question):
+    """Rows rated on one scale: each row answers under `key.row`."""
+
+    type: Literal["matrix"] = "matrix"
+    rows: list[Row]
+    columns: list[Option]
+    shuffle: Shuffle | None = None
+
+
 class Date(_Question):
     type: Literal["date"] = "date"
     min: str | None = None  # YYYY-MM-DD
@@ -225,6 +239,7 @@ BLOCK_TYPES: dict[str, type[_Open]] = {
     "scale": Scale,
     "dropdown": Dropdown,
     "ranking": Ranking,
+    "matrix": Matrix,
     "heading": Heading,
     "paragraph": Paragraph,
     "page_break": PageBreak,
@@ -254,6 +269,7 @@ Block = Annotated[
     | Annotated[Scale, Tag("scale")]
     | Annotated[Dropdown, Tag("dropdown")]
     | Annotated[Ranking, Tag("ranking")]
+    | Annotated[Matrix, Tag("matrix")]
     | Annotated[Heading, Tag("heading")]
     | Annotated[Paragraph, Tag("paragraph")]
     | Annotated[PageBreak, Tag("page_break")]

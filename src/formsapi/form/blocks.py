@@ -121,6 +121,11 @@ class _Question(Schema):
             schema["description"] = self.description
         return schema
 
+    def parts(self) -> "list[tuple[str, Part]]":
+        """The answers this question gives, by their keys: itself, under its
+        key, for all but a matrix (a key per row)."""
+        return [(self.key, self)]
+
 
 class _Text(_Question):
     min_length: StrictInt | None = Field(default=None, ge=0, le=100_000)
@@ -538,6 +543,62 @@ class Ranking(_Choice):
         }
 
 
+ROW_PATTERN = r"^[a-z0-9][a-z0-9_]{0,63}$"
+
+
+class Row(Schema):
+    value: Annotated[CleanStr, Field(pattern=ROW_PATTERN, description="Its key after the dot.")]
+    label: Annotated[CleanStr, Field(min_length=1, max_length=200)]
+
+
+class Matrix(_Question):
+    """Rows (statements) rated on one scale of columns: each row's answer is
+    its own key, `question.row`, holding the chosen column's value."""
+
+    type: Literal["matrix"]
+    rows: Annotated[list[Row], Field(min_length=1, max_length=50)]
+    columns: Annotated[list[Option], Field(min_length=2, max_length=10)]
+    shuffle: Shuffle | None = SHUFFLE
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Matrix":
+        for name, items in (("row", self.rows), ("column", self.columns)):
+            values = [item.value for item in items]
+            if len(set(values)) != len(values):
+                raise ValueError(f"{name} values must be unique")
+        return self
+
+    @property
+    def options(self) -> list[Row]:
+        """The rows: what `shuffle` orders."""
+        return self.rows
+
+    def parts(self) -> "list[tuple[str, Part]]":
+        return [(f"{self.key}.{row.value}", MatrixRow(self, row)) for row in self.rows]
+
+
+class MatrixRow:
+    """One row of a matrix, answered as a question of its own."""
+
+    def __init__(self, matrix: Matrix, row: Row) -> None:
+        self.matrix = matrix
+        self.row = row
+        self.required = matrix.required
+        self.title = f"{matrix.title}: {row.label}"
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": [column.value for column in self.matrix.columns]}
+
+    def property_schema(self) -> dict[str, Any]:
+        return {"title": self.title, **self.answer_schema()}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        values = [column.value for column in self.matrix.columns]
+        if value not in values:
+            return str(value), "must be one of: " + ", ".join(values)
+        return str(value), None
+
+
 class Heading(Schema):
     type: Literal["heading"]
     text: Annotated[CleanStr, Field(min_length=1, max_length=500)]
@@ -578,6 +639,7 @@ Question = (
     | Scale
     | Dropdown
     | Ranking
+    | Matrix
 )
 Block = Annotated[
     Question | Heading | Paragraph | PageBreak,
@@ -601,8 +663,12 @@ QUESTION_TYPES = (
     Scale,
     Dropdown,
     Ranking,
+    Matrix,
 )
 
+
+# What checks one answer key: a question, or a matrix's row.
+Part = _Question | MatrixRow
 
 # Questions whose answers are numbers; those whose answers rules see as lists.
 NUMERIC = (Number, Rating, Nps, Scale)
@@ -639,14 +705,19 @@ def questions(blocks: list[Block]) -> list[Question]:
     return [block for block in blocks if isinstance(block, QUESTION_TYPES)]
 
 
+def parts(blocks: list[Block]) -> "list[tuple[str, Part]]":
+    """Every answer key of these blocks' questions, with what checks it."""
+    return [part for question in questions(blocks) for part in question.parts()]
+
+
 def answers_schema(blocks: list[Block], *, title: str | None = None) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the answers object these blocks define."""
-    asked = questions(blocks)
+    asked = parts(blocks)
     schema: dict[str, Any] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "type": "object",
-        "properties": {question.key: question.property_schema() for question in asked},
-        "required": [question.key for question in asked if question.required],
+        "properties": {key: part.property_schema() for key, part in asked},
+        "required": [key for key, part in asked if part.required],
         "additionalProperties": False,
     }
     if title:

@@ -23,10 +23,12 @@ from formsapi.form.blocks import (
     NUMERIC,
     QUESTION_TYPES,
     Block,
+    Matrix,
     PageBreak,
     Question,
     SingleChoice,
     YesNo,
+    parts,
 )
 from formsapi.kit.schemas import CleanStr, Schema
 
@@ -116,7 +118,7 @@ def answer_keys(blocks: list[Block], definition: Definition) -> list[str]:
     """Every key a submission's answers can hold, in form order: questions,
     hidden fields, then variables (`vars.<name>`)."""
     return [
-        *(question.key for _, question in _questions(blocks)),
+        *(key for key, _ in parts(blocks)),
         *(hidden.key for hidden in definition.hidden_fields),
         *(f"vars.{variable.name}" for variable in definition.variables),
     ]
@@ -149,9 +151,16 @@ class Layout:
             for page, start in enumerate(self.starts)
             if start < len(blocks) and isinstance(block := blocks[start], PageBreak) and block.key
         }
+        # Where each question is, by its key and (a matrix's rows) its answers' keys.
         self.positions = {question.key: i for i, question in _questions(blocks)}
         self.names: dict[str, logic.Name] = {}
         for i, question in _questions(blocks):
+            if isinstance(question, Matrix):
+                columns = tuple(column.value for column in question.columns)
+                for key, _ in question.parts():
+                    self.positions[key] = i
+                    self.names[key] = logic.Name("text", i, columns, repr(key))
+                continue
             kind, options = kind_of(question)
             self.names[question.key] = logic.Name(kind, i, options, repr(question.key))
         for hidden in definition.hidden_fields:

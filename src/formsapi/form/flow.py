@@ -11,7 +11,7 @@ from datetime import date
 from typing import Any
 
 from formsapi.form import logic
-from formsapi.form.blocks import LISTED
+from formsapi.form.blocks import LISTED, QUESTION_TYPES
 from formsapi.form.definition import Layout, SetAction
 
 TEXT_VARIABLE_MAX = 10_000
@@ -87,7 +87,12 @@ class _Walk:
 
     def take(self, key: str) -> None:
         if key in self.answers:
-            self.context.data[key] = _as_rules_read(self.layout, key, self.answers[key])
+            value = _as_rules_read(self.layout, key, self.answers[key])
+            head, dot, row = key.partition(".")
+            if dot:  # a matrix's row: rules read it as question.row
+                self.context.data.setdefault(head, {})[row] = value
+            else:
+                self.context.data[key] = value
             self.stale = bool(self.layout.definition.variables)
 
     def variables(self) -> dict[str, Any]:
@@ -122,14 +127,14 @@ def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | No
             condition = getattr(block, "visible_if", None)
             if condition is None or state.holds(condition):
                 run.shown.add(position)
-                key = getattr(block, "key", None)
-                if isinstance(key, str) and key in layout.positions:
-                    if block.required or (  # type: ignore[union-attr]
-                        block.required_if is not None  # type: ignore[union-attr]
-                        and state.holds(block.required_if)  # type: ignore[union-attr]
-                    ):
-                        run.required.add(key)
-                    state.take(key)
+                if isinstance(block, QUESTION_TYPES):
+                    required = block.required or (
+                        block.required_if is not None and state.holds(block.required_if)
+                    )
+                    for key, _ in block.parts():
+                        if required:
+                            run.required.add(key)
+                        state.take(key)
         if upto is not None and page == upto:
             run.variables = dict(state.variables())
             return run

@@ -19,6 +19,7 @@ from formsapi.form.blocks import (
     LISTED,
     NUMERIC,
     Block,
+    Matrix,
     PageBreak,
     ecma_escape,
     questions,
@@ -62,6 +63,12 @@ def answers_schema(
         needed: Any = True if question.required else question.required_if
         if key not in fixed:
             unsaid[key] = {"reason": "asked on a page that logic may skip"}
+            continue
+        if isinstance(question, Matrix):  # its rows: required as a whole, or in x-logic
+            if visible is None and needed in (None, True, False):
+                required += [row for row, _ in question.parts()] if needed else []
+            else:
+                unsaid[key] = {"reason": "a matrix shown or required by a rule"}
             continue
         if visible is None and needed is True:
             required.append(key)
@@ -169,8 +176,10 @@ class _Translator:
         """The question a `{"var": key}` reads, if always asked."""
         if isinstance(node, dict) and set(node) == {"var"} and isinstance(node["var"], str):
             position = self.layout.positions.get(node["var"])
-            if position is not None and node["var"] in self.fixed:
-                return self.layout.blocks[position]
+            block = None if position is None else self.layout.blocks[position]
+            # A matrix's rows are not said in the schema: x-logic lists them.
+            if node["var"] in self.fixed and not isinstance(block, Matrix):
+                return block
         return None
 
     def _answered(self, key: str, schema: Schema) -> Schema:

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from formsapi.dependencies import ReadSessionDep, SessionDep, client_ip
 from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
 from formsapi.form import flow
-from formsapi.form.blocks import Block, questions
+from formsapi.form.blocks import Block, parts
 from formsapi.form.compiled import Compiled
 from formsapi.hosted import service
 from formsapi.kit.time import utcnow
@@ -110,7 +110,7 @@ def _render(
     step: service.Step | None = None,
 ) -> HTMLResponse:
     blocks = step.blocks if step else page.blocks
-    titles = {question.key: question.title for question in questions(blocks)}  # recalled
+    titles = {key: part.title for key, part in parts(blocks)}  # recalled
     context = {
         "form": page,
         "blocks": blocks,

@@ -19,6 +19,7 @@ from formsapi.form.blocks import (
     QUESTION_TYPES,
     Block,
     BlockList,
+    Matrix,
     PageBreak,
     Question,
     SingleChoice,
@@ -66,6 +67,12 @@ def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
     """Posted fields to answers: empty fields are no answer; checkboxes join."""
     answers: dict[str, Any] = {}
     for question in questions(blocks):
+        if isinstance(question, Matrix):
+            for key, _ in question.parts():
+                raw = posted.get(key)
+                if isinstance(raw, str) and raw:
+                    answers[key] = raw
+            continue
         if isinstance(question, LISTED):
             # Checkboxes, or one select per rank, in order.
             chosen = [v for v in posted.getlist(question.key) if isinstance(v, str) and v]
@@ -135,11 +142,7 @@ def step(form: Compiled, answers: dict[str, Any], page: int, today: date, seed: 
         for position in range(layout.starts[page], layout.page_end(page))
         if position in run.shown and not isinstance(layout.blocks[position], PageBreak)
     ]
-    on_page = {
-        block.key
-        for position in range(layout.starts[page], layout.page_end(page))
-        if isinstance(block := layout.blocks[position], QUESTION_TYPES)
-    }
+    on_page = page_keys(form, page)
     carried = [
         (key, item)
         for key, value in answers.items()
@@ -191,9 +194,10 @@ def on_path(form: Compiled, answers: dict[str, Any], today: date) -> dict[str, A
 def page_keys(form: Compiled, page: int) -> set[str]:
     layout = form.layout
     return {
-        block.key
+        key
         for position in range(layout.starts[page], layout.page_end(page))
         if isinstance(block := layout.blocks[position], QUESTION_TYPES)
+        for key, _ in block.parts()
     }
 
 

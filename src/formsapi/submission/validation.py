@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 from formsapi.form import flow
-from formsapi.form.blocks import Answer, Block, questions
+from formsapi.form.blocks import Answer, Block, parts
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import HIDDEN_VALUE_MAX
 
@@ -39,7 +39,7 @@ def validate_answers(
     blocks: list[Block], answers: dict[str, Any], *, required: bool = True
 ) -> tuple[dict[str, Answer], list[FieldError]]:
     """The answers as they will be stored (normalized), and every error."""
-    asked = {question.key: question for question in questions(blocks)}
+    asked = dict(parts(blocks))
     stored: dict[str, Answer] = {}
     errors = [
         FieldError(_pointer(key), "is not a question of this form")
@@ -97,7 +97,7 @@ def validate_submission(form: Compiled, answers: dict[str, Any], today: date) ->
         return Checked(plain, None, found)
     layout = form.layout
     hidden = {field.key for field in layout.definition.hidden_fields}
-    asked = {question.key: question for question in questions(form.blocks)}
+    asked = dict(parts(form.blocks))
     errors: list[FieldError] = []
     given: dict[str, Any] = {}
     for key, value in answers.items():

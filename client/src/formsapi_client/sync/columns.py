@@ -28,7 +28,11 @@ def questions(form: FormDetail) -> list[Question]:
     found = []
     for block in form.blocks:
         key = getattr(block, "key", None)  # layout blocks have none; page breaks' name pages
-        if isinstance(key, str) and getattr(block, "type", None) != "page_break":
+        if not isinstance(key, str) or getattr(block, "type", None) == "page_break":
+            continue
+        if getattr(block, "type", None) == "matrix":  # a column per row: key.row
+            found += [Question(f"{key}.{row.value}", "text") for row in block.rows]  # type: ignore[union-attr]
+        else:
             found.append(Question(key, column_type(block)))
     found += [Question(hidden.key, "text") for hidden in form.hidden_fields]
     found += [
