@@ -276,6 +276,53 @@ def _deep(depth: int) -> dict[str, Any]:
             "/endings/0/key",
             "keys must be unique",
         ),
+        # From a hostile pass: each was a 500, a slow post or an open redirect.
+        (
+            {"logic": [{"if": {"in": [{"var": 5}, "abc"]}, "then": [ADD_ONE]}]},
+            "/logic/0/if/in/0/var",
+            "written out",
+        ),
+        (
+            {"logic": [{"if": {"<": [{"var": [{"var": "nps"}]}, 1, "x"]}, "then": [ADD_ONE]}]},
+            "/logic/0/if/</0/var/0",
+            "written out",
+        ),
+        (
+            {"variables": [{"name": "x", "value": {"var": "name.²"}}]},
+            "/variables/0/value/var",
+            "does not have",
+        ),
+        ({"hiddenFields": [{"key": "vars"}]}, "/hiddenFields/0/key", "'vars' is reserved"),
+        (
+            {"variables": [{"name": "constructor"}]},
+            "/variables/0/name",
+            "'constructor' is reserved",
+        ),
+        (
+            {"variables": [{"name": "big", "value": {"+": [10**30, 1]}}]},
+            "/variables/0/value/+/0",
+            "at most 2^53",
+        ),
+        ({"variables": [{"name": "big", "initial": 10**30}]}, "/variables/0/initial", "less"),
+        (
+            {"endings": [{"key": "bye", "redirect": "https://{{name|example.com}}/x"}]},
+            "/endings/0/redirect",
+            "not in its scheme or host",
+        ),
+        (
+            {"variables": [{"name": "slow", "value": {"match": [_var("name"), "\\w{1000}c"]}}]},
+            "/variables/0/value/match/1",
+            "counts a repetition past 100",
+        ),
+        (
+            {
+                "variables": [
+                    {"name": f"m{i}", "value": {"match": [_var("name"), "a"]}} for i in range(21)
+                ]
+            },
+            "/variables/20/value",
+            "at most 20 times",
+        ),
     ],
 )
 async def test_a_rule_that_cannot_work_is_refused_on_save_with_a_pointer_to_it(
@@ -309,3 +356,59 @@ async def test_a_body_nested_past_the_limit_is_refused_before_any_rule_is_read(
 
     assert response.status_code == 400
     assert response.json()["type"] == "/problems/malformed-json"
+
+
+async def test_numbers_from_text_are_javascripts_doubles_never_a_500(
+    api: Api, session: AsyncSession
+) -> None:
+    form = {
+        "title": "Hex",
+        "blocks": [{"type": "short_text", "key": "a", "title": "A"}],
+        "hiddenFields": [{"key": "price"}],
+        "variables": [
+            {"name": "half", "value": {"/": [{"var": "price"}, 2]}},
+            {"name": "n", "value": {"var": "a"}},
+        ],
+    }
+    form_id, secret = await _published(api, session, form)
+    path = f"/v1/forms/{form_id}/submissions"
+
+    huge = await api.post(path, secret, json={"answers": {"price": "0x" + "f" * 300}})
+    exact = await api.post(
+        path, secret, json={"answers": {"price": "0x20000000000001", "a": "0x" + "f" * 20}}
+    )
+    page = await api.get(f"/f/{form_id}?price=0x{'f' * 300}")
+
+    assert huge.status_code == 201, huge.text
+    assert huge.json()["answers"]["vars.half"] == 0  # Infinity is no number to store
+    assert exact.status_code == 201, exact.text
+    assert exact.json()["answers"]["vars.half"] == 4503599627370496  # 2^53 / 2, as JavaScript
+    assert exact.json()["answers"]["vars.n"] == float(0xFFFFFFFFFFFFFFFFFFFF)
+    assert page.status_code == 200
+
+
+async def test_a_tampered_page_number_is_ignored_not_a_500(api: Api, session: AsyncSession) -> None:
+    form_id, _ = await _published(api, session, SIGNUP)
+
+    for page in ("²", "9" * 5000, "-1"):
+        response = await api.post(
+            f"/f/{form_id}", data={"_page": page, "name": "Ada", "plan": "personal", "nps": "9"}
+        )
+        assert response.status_code in (200, 303, 422), (page, response.status_code)
+
+
+async def test_a_required_choice_with_other_needs_no_other_text_unless_other_is_chosen(
+    api: Api, session: AsyncSession
+) -> None:
+    form = {
+        "title": "Other",
+        "blocks": [{**PLAN, "required": True, "allowOther": True}],
+        "hiddenFields": [{"key": "campaign"}],  # a form with logic: walked by the server
+    }
+    form_id, secret = await _published(api, session, form)
+
+    chosen = await api.post(
+        f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": "business"}}
+    )
+
+    assert chosen.status_code == 201, chosen.text

@@ -214,3 +214,65 @@ async def test_a_matrix_answers_a_key_per_row_and_rules_read_each_row(
         f"/f/{form_id}", data={"service.speed": "neutral", "service.price": "neutral"}
     )
     assert posted.status_code == 303, posted.text
+
+
+OTHER_FORM: dict[str, Any] = {
+    "title": "Other",
+    "blocks": [
+        {"type": "single_choice", "key": "source", "title": "Where did you hear of us?",
+         "options": [{"value": "friend", "label": "A friend"}], "allowOther": True},
+        {"type": "multiple_choice", "key": "tools", "title": "Tools", "options": OPTIONS,
+         "allowOther": True},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answers", "errors"),
+    [
+        ({"source": "other", "source_other": "A podcast"}, []),
+        ({"tools": "price,other", "tools_other": "Vim"}, []),
+        ({"source": "friend"}, []),
+        ({"source": "other"}, [("/answers/source_other", "is required when Other is chosen")]),
+        ({"source": "friend", "source_other": "x"}, [("/answers/source_other", "is only for")]),
+        ({"source_other": "x"}, [("/answers/source_other", "is only for")]),
+        ({"source": "other", "source_other": " "}, [("/answers/source_other", "1 to 200")]),
+        ({"source": "podcast"}, [("/answers/source", "must be one of: friend, other")]),
+    ],
+)
+async def test_other_comes_with_its_text_and_only_then(
+    api: Api, session: AsyncSession, answers: dict[str, Any], errors: list[tuple[str, str]]
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, OTHER_FORM)
+
+    response = await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": answers})
+
+    if not errors:
+        assert response.status_code == 201, response.text
+        assert response.json()["answers"] == answers
+    else:
+        found = [(e["pointer"], e["detail"]) for e in response.json()["errors"]]
+        assert len(found) == len(errors), found
+        for (pointer, detail), (want_pointer, want) in zip(found, errors, strict=True):
+            assert pointer == want_pointer
+            assert want in detail
+
+
+async def test_other_on_the_hosted_page(api: Api, session: AsyncSession) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, OTHER_FORM)
+
+    page = await api.get(f"/f/{form_id}")
+    posted = await api.post(
+        f"/f/{form_id}", data={"source": "other", "source_other": " A podcast "}
+    )
+    taken = {"type": "short_text", "key": "source_other", "title": "X"}
+    clash = await api.post(
+        "/v1/forms", secret, json={**OTHER_FORM, "blocks": [*OTHER_FORM["blocks"], taken]}
+    )
+
+    assert 'name="source_other"' in page.text
+    assert posted.status_code == 303, posted.text
+    [stored] = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"]
+    assert stored["answers"] == {"source": "other", "source_other": "A podcast"}
+    assert clash.status_code == 422
+    assert any("keys must be unique" in e["detail"] for e in clash.json()["errors"])

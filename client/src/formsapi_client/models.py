@@ -129,12 +129,14 @@ class SingleChoice(_Question):
     type: Literal["single_choice"] = "single_choice"
     options: list[Option]
     shuffle: Shuffle | None = None
+    allow_other: bool | None = None  # an Other choice; its text under key_other
 
 
 class MultipleChoice(_Question):
     type: Literal["multiple_choice"] = "multiple_choice"
     options: list[Option]
     shuffle: Shuffle | None = None
+    allow_other: bool | None = None
     min_selections: int | None = None
     max_selections: int | None = None
 
@@ -143,12 +145,14 @@ class Dropdown(_Question):
     type: Literal["dropdown"] = "dropdown"
     options: list[Option]
     shuffle: Shuffle | None = None
+    allow_other: bool | None = None
 
 
 class Ranking(_Question):
     type: Literal["ranking"] = "ranking"
     options: list[Option]
     shuffle: Shuffle | None = None
+    allow_other: bool | None = None  # refused by the server: a ranking has no Other
 
 
 class Row(_Open):

@@ -316,26 +316,45 @@ SHUFFLE = Field(
 )
 
 
+OTHER = "other"
+OTHER_TEXT_MAX = 200
+
+
 class _Choice(_Question):
     options: Annotated[list[Option], Field(min_length=1, max_length=200)]
     shuffle: Shuffle | None = SHUFFLE
+    allow_other: StrictBool | None = Field(
+        default=None,
+        description='An "Other" choice (value `other`) whose text is answered under `<key>_other`.',
+    )
 
     @model_validator(mode="after")
     def _unique_values(self) -> "_Choice":
         values = [option.value for option in self.options]
         if len(set(values)) != len(values):
             raise ValueError("option values must be unique")
+        if self.allow_other and OTHER in values:
+            raise ValueError(f"the option value {OTHER!r} is the Other choice's (allowOther)")
         return self
+
+    def values(self) -> list[str]:
+        """The values an answer may choose, Other's last."""
+        return [option.value for option in self.options] + ([OTHER] if self.allow_other else [])
+
+    def parts(self) -> "list[tuple[str, Part]]":
+        if not self.allow_other:
+            return [(self.key, self)]
+        return [(self.key, self), (f"{self.key}_other", OtherText(self))]
 
 
 class SingleChoice(_Choice):
     type: Literal["single_choice"]
 
     def answer_schema(self) -> dict[str, Any]:
-        return {"type": "string", "enum": [option.value for option in self.options]}
+        return {"type": "string", "enum": self.values()}
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
-        values = [option.value for option in self.options]
+        values = self.values()
         if value not in values:
             return str(value), "must be one of: " + ", ".join(values)
         return str(value), None
@@ -357,7 +376,7 @@ class MultipleChoice(_Choice):
 
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
         """Accepts the values in any order; stores them in option order."""
-        values = [option.value for option in self.options]
+        values = self.values()
         if not isinstance(value, str):
             return "", "must be a string of option values joined by commas"
         if not value:
@@ -378,12 +397,12 @@ class MultipleChoice(_Choice):
         return ",".join(v for v in values if v in chosen), None
 
     def answer_schema(self) -> dict[str, Any]:
-        one = "(?:" + "|".join(ecma_escape(o.value) for o in self.options) + ")"
+        one = "(?:" + "|".join(ecma_escape(value) for value in self.values()) + ")"
         return {
             "type": "string",
             "pattern": f"^{one}(?:,{one})*$",
             "description": "Chosen option values joined by commas, in option order.",
-            "x-options": [option.value for option in self.options],
+            "x-options": self.values(),
             **({"x-minSelections": self.min_selections} if self.min_selections else {}),
             **({"x-maxSelections": self.max_selections} if self.max_selections else {}),
         }
@@ -524,6 +543,12 @@ class Ranking(_Choice):
 
     type: Literal["ranking"]
 
+    @model_validator(mode="after")
+    def _no_other(self) -> "Ranking":
+        if self.allow_other:
+            raise ValueError("a ranking orders its options: it has no Other")
+        return self
+
     def check_answer(self, value: object) -> tuple[Answer, str | None]:
         values = [option.value for option in self.options]
         ranked = value.split(",") if isinstance(value, str) else None
@@ -599,6 +624,27 @@ class MatrixRow:
         return str(value), None
 
 
+class OtherText:
+    """The text of a choice's Other, answered under `<key>_other`: required
+    when Other is chosen, refused when it is not (validate_answers)."""
+
+    def __init__(self, choice: "_Choice") -> None:
+        self.choice = choice
+        self.required = False
+        self.title = f"{choice.title}: other"
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {"type": "string", "minLength": 1, "maxLength": OTHER_TEXT_MAX}
+
+    def property_schema(self) -> dict[str, Any]:
+        return {"title": self.title, **self.answer_schema()}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if not isinstance(value, str) or not value.strip() or len(value) > OTHER_TEXT_MAX:
+            return str(value), f"must be text of 1 to {OTHER_TEXT_MAX} characters"
+        return value, None
+
+
 class Heading(Schema):
     type: Literal["heading"]
     text: Annotated[CleanStr, Field(min_length=1, max_length=500)]
@@ -668,7 +714,7 @@ QUESTION_TYPES = (
 
 
 # What checks one answer key: a question, or a matrix's row.
-Part = _Question | MatrixRow
+Part = _Question | MatrixRow | OtherText
 
 # Questions whose answers are numbers; those whose answers rules see as lists.
 NUMERIC = (Number, Rating, Nps, Scale)

@@ -14,7 +14,7 @@ block; what spans the form sits here:
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, StrictFloat, StrictInt, model_validator
+from pydantic import Field, JsonValue, model_validator
 
 from formsapi.form import logic
 from formsapi.form.blocks import (
@@ -23,6 +23,7 @@ from formsapi.form.blocks import (
     NUMERIC,
     QUESTION_TYPES,
     Block,
+    Bound,
     Matrix,
     PageBreak,
     Question,
@@ -54,7 +55,7 @@ class Variable(Schema):
 
     name: Key
     type: Literal["number", "text"] = "number"
-    initial: StrictInt | StrictFloat | CleanStr | None = None
+    initial: Bound | CleanStr | None = None
     value: JsonValue = Field(default=None, description="JSON Logic: the variable's value.")
 
     @model_validator(mode="after")
@@ -129,9 +130,9 @@ def kind_of(question: Question) -> tuple[str, tuple[str, ...] | None]:
     if isinstance(question, NUMERIC):
         return "number", None
     if isinstance(question, LISTED):
-        return "list", tuple(option.value for option in question.options)
+        return "list", tuple(question.values())
     if isinstance(question, SingleChoice):
-        return "text", tuple(option.value for option in question.options)
+        return "text", tuple(question.values())
     if isinstance(question, YesNo):
         return "text", ("yes", "no")
     return "text", None
@@ -155,14 +156,16 @@ class Layout:
         self.positions = {question.key: i for i, question in _questions(blocks)}
         self.names: dict[str, logic.Name] = {}
         for i, question in _questions(blocks):
-            if isinstance(question, Matrix):
-                columns = tuple(column.value for column in question.columns)
-                for key, _ in question.parts():
-                    self.positions[key] = i
+            for key, part in question.parts():
+                self.positions[key] = i
+                if part is question:
+                    kind, options = kind_of(question)
+                    self.names[key] = logic.Name(kind, i, options, repr(key))
+                elif isinstance(question, Matrix):
+                    columns = tuple(column.value for column in question.columns)
                     self.names[key] = logic.Name("text", i, columns, repr(key))
-                continue
-            kind, options = kind_of(question)
-            self.names[question.key] = logic.Name(kind, i, options, repr(question.key))
+                else:  # a choice's Other text
+                    self.names[key] = logic.Name("text", i, None, repr(key))
         for hidden in definition.hidden_fields:
             self.names[hidden.key] = logic.Name("text", None, None, repr(hidden.key))
         for variable in definition.variables:
@@ -225,11 +228,18 @@ def check(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
     what does not exist."""
     errors: list[tuple[str, str]] = []
     layout = Layout(blocks, definition)
-    errors += _unique_names(blocks, definition)
+    errors += _unique_names(blocks, definition) + _reserved(blocks, definition)
+    matches = 0
 
     def rule(value: Any, pointer: str, before: int | None, where: str) -> set[str]:
+        nonlocal matches
         checker = logic.Checker(layout.names, before, where)
         errors.extend(checker.check(value, pointer))
+        matches += checker.matches
+        if matches > logic.MAX_MATCHES and checker.matches:
+            errors.append(
+                (pointer, f"a form's rules use `match` at most {logic.MAX_MATCHES} times")
+            )
         return checker.read
 
     for i, block in enumerate(blocks):
@@ -280,11 +290,36 @@ def check(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
                 errors += _recall_in(text, f"/endings/{index}/{field}", None, layout)
         if ending.redirect is not None:
             bare = RECALL.sub("x", ending.redirect)
+            authority = re.match(r"https?://[^\s/?#]+", ending.redirect)
             if not re.match(r"https?://[^\s/?#]+", bare):
                 errors.append(
                     (f"/endings/{index}/redirect", "must be an http or https URL with a host")
                 )
+            elif authority is None or "{{" in authority.group():
+                errors.append(
+                    (
+                        f"/endings/{index}/redirect",
+                        "may recall answers in its path and query, not in its scheme or host",
+                    )
+                )
     return errors
+
+
+# Taken: `vars` holds the variables in rule data; `constructor` is on every
+# JavaScript object, so json-logic-js would find it where no answer is.
+RESERVED = frozenset(("vars", "constructor"))
+
+
+def _reserved(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
+    named = [
+        *((f"/blocks/{i}/key", getattr(b, "key", None)) for i, b in enumerate(blocks)),
+        *((f"/blocks/{i}/rows/{j}/value", row.value)
+          for i, b in enumerate(blocks) if isinstance(b, Matrix) for j, row in enumerate(b.rows)),
+        *((f"/hiddenFields/{i}/key", h.key) for i, h in enumerate(definition.hidden_fields)),
+        *((f"/variables/{i}/name", v.name) for i, v in enumerate(definition.variables)),
+        *((f"/endings/{i}/key", e.key) for i, e in enumerate(definition.endings)),
+    ]  # fmt: skip
+    return [(pointer, f"{key!r} is reserved") for pointer, key in named if key in RESERVED]
 
 
 def _unique_names(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
@@ -296,6 +331,12 @@ def _unique_names(blocks: list[Block], definition: Definition) -> list[tuple[str
         *((f"/blocks/{i}/key", b.key) for i, b in enumerate(blocks) if isinstance(b, PageBreak)),
         *((f"/hiddenFields/{i}/key", h.key) for i, h in enumerate(definition.hidden_fields)),
         *((f"/endings/{i}/key", e.key) for i, e in enumerate(definition.endings)),
+        # A choice's Other text is answered under <key>_other.
+        *(
+            (f"/blocks/{i}/allowOther", f"{q.key}_other")
+            for i, q in _questions(blocks)
+            if getattr(q, "allow_other", None)
+        ),
     ]
     for i, question in _questions(blocks):
         seen[question.key] = f"/blocks/{i}/key"

@@ -11,7 +11,7 @@ from datetime import date
 from typing import Any
 
 from formsapi.form import logic
-from formsapi.form.blocks import LISTED, QUESTION_TYPES
+from formsapi.form.blocks import LISTED, QUESTION_TYPES, OtherText
 from formsapi.form.definition import Layout, SetAction
 
 TEXT_VARIABLE_MAX = 10_000
@@ -131,8 +131,8 @@ def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | No
                     required = block.required or (
                         block.required_if is not None and state.holds(block.required_if)
                     )
-                    for key, _ in block.parts():
-                        if required:
+                    for key, part in block.parts():
+                        if required and not isinstance(part, OtherText):  # asked for with Other
                             run.required.add(key)
                         state.take(key)
         if upto is not None and page == upto:

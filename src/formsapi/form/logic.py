@@ -38,6 +38,11 @@ _RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
 _FLOAT_PREFIX = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 
 
+def _index(text: str) -> bool:
+    """A list index as JavaScript reads a property name: 0, 1, 12 (not 01, not ²)."""
+    return text.isascii() and text.isdigit() and len(text) < 10 and str(int(text)) == text
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -57,7 +62,7 @@ def to_number(value: Json) -> float | int:
         if not text:
             return 0
         if _RADIX.fullmatch(text):
-            return int(text, 0)
+            return _as_double(int(text, 0))
         if _DECIMAL.fullmatch(text):
             number = float(text.replace("Infinity", "inf"))
             return int(number) if number.is_integer() and abs(number) < 2**53 else number
@@ -212,9 +217,22 @@ def _js_divide(a: Json, b: Json) -> float | int:
     return int(result) if result.is_integer() and abs(result) < 2**53 else result
 
 
+def _as_double(value: int) -> float | int:
+    """An int as JavaScript holds it: exact below 2^53, else the nearest double."""
+    if abs(value) < 2**53:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _number(value: float | int) -> float | int:
-    """Whole floats as ints, so 2.0 reads back as 2 in JSON (as in JavaScript)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+    """Whole floats as ints, so 2.0 reads back as 2 in JSON (as in JavaScript);
+    ints past 2^53 as doubles, as JavaScript has no others."""
+    if isinstance(value, int):
+        return _as_double(value)
+    if value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
@@ -263,8 +281,9 @@ def _in(needle: Json = None, haystack: Json = None, *more: Json) -> bool:
 
 
 def _cat(*args: Json) -> str:
-    """json-logic-js joins its arguments: null is empty there."""
-    return "".join("" if arg is None else to_string(arg) for arg in args)
+    """json-logic-js joins its arguments (null is empty there); cut at
+    TEXT_READ_MAX characters, as our operator on the hosted page cuts it."""
+    return "".join("" if arg is None else to_string(arg) for arg in args)[:TEXT_READ_MAX]
 
 
 def _length(value: Json = None, *more: Json) -> int:
@@ -324,7 +343,7 @@ class Context:
                 if part not in value:
                     return default
                 value = value[part]
-            elif isinstance(value, list | str) and part.isdigit() and str(int(part)) == part:
+            elif isinstance(value, list | str) and _index(part):
                 index = int(part)
                 if index >= len(value):
                     return default
@@ -350,7 +369,7 @@ class Context:
         compiled = self.patterns.get(pattern)
         if compiled is None:
             compiled = self.patterns[pattern] = compile_pattern(pattern)
-        return compiled.search(to_string(text)) is not None
+        return compiled.search(to_string(text)[:TEXT_READ_MAX]) is not None
 
 
 def compile_pattern(pattern: str) -> Any:
@@ -452,6 +471,9 @@ def apply(rule: Json, context: Context) -> Json:
 MAX_DEPTH = 20
 MAX_NODES = 1000
 MAX_PATTERN = 500
+MAX_REPEAT = 100  # the largest {n} a pattern may count
+MAX_MATCHES = 20  # `match` operators in one form's rules
+TEXT_READ_MAX = 10_000  # characters `match` reads, and `cat` makes
 
 # Argument counts: (fewest, most or None).
 ARITY: dict[str, tuple[int, int | None]] = {
@@ -508,6 +530,7 @@ class Checker:
         self.errors: list[tuple[str, str]] = []
         self.nodes = 0
         self.too_deep = False
+        self.matches = 0  # `match` operators: a form's are counted (MAX_MATCHES)
         self.read: set[str] = set()
 
     def check(self, rule: Json, pointer: str) -> list[tuple[str, str]]:
@@ -539,6 +562,8 @@ class Checker:
         if isinstance(node, bool):
             return "boolean"
         if _is_number(node):
+            if not math.isfinite(node) or abs(node) > 2**53:
+                self._fail(pointer, "must be a number of at most 2^53 (as JavaScript keeps exact)")
             return "number"
         if isinstance(node, str):
             return "text"
@@ -578,11 +603,13 @@ class Checker:
                 if operator == "missing_some"
                 else (args[0] if isinstance(args[0], list) else args)
             )
-            for index, key in enumerate(keys if isinstance(keys, list) else [keys]):
+            names: list[Json] = keys if isinstance(keys, list) else [keys]
+            for index, key in enumerate(names):
                 self._name(key, f"{at(1 if operator == 'missing_some' else 0)}/{index}")
-            self.nodes += len(args)
+            self.nodes += len(names)
             return "list"
         if operator == "match":
+            self.matches += 1
             self._node(args[0], at(0), depth + 1)
             self._pattern(args[1], at(1))
             return "boolean"
@@ -606,7 +633,7 @@ class Checker:
         name = self.names.get(path)
         head, _, rest = path.partition(".")
         # An item of a list answer (ranking.0: the first ranked), or its length.
-        item = rest == "length" or (rest.isdigit() and str(int(rest)) == rest)
+        item = rest == "length" or _index(rest)
         if name is None and item and head in self.names and self.names[head].kind == "list":
             listed = self.names[head]
             kind = "number" if rest == "length" else "text"
@@ -626,12 +653,14 @@ class Checker:
             self._fail(pointer, problem)
 
     def _names_of(self, args: list[Json]) -> list[Name | None]:
-        return [
-            self.names.get(arg["var"] if isinstance(arg["var"], str) else arg["var"][0])
-            if isinstance(arg, dict) and "var" in arg and len(arg) == 1 and arg["var"]
-            else None
-            for arg in args
-        ]
+        """The names the arguments read, where an argument is a plain var."""
+        found: list[Name | None] = []
+        for arg in args:
+            path = arg.get("var") if isinstance(arg, dict) and len(arg) == 1 else None
+            if isinstance(path, list) and path:
+                path = path[0]
+            found.append(self.names.get(path) if isinstance(path, str) else None)
+        return found
 
     def _comparable(self, args: list[Json], kinds: list[str], pointer: str) -> None:
         numbers = [i for i, kind in enumerate(kinds) if kind == "number"]
@@ -695,6 +724,10 @@ def pattern_problem(pattern: Json) -> str | None:
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", "replace")
         return f"is not a regular expression RE2 accepts: {reason}"
+    bounds = re.findall(r"\{([0-9]+)(?:,([0-9]*))?\}", pattern)
+    counts = [int(n) for pair in bounds for n in pair if n]
+    if any(count > MAX_REPEAT for count in counts):
+        return f"counts a repetition past {MAX_REPEAT} ({{n}}); longer runs cost too much to match"
     if _nested_repetition(pattern):
         return (
             "repeats a group that itself repeats, such as (a+)+, which takes exponential "

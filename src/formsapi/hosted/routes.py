@@ -174,7 +174,7 @@ def _page_of(posted: FormData, version: Compiled) -> int | None:
     """The page a post comes from; None for a post of the whole form at once
     (a page before pages, or a client posting every answer)."""
     raw = posted.get("_page")
-    if not isinstance(raw, str) or not raw.isdigit():
+    if not isinstance(raw, str) or not (raw.isascii() and raw.isdigit() and len(raw) <= 4):
         return None
     return min(int(raw), len(version.layout.starts) - 1)
 

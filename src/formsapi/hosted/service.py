@@ -73,6 +73,10 @@ def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
                 if isinstance(raw, str) and raw:
                     answers[key] = raw
             continue
+        if getattr(question, "allow_other", None):
+            other = posted.get(f"{question.key}_other")
+            if isinstance(other, str) and other.strip():
+                answers[f"{question.key}_other"] = other.strip()
         if isinstance(question, LISTED):
             # Checkboxes, or one select per rank, in order.
             chosen = [v for v in posted.getlist(question.key) if isinstance(v, str) and v]

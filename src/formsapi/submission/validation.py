@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 from formsapi.form import flow
-from formsapi.form.blocks import Answer, Block, parts
+from formsapi.form.blocks import OTHER, Answer, Block, OtherText, Part, parts
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import HIDDEN_VALUE_MAX
 
@@ -75,7 +75,29 @@ def validate_answers(
             errors.append(FieldError(_pointer(key), problem))
         else:
             stored[key] = normalized
+    errors += _other_errors(asked, stored, answers)
     return stored, errors
+
+
+def _other_errors(
+    asked: dict[str, Part], stored: dict[str, Answer], answers: dict[str, Any]
+) -> list[FieldError]:
+    """Other's text comes with Other chosen, and only then."""
+    errors = []
+    for key, part in asked.items():
+        if not isinstance(part, OtherText):
+            continue
+        choice = part.choice
+        chosen = str(stored.get(choice.key, "")).split(",")
+        if OTHER in chosen and key not in answers:
+            errors.append(FieldError(_pointer(key), "is required when Other is chosen"))
+        elif (
+            key in stored
+            and OTHER not in chosen
+            and (choice.key in stored or choice.key not in answers)
+        ):
+            errors.append(FieldError(_pointer(key), "is only for Other, which is not chosen"))
+    return errors
 
 
 @dataclass(frozen=True, slots=True)

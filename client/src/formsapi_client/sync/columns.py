@@ -34,6 +34,8 @@ def questions(form: FormDetail) -> list[Question]:
             found += [Question(f"{key}.{row.value}", "text") for row in block.rows]  # type: ignore[union-attr]
         else:
             found.append(Question(key, column_type(block)))
+            if getattr(block, "allow_other", None):  # the Other text
+                found.append(Question(f"{key}_other", "text"))
     found += [Question(hidden.key, "text") for hidden in form.hidden_fields]
     found += [
         Question(f"vars.{variable.name}", "number" if variable.type == "number" else "text")

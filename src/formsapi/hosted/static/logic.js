@@ -508,6 +508,12 @@ http://ricostacruz.com/cheatsheets/umdjs.html
   }
 
   var DAY = 86400000;
+  var TEXT_READ_MAX = 10000; // characters match reads and cat makes (logic.py's TEXT_READ_MAX)
+
+  function cut(text) {
+    var chars = Array.from(text);
+    return chars.length > TEXT_READ_MAX ? chars.slice(0, TEXT_READ_MAX).join("") : text;
+  }
   var operations = {
     length: function (value) {
       if (value === null || value === undefined) return 0;
@@ -517,10 +523,13 @@ http://ricostacruz.com/cheatsheets/umdjs.html
     match: function (text, pattern) {
       if (text === null || text === undefined || typeof pattern !== "string") return false;
       try {
-        return new RegExp(pattern, "u").test(String(text));
+        return new RegExp(pattern, "u").test(cut(String(text)));
       } catch (error) {
         return false;
       }
+    },
+    cat: function () {
+      return cut(Array.prototype.join.call(arguments, ""));
     },
     today: function () {
       return fixedToday || new Date().toISOString().slice(0, 10);
