@@ -566,6 +566,13 @@ TYPES_FORM = {
                      {"value": "support", "label": "Support"}]},
         {"type": "time", "key": "at", "title": "Best time to call"},
         {"type": "date_time", "key": "when", "title": "Appointment"},
+        {"type": "matrix", "key": "service", "title": "Our service",
+         "rows": [{"value": "speed", "label": "It was fast"},
+                  {"value": "price", "label": "The price was fair"}],
+         "columns": [{"value": "no", "label": "Disagree"}, {"value": "meh", "label": "Neutral"},
+                     {"value": "yes", "label": "Agree"}]},
+        {"type": "single_choice", "key": "source", "title": "Where did you hear of us?",
+         "options": [{"value": "friend", "label": "A friend"}], "allowOther": True},
     ],
 }  # fmt: skip
 
@@ -587,6 +594,10 @@ def test_every_kind_of_question_is_asked_and_answered_on_the_page(
         page.get_by_label(f"Rank what matters: place {place}").select_option(value)
     page.get_by_label("Best time to call").fill("09:30")
     page.get_by_label("Appointment").fill("2026-12-01T14:00")
+    page.get_by_label("It was fast: Agree").check()
+    page.get_by_label("The price was fair: Neutral").check()
+    page.get_by_label("Other", exact=True).check()
+    page.get_by_label("Other, please specify").fill("A podcast")
     shoot(page, "29-question-types")
     page.set_viewport_size(PHONE)
     shoot(page, "29-question-types-phone")
@@ -602,4 +613,8 @@ def test_every_kind_of_question_is_asked_and_answered_on_the_page(
         "priorities": "support,price,speed",
         "at": "09:30",
         "when": "2026-12-01T14:00",
+        "service.speed": "yes",
+        "service.price": "meh",
+        "source": "other",
+        "source_other": "A podcast",
     }

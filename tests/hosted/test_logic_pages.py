@@ -172,3 +172,28 @@ async def test_a_post_of_every_answer_at_once_still_submits(
 
     assert done.status_code == 200  # the "sorry" ending, recalling the name
     assert "Sorry, Ada" in done.text
+
+
+async def test_a_shuffled_page_walks_its_answers_in_option_order_as_validation_does(
+    api: Api, session: AsyncSession
+) -> None:
+    form = {
+        "title": "Order",
+        "blocks": [
+            {"type": "multiple_choice", "key": "colors", "title": "Colors", "shuffle": "all",
+             "options": [{"value": v, "label": v} for v in ("red", "green", "blue")]},
+            {"type": "short_text", "key": "first_red", "title": "Why red first?", "required": True,
+             "visibleIf": {"==": [{"var": "colors.0"}, "red"]}},
+        ],
+    }  # fmt: skip
+    form_id, secret = await _published(api, session, form)
+
+    # Checked on a page shuffled to blue, red: red comes first in option order.
+    done = await api.post(
+        f"/f/{form_id}",
+        data={"_page": "0", "_go": "next", "colors": ["blue", "red"], "first_red": "Bright"},
+    )
+
+    assert done.status_code == 303, done.text
+    [stored] = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"]
+    assert stored["answers"] == {"colors": "red,blue", "first_red": "Bright"}

@@ -20,6 +20,7 @@ from formsapi.form.blocks import (
     Block,
     BlockList,
     Matrix,
+    MultipleChoice,
     PageBreak,
     Question,
     SingleChoice,
@@ -78,8 +79,13 @@ def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
             if isinstance(other, str) and other.strip():
                 answers[f"{question.key}_other"] = other.strip()
         if isinstance(question, LISTED):
-            # Checkboxes, or one select per rank, in order.
+            # One select per rank, in order; or checkboxes, put in option order
+            # (as validation stores them) whatever order a shuffled page sent,
+            # so the page's path is the one validation walks.
             chosen = [v for v in posted.getlist(question.key) if isinstance(v, str) and v]
+            if isinstance(question, MultipleChoice):
+                known = question.values()
+                chosen = [v for v in known if v in chosen] + [v for v in chosen if v not in known]
             if chosen:
                 answers[question.key] = ",".join(chosen)
             continue
