@@ -59,3 +59,37 @@ def test_loads_then_merges_edits_applies_deletes_and_adds_new_rows(
 
     _load(live, form.id, tmp_path)  # nothing new: the same rows
     assert _loaded(tmp_path) == loaded
+
+
+def test_hidden_fields_variables_matrix_rows_and_the_ending_are_loaded(
+    live: Live, client: Client, tmp_path: Path
+) -> None:
+    blocks: list[dict[str, Any]] = [
+        {"type": "short_text", "key": "name", "title": "Name"},
+        {"type": "matrix", "key": "service", "title": "Service",
+         "rows": [{"value": "speed", "label": "Fast"}],
+         "columns": [{"value": "no", "label": "No"}, {"value": "yes", "label": "Yes"}]},
+    ]  # fmt: skip
+    logic = {
+        "hiddenFields": [{"key": "campaign"}],
+        "variables": [{"name": "score", "value": {"length": [{"var": "name"}]}}],
+        "endings": [{"key": "thanks", "text": "Thanks"}],
+    }
+    form = client.forms.create("dlt logic", blocks, logic=logic)
+    client.forms.update(form.id, status="published")
+    answers = {"name": "Ada", "service.speed": "yes", "campaign": "spring"}
+    created = client.submissions.create(form.id, answers)
+
+    _load(live, form.id, tmp_path)
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'loaded.db'}")
+    with engine.connect() as connection:
+        row = dict(connection.execute(sa.text("SELECT * FROM submissions")).mappings().one())
+    engine.dispose()
+    loaded = {name: value for name, value in row.items() if value in (
+        "Ada", "yes", "spring", 3, "thanks")}  # fmt: skip
+    assert row["id"] == created.id
+    assert sorted(loaded) == sorted(
+        ["answers__name", "answers__service_speed", "answers__campaign", "answers__vars_score",
+         "ending"]
+    ), row  # fmt: skip

@@ -145,9 +145,14 @@ class AsyncForms(_Resource):
         blocks: calls.Blocks | None = None,
         slug: str | None = None,
         idempotency_key: str | None = None,
+        *,
+        logic: calls.Logic | None = None,
     ) -> FormDetail:
-        """A new draft form. `blocks` are block models or their JSON as dicts."""
-        return await self._client._run(calls.forms_create(title, blocks, slug, idempotency_key))
+        """A new draft form. `blocks` are block models or their JSON as dicts;
+        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`."""
+        return await self._client._run(
+            calls.forms_create(title, blocks, slug, idempotency_key, logic)
+        )
 
     async def update(
         self,
@@ -157,9 +162,13 @@ class AsyncForms(_Resource):
         slug: str | None = None,
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
+        logic: calls.Logic | None = None,
     ) -> FormDetail:
-        """Change what is given (None: unchanged). New blocks make a new version."""
-        return await self._client._run(calls.forms_update(form_id, title, slug, blocks, status))
+        """Change what is given (None: unchanged). New blocks or logic (any of
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
+        return await self._client._run(
+            calls.forms_update(form_id, title, slug, blocks, status, logic)
+        )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
         """Delete a form; one with submissions needs `delete_submissions=True`."""

@@ -38,6 +38,14 @@ from formsapi_client.models import (
 )
 
 Blocks = Sequence[Block | Mapping[str, Any]]
+# A form's logic beside its blocks, in the API's shape: hiddenFields,
+# variables, logic and endings, each a list of models or their JSON.
+Logic = Mapping[str, Sequence[Any]]
+
+
+def _logic(logic: Logic | None) -> dict[str, Any]:
+    return dict(logic or {})
+
 
 _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
@@ -85,9 +93,13 @@ def forms_get(form_id: str, version: int | None) -> Call[FormDetail]:
 
 
 def forms_create(
-    title: str, blocks: Blocks | None, slug: str | None, idempotency_key: str | None
+    title: str,
+    blocks: Blocks | None,
+    slug: str | None,
+    idempotency_key: str | None,
+    logic: Logic | None = None,
 ) -> Call[FormDetail]:
-    body = FormCreate(**_given(title=title, slug=slug, blocks=_blocks(blocks)))
+    body = FormCreate(**_given(title=title, slug=slug, blocks=_blocks(blocks)), **_logic(logic))
     return call("forms.create", _form, body=body, idempotency_key=idempotency_key)
 
 
@@ -97,8 +109,11 @@ def forms_update(
     slug: str | None,
     blocks: Blocks | None,
     status: FormStatus | None,
+    logic: Logic | None = None,
 ) -> Call[FormDetail]:
-    body = FormUpdate(**_given(title=title, slug=slug, blocks=_blocks(blocks), status=status))
+    body = FormUpdate(
+        **_given(title=title, slug=slug, blocks=_blocks(blocks), status=status), **_logic(logic)
+    )
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
 
 

@@ -101,5 +101,6 @@ def _row(form_id: str, item: dict[str, Any]) -> dict[str, Any]:
         "version": item["version"],
         "change_seq": item["changeSeq"],
         "answers": item["answers"],
+        "ending": item.get("ending"),  # the ending reached (a server before endings: none)
         "deleted": False,
     }
