@@ -70,7 +70,7 @@ def test_hidden_fields_variables_matrix_rows_and_the_ending_are_loaded(
          "rows": [{"value": "speed", "label": "Fast"}],
          "columns": [{"value": "no", "label": "No"}, {"value": "yes", "label": "Yes"}]},
     ]  # fmt: skip
-    logic = {
+    logic: dict[str, list[Any]] = {
         "hiddenFields": [{"key": "campaign"}],
         "variables": [{"name": "score", "value": {"length": [{"var": "name"}]}}],
         "endings": [{"key": "thanks", "text": "Thanks"}],
