@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -618,3 +619,49 @@ def test_every_kind_of_question_is_asked_and_answered_on_the_page(
         "source": "other",
         "source_other": "A podcast",
     }
+
+
+AXE = Path(__file__).resolve().parents[2] / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page: Page) -> list[dict[str, object]]:
+    """axe-core's serious and critical findings on the page as it is now
+    (injected past the page's CSP: the page itself runs no script)."""
+    page.add_script_tag(path=str(AXE))
+    result: dict[str, Any] = page.evaluate(
+        """async () => {
+            const run = await axe.run(document);
+            return {
+                passed: run.passes.length,
+                found: run.violations
+                    .filter(v => v.impact === "serious" || v.impact === "critical")
+                    .map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target)})),
+            };
+        }"""
+    )
+    assert result["passed"] > 10, result  # axe ran its rules on this page
+    found: list[dict[str, object]] = result["found"]
+    return found
+
+
+def test_the_hosted_pages_of_every_kind_pass_axe(browser: Browser, site: Site) -> None:
+    if not AXE.exists():
+        service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    secret = generate_key(page, site, "axe", "forms:write")
+    urls = []
+    for form in (TYPES_FORM, LOGIC_FORM):
+        created = api(site, "POST", "/v1/forms", secret, json=form).json()["id"]
+        api(site, "PATCH", f"/v1/forms/{created}", secret, json={"status": "published"})
+        urls.append(f"{site.url}/f/{created}")
+    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+
+    found = {}
+    for url in urls:
+        checker.goto(url)
+        found[url] = axe_violations(checker)
+        checker.get_by_role("button", name=re.compile("Next|Send")).click()  # errors shown
+        found[f"{url} with errors"] = axe_violations(checker)
+
+    assert found == {name: [] for name in found}
