@@ -322,9 +322,10 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     return _page(request, "Thank you", f"Your answers to “{form.title}” were received.", 200)
 
 
-# The policy of every page under /f/: nothing runs, everything comes from here.
+# The policy of every page under /f/: only our own scripts run (the page works
+# without them), everything comes from here.
 _CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "form-action 'self'; base-uri 'none'; frame-ancestors "
 )
 

@@ -1,6 +1,7 @@
 """The respondent's side: a form's public page turns posted fields into
 answers and takes them through the same validation as the API."""
 
+import json
 import random
 import re
 import secrets
@@ -129,10 +130,13 @@ class Step:
     page: int  # its index among the form's pages
     number: int  # its place on the path so far, from 1
     total: int  # pages on the path the answers so far lead along
-    blocks: list[Block]  # the blocks shown, their text recalled
+    blocks: list[Block]  # the page's blocks, their text recalled
+    positions: list[int]  # each one's place in the form
+    hidden: frozenset[int]  # those the logic hides for the answers so far
     carried: list[tuple[str, str]]  # earlier answers and hidden fields, as hidden inputs
     required: frozenset[str]  # keys of the questions required here, requiredIf included
     seed: str  # orders shuffled options for this respondent
+    live: str  # JSON for the page's script: the rules it can apply as answers change
     first: bool
     last: bool
 
@@ -147,11 +151,12 @@ def step(form: Compiled, answers: dict[str, Any], page: int, today: date, seed: 
     path = run.pages if page in run.pages else [*run.pages[:1], page]
     here = path.index(page)
     values = recall_values(form, answers, run.variables)
-    shown = [
-        _shuffled(_recalled(layout.blocks[position], values), seed)
+    positions = [
+        position
         for position in range(layout.starts[page], layout.page_end(page))
-        if position in run.shown and not isinstance(layout.blocks[position], PageBreak)
+        if not isinstance(layout.blocks[position], PageBreak)
     ]
+    shown = [_shuffled(_recalled(layout.blocks[p], values), seed) for p in positions]
     on_page = page_keys(form, page)
     carried = [
         (key, item)
@@ -164,12 +169,59 @@ def step(form: Compiled, answers: dict[str, Any], page: int, today: date, seed: 
         number=here + 1,
         total=len(path),
         blocks=shown,
+        positions=positions,
+        hidden=frozenset(p for p in positions if p not in run.shown),
         carried=[(key, str(value)) for key, value in carried],
         required=frozenset(run.required),
         seed=seed,
+        live=_live(form, answers, page, run),
         first=here == 0,
         last=here == len(path) - 1 and run.finished,
     )
+
+
+def _live(form: Compiled, answers: dict[str, Any], page: int, run: flow.Run) -> str:
+    """What the page's script needs to show and hide this page's blocks as
+    the respondent answers, as the server will decide on the post: the
+    page's blocks in order, each with its answer keys and its condition (one
+    that reads a variable is left to the server), and the answers before
+    this page as rules read them. Escaped for a <script> element."""
+    layout = form.layout
+    hidden = {field.key for field in layout.definition.hidden_fields}
+    earlier = [
+        key
+        for key, position in layout.positions.items()
+        if position in run.shown and layout.page_of(position) != page
+    ]
+    carried = flow.rule_data(layout, answers, hidden | set(earlier))
+    for key in [k for k in carried if "." in k]:  # a matrix's rows, nested as rules read them
+        head, _, row = key.partition(".")
+        carried.setdefault(head, {})[row] = carried.pop(key)
+    blocks = []
+    for position in range(layout.starts[page], layout.page_end(page)):
+        block = layout.blocks[position]
+        if isinstance(block, PageBreak):
+            continue
+        condition = getattr(block, "visible_if", None)
+        if condition is not None and logic.reads_variables(condition):
+            condition = None
+        keys = (
+            [[key, _kind(part)] for key, part in block.parts()]
+            if isinstance(block, QUESTION_TYPES)
+            else []
+        )
+        blocks.append({"position": position, "keys": keys, "visibleIf": condition})
+    document = json.dumps({"blocks": blocks, "carried": carried}, separators=(",", ":"))
+    return document.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _kind(part: Any) -> str:
+    """How the script reads an answer: a number, a list, or text."""
+    if isinstance(part, NUMERIC):
+        return "number"
+    if isinstance(part, LISTED):
+        return "list"
+    return "text"
 
 
 def _is_multiple(layout: Layout, key: str) -> bool:
