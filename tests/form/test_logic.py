@@ -144,6 +144,10 @@ NAMES = {
         ({"a": 1, "b": 2}, "exactly one operator"),
         ({"match": [{"var": "plan"}, "(?i)b"]}, "(?...)"),
         ({"match": [{"var": "plan"}, "("]}, "RE2"),
+        ({"match": [{"var": "plan"}, "\\Abusiness"]}, "browsers do not"),
+        ({"match": [{"var": "plan"}, "[[:alpha:]]"]}, "browsers do not"),
+        ({"match": [{"var": "plan"}, "\\pL"]}, "browsers do not"),
+        ({"match": [{"var": "plan"}, "\\\\A"]}, None),  # an escaped backslash, then A
         ({"match": [{"var": "plan"}, {"var": "plan"}]}, "written as text"),
         ({"==": [{"var": "colors"}, {"var": "age"}]}, None),
     ],

@@ -703,6 +703,10 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+# Escapes and classes RE2 knows that a browser's RegExp (Unicode mode) reads
+# otherwise or refuses; an escaped backslash before them is no escape.
+_RE2_ONLY = re.compile(r"(?<!\\)(?:\\\\)*\\[AzQECpP]|\[\[:")
+
 # A repeated group that itself repeats: (a+)+, (a|aa)*, (\w+\s?)* ...
 # A browser's backtracking engine takes exponential time on these; RE2 does
 # not, but the hosted page's script runs the same pattern.
@@ -717,6 +721,11 @@ def pattern_problem(pattern: Json) -> str | None:
         return f"must be at most {MAX_PATTERN} characters"
     if "(?" in pattern.replace("(?:", ""):
         return "uses (?...) groups; only (?:...) is accepted, as both RE2 and browsers read it"
+    if _RE2_ONLY.search(pattern):
+        return (
+            "uses syntax RE2 reads and browsers do not (\\A, \\z, \\Q, \\C, \\p, \\P, "
+            "[[:class:]]): the hosted page's script must match as the server does"
+        )
     try:
         compile_pattern(pattern)
     except re2.error as error:
