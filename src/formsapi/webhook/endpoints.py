@@ -6,7 +6,13 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
-from formsapi.dependencies import GuardedRoute, PrincipalDep, SessionDep, requires
+from formsapi.dependencies import (
+    GuardedRoute,
+    PrincipalDep,
+    ReadSessionDep,
+    SessionDep,
+    requires,
+)
 from formsapi.errors import problem_responses
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page, PageParams, page_params
@@ -91,7 +97,7 @@ async def create_endpoint(
 
 
 @router.get("", response_model=Page[WebhookEndpointOut], responses=ERRORS, openapi_extra=MANAGE)
-async def list_endpoints(principal: PrincipalDep, session: SessionDep) -> Response:
+async def list_endpoints(principal: PrincipalDep, session: ReadSessionDep) -> Response:
     """Every webhook endpoint of your organization, oldest first (50 at most)."""
     endpoints = await service.list_all(session, principal.organization_id)
     return _json(
@@ -106,7 +112,7 @@ async def list_endpoints(principal: PrincipalDep, session: SessionDep) -> Respon
     "/{endpointId}", response_model=WebhookEndpointOut, responses=ERRORS, openapi_extra=MANAGE
 )
 async def get_endpoint(
-    principal: PrincipalDep, session: SessionDep, endpoint_id: EndpointId
+    principal: PrincipalDep, session: ReadSessionDep, endpoint_id: EndpointId
 ) -> Response:
     """One endpoint, with why it was disabled if it was."""
     return _json(
@@ -223,7 +229,7 @@ def _attempt(found: WebhookAttempt) -> dict[str, Any]:
 )
 async def list_deliveries(
     principal: PrincipalDep,
-    session: SessionDep,
+    session: ReadSessionDep,
     endpoint_id: EndpointId,
     page: Annotated[PageParams, Depends(page_params)],
     status: Annotated[
@@ -249,7 +255,10 @@ async def list_deliveries(
     openapi_extra=MANAGE,
 )
 async def get_delivery(
-    principal: PrincipalDep, session: SessionDep, endpoint_id: EndpointId, delivery_id: DeliveryId
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    endpoint_id: EndpointId,
+    delivery_id: DeliveryId,
 ) -> Response:
     """One delivery with every attempt: status, duration, the receiver's
     answer (its first 2 KB)."""
