@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,16 @@ def api(site: Site, method: str, path: str, secret: str, **kwargs: object) -> ht
         timeout=10,
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+def publish(site: Site, secret: str, form: Mapping[str, Any]) -> str:
+    """A form created and published over the API, as a builder would: its id."""
+    created = api(site, "POST", "/v1/forms", secret, json=form)
+    assert created.status_code == 201, created.text
+    form_id: str = created.json()["id"]
+    published = api(site, "PATCH", f"/v1/forms/{form_id}", secret, json={"status": "published"})
+    assert published.status_code == 200, published.text
+    return form_id
 
 
 # A receiver's error page with terminal colours, a bell, NEL (a C1 control) and
@@ -541,11 +551,7 @@ def test_a_form_with_logic_goes_page_by_page_with_recall_and_its_ending(
     page = browser.new_context(viewport=LAPTOP).new_page()
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "logic", "forms:write", "submissions:read")
-    created = api(site, "POST", "/v1/forms", secret, json=LOGIC_FORM)
-    assert created.status_code == 201, created.text
-    form_id = created.json()["id"]
-    published = api(site, "PATCH", f"/v1/forms/{form_id}", secret, json={"status": "published"})
-    assert published.status_code == 200, published.text
+    form_id = publish(site, secret, LOGIC_FORM)
     url = f"{site.url}/f/{form_id}"
 
     _walk_logic_form(page, url, "")
@@ -589,8 +595,7 @@ def test_every_kind_of_question_is_asked_and_answered_on_the_page(
     page = browser.new_context(viewport=LAPTOP).new_page()
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "types", "forms:write", "submissions:read")
-    form_id = api(site, "POST", "/v1/forms", secret, json=TYPES_FORM).json()["id"]
-    api(site, "PATCH", f"/v1/forms/{form_id}", secret, json={"status": "published"})
+    form_id = publish(site, secret, TYPES_FORM)
 
     page.goto(f"{site.url}/f/{form_id}")
     page.get_by_label("Yes").check()
@@ -657,11 +662,7 @@ def test_the_hosted_pages_of_every_kind_pass_axe(browser: Browser, site: Site) -
     page = browser.new_context(viewport=LAPTOP).new_page()
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "axe", "forms:write")
-    urls = []
-    for form in (TYPES_FORM, LOGIC_FORM):
-        created = api(site, "POST", "/v1/forms", secret, json=form).json()["id"]
-        api(site, "PATCH", f"/v1/forms/{created}", secret, json={"status": "published"})
-        urls.append(f"{site.url}/f/{created}")
+    urls = [f"{site.url}/f/{publish(site, secret, form)}" for form in (TYPES_FORM, LOGIC_FORM)]
     checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
 
     found = {}

@@ -24,7 +24,6 @@ class Run:
     required: set[str] = field(default_factory=set)  # keys of questions required
     variables: dict[str, Any] = field(default_factory=dict)
     ending: str | None = None  # its key; None when the form has no endings
-    finished: bool = False  # False: stopped at a page whose answers are not all in
 
     def shown_keys(self, layout: Layout) -> set[str]:
         return {key for key, position in layout.positions.items() if position in self.shown}
@@ -106,14 +105,12 @@ class _Walk:
         return logic.truthy(logic.apply(rule, self.context))
 
 
-def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | None = None) -> Run:
+def walk(layout: Layout, answers: dict[str, Any], today: date) -> Run:
     """Walks the form from its first page with these answers.
 
     Each page's blocks are shown by their `visibleIf`, read with the answers
     of the pages taken so far; leaving a page takes the first jump of the
-    rules that holds, else the next page whose `visibleIf` holds. With
-    `upto` (a page), the walk stops on reaching it: what the hosted page
-    shows there."""
+    rules that holds, else the next page whose `visibleIf` holds."""
     run = Run()
     state = _Walk(layout, answers, today)
     page = 0
@@ -135,9 +132,6 @@ def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | No
                         if required and not isinstance(part, OtherText):  # asked for with Other
                             run.required.add(key)
                         state.take(key)
-        if upto is not None and page == upto:
-            run.variables = dict(state.variables())
-            return run
         if layout.moves_read_variables:
             state.variables()
         target = _first(state, layout.jumps.get(page, ()))
@@ -154,7 +148,6 @@ def walk(layout: Layout, answers: dict[str, Any], today: date, *, upto: int | No
             break
         page = shown
     run.variables = dict(state.variables())
-    run.finished = True
     return run
 
 

@@ -35,7 +35,6 @@ NAN = float("nan")
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # noqa: E501
 _DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _RADIX = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+")
-_FLOAT_PREFIX = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 
 
 def _index(text: str) -> bool:
@@ -75,7 +74,7 @@ def parse_float(value: Json) -> float | int:
     if _is_number(value):
         return value  # type: ignore[no-any-return]  # its own text reads back as itself
     text = to_string(value).lstrip(_JS_SPACE)
-    found = _FLOAT_PREFIX.match(text)
+    found = _DECIMAL.match(text)  # parseFloat takes the longest such start
     if not found:
         return NAN
     number = float(found.group().replace("Infinity", "inf"))

@@ -165,7 +165,8 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
         return form
     version = service.compiled_of(form)
     carried = service.carried_from(version, request.query_params, prefill=True)
-    step = service.step(version, carried, 0, utcnow().date(), service.new_seed())
+    run = flow.walk(version.layout, carried, utcnow().date())
+    step = service.step(version, carried, 0, run, service.new_seed())
     page = Page(form.id, form.title, version.blocks)
     return _render(request, page, _values(carried), {}, step=step)
 
@@ -204,10 +205,11 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
     current = _page_of(posted, version)
     seed = service.seed_of(posted)
     if current is not None:
-        moved = _move(request, page, version, answers, current, posted, today, seed)
+        run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
+        moved = _move(request, page, version, answers, current, posted, run, today, seed)
         if moved is not None:
             return moved
-        answers = service.on_path(version, answers, today)
+        answers = service.on_path(version, answers, run)
     try:
         submission = await submission_service.create(
             session, form.organization_id, form.id, answers
@@ -219,8 +221,9 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
         errors = _errors(invalid)
         if current is None:
             return _render(request, page, posted, errors, status=422)
-        first = _first_page_with(version, answers, errors, today)
-        step = service.step(version, answers, first, today, seed)
+        run = flow.walk(version.layout, answers, today)
+        first = _first_page_with(version, run, errors)
+        step = service.step(version, answers, first, run, seed)
         return _render(request, page, _values(answers), errors, status=422, step=step)
     except FormNotAccepting:
         await session.rollback()
@@ -228,7 +231,7 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
     except FormNotFound:  # deleted between the page lookup and now
         await session.rollback()
         return _unavailable(request)
-    return _ending(request, form, version, answers, submission.ending, today)
+    return _ending(request, form, version, submission.answers, submission.ending)
 
 
 def _errors(invalid: ValidationFailed) -> dict[str, str]:
@@ -244,15 +247,17 @@ def _move(
     answers: dict[str, Any],
     current: int,
     posted: FormData,
+    run: flow.Run,
     today: date,
     seed: str,
 ) -> Response | None:
-    """Back or on from a page; None when the page was the last: submit."""
+    """Back or on from a page (`run`: the answers' walk); None when the page
+    was the last: submit."""
     if posted.get("_go") == "back":
-        back = service.neighbour(version, answers, current, today, -1)
-        step = service.step(version, answers, back or 0, today, seed)
+        back = service.neighbour(run, current, -1)
+        step = service.step(version, answers, back or 0, run, seed)
         return _render(request, page, _values(answers), {}, step=step)
-    reached = service.on_path(version, answers, today)
+    reached = service.on_path(version, answers, run)
     checked = validate_submission(version, reached, today)
     on_page = service.page_keys(version, current)
     errors = {
@@ -261,20 +266,18 @@ def _move(
         if e.pointer.removeprefix("/answers/") in on_page
     }
     if errors:
-        step = service.step(version, answers, current, today, seed)
+        step = service.step(version, answers, current, run, seed)
         return _render(request, page, _values(answers), errors, status=422, step=step)
-    following = service.neighbour(version, answers, current, today, +1)
+    following = service.neighbour(run, current, +1)
     if following is None:
         return None
-    step = service.step(version, answers, following, today, seed)
+    step = service.step(version, answers, following, run, seed)
     return _render(request, page, _values(answers), {}, step=step)
 
 
-def _first_page_with(
-    version: Compiled, answers: dict[str, Any], errors: dict[str, str], today: date
-) -> int:
+def _first_page_with(version: Compiled, run: flow.Run, errors: dict[str, str]) -> int:
     """The first page on the path holding a key with an error (else the first)."""
-    for candidate in flow.walk(version.layout, answers, today).pages:
+    for candidate in run.pages:
         if service.page_keys(version, candidate) & set(errors):
             return candidate
     return 0
@@ -284,17 +287,16 @@ def _ending(
     request: Request,
     form: Form,
     version: Compiled,
-    answers: dict[str, Any],
+    stored: dict[str, Any],
     key: str | None,
-    today: date,
 ) -> Response:
     """Where a respondent lands: the ending the logic chose, with what they
-    answered recalled (escaped on the page, URL-encoded in a redirect)."""
+    answered recalled (escaped on the page, URL-encoded in a redirect), as
+    stored (variables under vars.*)."""
     ending = service.ending_of(version, key)
     if ending is None:
         return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
-    variables = flow.walk(version.layout, answers, today).variables
-    values = service.recall_values(version, answers, variables)
+    values = service.recall_values(version, stored, {})
     if ending.redirect is not None:
         return RedirectResponse(service.recall(ending.redirect, values, encode=True), 303)
     text = f"{ending.title or ''}{ending.text or ''}"

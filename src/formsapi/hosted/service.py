@@ -6,7 +6,6 @@ import random
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import date
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -141,13 +140,12 @@ class Step:
     last: bool
 
 
-def step(form: Compiled, answers: dict[str, Any], page: int, today: date, seed: str = "") -> Step:
-    """The page `page` as the answers so far show it: which blocks, their
-    recalled text, and the earlier answers to carry along. Options a block
-    shuffles come in an order of this respondent's (`seed`), the same on
-    every page they see."""
+def step(form: Compiled, answers: dict[str, Any], page: int, run: flow.Run, seed: str = "") -> Step:
+    """The page `page` as the answers so far show it (`run`, their walk):
+    which blocks, their recalled text, and the earlier answers to carry
+    along. Options a block shuffles come in an order of this respondent's
+    (`seed`), the same on every page they see."""
     layout = form.layout
-    run = flow.walk(layout, answers, today)
     path = run.pages if page in run.pages else [*run.pages[:1], page]
     here = path.index(page)
     values = recall_values(form, answers, run.variables)
@@ -176,7 +174,7 @@ def step(form: Compiled, answers: dict[str, Any], page: int, today: date, seed: 
         seed=seed,
         live=_live(form, answers, page, run),
         first=here == 0,
-        last=here == len(path) - 1 and run.finished,
+        last=here == len(path) - 1,
     )
 
 
@@ -229,12 +227,10 @@ def _is_multiple(layout: Layout, key: str) -> bool:
     return position is not None and isinstance(layout.blocks[position], LISTED)
 
 
-def neighbour(
-    form: Compiled, answers: dict[str, Any], page: int, today: date, by: int
-) -> int | None:
+def neighbour(run: flow.Run, page: int, by: int) -> int | None:
     """The page before (-1) or after (+1) this one on the path the answers
-    take; None after the last (the form is done)."""
-    pages = flow.walk(form.layout, answers, today).pages
+    took (`run`); None after the last (the form is done)."""
+    pages = run.pages
     if page not in pages:
         return 0  # a page the answers no longer lead to: start over from the first
     index = pages.index(page) + by
@@ -243,11 +239,11 @@ def neighbour(
     return pages[index] if index < len(pages) else None
 
 
-def on_path(form: Compiled, answers: dict[str, Any], today: date) -> dict[str, Any]:
-    """The answers the path they take reaches: a changed answer can leave
-    earlier answers on pages no longer taken, which are dropped, not refused."""
+def on_path(form: Compiled, answers: dict[str, Any], run: flow.Run) -> dict[str, Any]:
+    """The answers the path they take (`run`) reaches: a changed answer can
+    leave earlier answers on pages no longer taken, which are dropped, not
+    refused."""
     layout = form.layout
-    run = flow.walk(layout, answers, today)
     shown = run.shown_keys(layout)
     hidden = {field.key for field in layout.definition.hidden_fields}
     return {key: value for key, value in answers.items() if key in shown or key in hidden}

@@ -27,7 +27,7 @@ from formsapi.form.definition import Definition, answer_keys
 from formsapi.kit.time import utcnow
 from formsapi.submission import repository
 from formsapi.submission.repository import ChangeRow
-from formsapi.submission.schemas import detail_wire
+from formsapi.submission.schemas import change_wire
 
 CHUNK = 1000
 FIXED_COLUMNS = ["submission_id", "submitted_at", "form_version"]
@@ -109,23 +109,7 @@ async def ndjson_chunks(
     for_line = orjson.OPT_APPEND_NEWLINE
     async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
         count += len(rows)
-        yield b"".join(
-            orjson.dumps(
-                detail_wire(
-                    id_,
-                    form_id,
-                    form_version,
-                    submitted,
-                    updated,
-                    version,
-                    seq,
-                    orjson.Fragment(answers),
-                    ending,
-                ),
-                option=for_line,
-            )
-            for id_, form_version, submitted, updated, version, seq, answers, ending, _, _ in rows
-        )
+        yield b"".join(orjson.dumps(change_wire(form_id, row), option=for_line) for row in rows)
     async with sessionmaker() as session:
         if await repository.positions(session, organization_id, form_id) is None:
             return  # deleted while it streamed: what was sent is not the form

@@ -1,6 +1,8 @@
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
+import orjson
 from pydantic import Field
 
 from formsapi.kit.schemas import Schema
@@ -92,3 +94,16 @@ def detail_wire(
 def deleted_wire(id_: str, change_seq: int, deleted_at: str) -> dict[str, Any]:
     """A tombstone (SubmissionDeleted), built here alone."""
     return {"id": id_, "changeSeq": change_seq, "deleted": True, "deletedAt": deleted_at}
+
+
+def change_wire(form_id: str, row: Sequence[Any]) -> dict[str, Any]:
+    """A row of the change feed's query (repository.ChangeRow) as the feed
+    and the export show it: the submission, its answers embedded as stored,
+    or its tombstone."""
+    id_, form_version, submitted, updated, version, seq, answers, ending, deleted_at = row[:9]
+    if deleted_at is not None:
+        return deleted_wire(id_, seq, deleted_at)
+    fragment = orjson.Fragment(answers)
+    return detail_wire(
+        id_, form_id, form_version, submitted, updated, version, seq, fragment, ending
+    )

@@ -24,7 +24,7 @@ from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
-from formsapi.submission.schemas import deleted_wire, detail_wire, wire
+from formsapi.submission.schemas import change_wire, deleted_wire, detail_wire, wire
 from formsapi.submission.validation import validate_submission
 
 # From this offset on, the page is found through the hourly counts: skipping
@@ -117,24 +117,7 @@ async def changes_document(
             "came from elsewhere (a restored database?). Copy the form again from after=0.",
             changeSeq=latest,
         )
-    data = [
-        detail_wire(
-            id_,
-            form_id,
-            form_version,
-            submitted,
-            updated,
-            version,
-            seq,
-            orjson.Fragment(answers),
-            ending,
-        )
-        if deleted_at is None
-        else deleted_wire(id_, seq, deleted_at)
-        for id_, form_version, submitted, updated, version, seq, answers, ending, deleted_at, _ in (
-            page
-        )
-    ]
+    data = [change_wire(form_id, row) for row in page]
     return orjson.dumps({"data": data, "next": page[-1][5] if page else after, "hasMore": more})
 
 
