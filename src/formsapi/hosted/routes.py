@@ -320,7 +320,9 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     key = request.query_params.get("ending")
     ending = service.ending_of(service.compiled_of(form), key) if key else None
     if ending is not None and ending.redirect is None:
-        return _page(request, ending.title or "Thank you", ending.text or "", 200)
+        # A link carries no answers: recall shows its fallbacks, never {{...}}.
+        title = service.recall(ending.title or "Thank you", {})
+        return _page(request, title, service.recall(ending.text or "", {}), 200)
     return _page(request, "Thank you", f"Your answers to “{form.title}” were received.", 200)
 
 
