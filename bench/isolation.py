@@ -61,7 +61,7 @@ import asyncpg  # type: ignore[import-untyped]
 
 from bench.report import publish, section
 from bench.run import Server, free_port, service_env
-from bench.webhooks import read_request, submission_of
+from bench.webhooks import ANSWERS, BLOCKS, FORMSAPI, read_request, submission_of
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
@@ -77,19 +77,8 @@ from formsapi.webhook.service import MAX_ENDPOINTS
 
 DATABASE = "bench_isolation"
 KEY = "i" * 40
-FORMSAPI = str(Path(sys.executable).parent / "formsapi")
 ROOT = Path(__file__).resolve().parent.parent
 SCOPES = [str(scope) for scope in Scope]
-ANSWERS = {"name": "Ada", "colors": "red"}
-BLOCKS = [
-    {"type": "short_text", "key": "name", "title": "Name", "required": True},
-    {
-        "type": "multiple_choice",
-        "key": "colors",
-        "title": "Colors",
-        "options": [{"value": "red", "label": "Red"}, {"value": "blue", "label": "Blue"}],
-    },
-]
 # B's mix, one request every INTERVAL seconds in this order: each kind every 200 ms.
 KINDS = ("post submission", "list submissions", "get form", "hosted page post")
 INTERVAL = 0.05
