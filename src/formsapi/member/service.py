@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key import repository as api_key_repository
 from formsapi.api_key.epoch import mark_keys_changed
+from formsapi.api_key.scopes import ROLE_SCOPES, Scope
 from formsapi.errors import BadRequest, Conflict, Forbidden, NotFound
 from formsapi.kit.crypto import hash_secret, new_link_token
 from formsapi.kit.ids import new_id
@@ -92,14 +93,50 @@ class OpenInvitation:
     has_account: bool
 
 
-def can_manage(role: str) -> bool:
+# What each role may do in the settings area, asked by its pages (and their
+# templates) instead of comparing role names there. The API's own rules are
+# scopes (formsapi.api_key.scopes); these follow them where the two meet.
+
+
+def can_manage_members(role: str) -> bool:
+    """Owners and admins invite, change and remove members."""
+    return role in MANAGERS
+
+
+def can_handle_owners(role: str) -> bool:
+    """Only an owner makes, changes or removes an owner, or an owner's invitation."""
+    return role == Role.owner
+
+
+def can_change_member(actor_role: str, member_role: str) -> bool:
+    """Whether someone with `actor_role` may change the role of (or remove,
+    renew or withdraw the invitation of) someone with `member_role`."""
+    return can_manage_members(actor_role) and (
+        member_role != Role.owner or can_handle_owners(actor_role)
+    )
+
+
+def can_manage_keys(role: str) -> bool:
+    """Owners and admins revoke any key of the organization; others only their own."""
+    return role in MANAGERS
+
+
+def can_manage_webhooks(role: str) -> bool:
+    """The API's rule: the roles whose keys may hold webhooks:manage (owners
+    and admins). An endpoint sends the organization's data elsewhere."""
+    return Scope.webhooks_manage in ROLE_SCOPES.get(role, frozenset())
+
+
+def can_manage_organization(role: str) -> bool:
+    """Owners and admins change the organization's settings (the sites that
+    may frame its forms)."""
     return role in MANAGERS
 
 
 def _check_may_change(actor_role: str, target_role: str | None, new_role: str | None) -> None:
-    if actor_role not in MANAGERS:
+    if not can_manage_members(actor_role):
         raise Forbidden("Only owners and admins manage members.")
-    if actor_role != Role.owner and Role.owner in (target_role, new_role):
+    if not can_handle_owners(actor_role) and Role.owner in (target_role, new_role):
         raise Forbidden("Only an owner can make, change or remove an owner.")
 
 
@@ -330,4 +367,4 @@ async def remove(
 
 def may_grant(actor_role: str) -> list[Role]:
     """The roles this person may hand out: only an owner makes owners."""
-    return [role for role in Role if role != Role.owner or actor_role == Role.owner]
+    return [role for role in Role if role != Role.owner or can_handle_owners(actor_role)]

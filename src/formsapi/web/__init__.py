@@ -3,8 +3,7 @@
 import logging
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import Response
+from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from formsapi.kit.redact import redact_link_tokens
@@ -15,16 +14,9 @@ from formsapi.web import (
     keys,
     members,
     organization,
+    pages,
     problems,
     webhooks,
-)
-from formsapi.web.context import (
-    BadCSRF,
-    ShowInstead,
-    SignInRequired,
-    render,
-    see_other,
-    sign_in_path,
 )
 
 router = APIRouter(include_in_schema=False)
@@ -54,22 +46,4 @@ def install(app: FastAPI) -> None:
     if not any(isinstance(f, RedactLinkTokens) for f in access_log.filters):
         access_log.addFilter(RedactLinkTokens())
 
-    @app.exception_handler(SignInRequired)
-    async def _sign_in(_: Request, error: SignInRequired) -> Response:
-        return see_other(sign_in_path(error.next_path))
-
-    @app.exception_handler(ShowInstead)
-    async def _instead(_: Request, error: ShowInstead) -> Response:
-        return error.response
-
-    @app.exception_handler(BadCSRF)
-    async def _bad_csrf(request: Request, _: BadCSRF) -> Response:
-        return render(
-            request,
-            "message.html",
-            None,
-            403,
-            heading="This page had expired",
-            message="For your safety the form was not sent. "
-            "Go back, reload the page and try again.",
-        )
+    pages.install(app)

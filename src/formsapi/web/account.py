@@ -2,13 +2,14 @@
 link), and switching organization."""
 
 import re
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from starlette.background import BackgroundTask
 
 from formsapi.dependencies import client_ip
-from formsapi.errors import FormsAPIError
+from formsapi.errors import BadRequest, FormsAPIError, NotFound, RateLimited
 from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.member import service as member_service
 from formsapi.ratelimit.service import SignInThrottle
@@ -18,6 +19,7 @@ from formsapi.web.context import (
     DbDep,
     FormText,
     ReadDep,
+    Viewer,
     ViewerDep,
     anonymous_csrf,
     anonymous_csrf_valid,
@@ -29,9 +31,16 @@ from formsapi.web.context import (
     set_anonymous_csrf,
     set_session_cookie,
 )
+from formsapi.web.forms import SECTION as FORMS
+from formsapi.web.pages import PageRoute, Section
 from formsapi.web_session import service as web_session_service
 
-router = APIRouter()
+SECTION = Section("account", "Account", "/settings/account")
+AccountDep = Annotated[Viewer, Depends(SECTION.signed_in)]
+# The organization chooser of the top bar, on every page: refused, it goes to the forms.
+ChooserDep = Annotated[Viewer, Depends(FORMS.signed_in)]
+
+router = APIRouter(route_class=PageRoute)
 
 INCORRECT = "Email or password is incorrect."
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -141,48 +150,47 @@ async def sign_out(request: Request, session: DbDep, viewer: ViewerDep) -> Respo
     return response
 
 
-@router.get("/settings/account")
-async def account(request: Request, viewer: ViewerDep) -> Response:
-    return render(request, "account.html", viewer, section="account")
+@router.get(SECTION.page)
+async def account(request: Request, viewer: AccountDep) -> Response:
+    return render(request, "account.html", viewer, section=SECTION.name)
 
 
-@router.post("/settings/account/password")
+@router.post(f"{SECTION.page}/password")
 async def change_password(
     request: Request,
     session: DbDep,
-    viewer: ViewerDep,
+    viewer: AccountDep,
     current_password: FormText = "",
     new_password: FormText = "",
     confirm_password: FormText = "",
 ) -> Response:
     throttle: SignInThrottle = request.app.state.sign_in_throttle
-    email, back = viewer.user.email, "/settings/account"
+    email = viewer.user.email
     if wait := await throttle.attempt(email, client_ip(request)):
-        return await back_with(session, viewer, back, error=_wait_message(wait))
+        raise RateLimited(_wait_message(wait))
     if not await user_service.verify_password(viewer.user, current_password):
-        return await back_with(session, viewer, back, error="The current password is incorrect.")
+        raise BadRequest("The current password is incorrect.")
     await throttle.succeeded(email)
     if new_password != confirm_password:
-        return await back_with(session, viewer, back, error="The new passwords do not match.")
-    try:
-        password_hash = await user_service.hash_password(new_password)
-    except FormsAPIError as error:
-        return await back_with(session, viewer, back, error=error.detail)
+        raise BadRequest("The new passwords do not match.")
+    password_hash = await user_service.hash_password(new_password)
     await user_service.set_password_hash(session, viewer.user.id, password_hash)
     await web_session_service.end_others(session, viewer.signed_in)
     return await back_with(
-        session, viewer, back, notice="Password changed. Every other session has been signed out."
+        session,
+        viewer,
+        SECTION.page,
+        notice="Password changed. Every other session has been signed out.",
     )
 
 
 @router.post("/settings/organization")
 async def switch_organization(
-    session: DbDep, viewer: ViewerDep, organization_id: FormText = "", next: FormText = "/forms"
+    session: DbDep, viewer: ChooserDep, organization_id: FormText = "", next: FormText = "/forms"
 ) -> Response:
+    # One that does not exist and one the person is not in answer alike.
     if not any(organization.id == organization_id for organization, _ in viewer.organizations):
-        return await back_with(
-            session, viewer, "/forms", error="You are not a member of that organization."
-        )
+        raise NotFound("You are not a member of that organization.")
     await web_session_service.set_organization(session, viewer.signed_in, organization_id)
     # A form page belongs to the organization just left: land on the list instead.
     target = _safe_next(next)
@@ -244,12 +252,8 @@ async def _send_reset(mailer: Mailer, email: str, link: str) -> None:
 async def _reset_page(
     request: Request, reader: ReadDep, token: str, status: int = 200, error: str | None = None
 ) -> Response:
-    try:
-        user = await user_service.open_reset(reader, token)
-    except FormsAPIError as invalid:
-        return render(
-            request, "message.html", None, 404, heading="Password reset", message=invalid.detail
-        )
+    """The form, again with what was wrong; a link that opens nothing is answered as missing."""
+    user = await user_service.open_reset(reader, token)
     return anonymous_page(
         request, "reset_password.html", status, token=token, email=user.email, error=error
     )
@@ -274,10 +278,7 @@ async def reset_password(
     if new_password != confirm_password:
         return await _reset_page(request, reader, token, 400, "The passwords do not match.")
     # A link that opens nothing costs no hash; one that does is throttled as sign-in is.
-    try:
-        holder = await user_service.open_reset(reader, token)
-    except FormsAPIError:
-        return await _reset_page(request, reader, token)
+    holder = await user_service.open_reset(reader, token)
     await reader.close()
     if wait := await throttled(request, holder.email):
         return await _reset_page(request, reader, token, 429, wait)
@@ -286,6 +287,7 @@ async def reset_password(
         user = await user_service.finish_reset(session, token, password_hash)
     except FormsAPIError as error:
         await session.rollback()  # let its connection go before the page reads
+        # A link that stopped working meanwhile is answered as missing, by _reset_page.
         return await _reset_page(request, reader, token, 400, error.detail)
     # Whoever knew the old password (or held a session) is out.
     await web_session_service.end_all_of(session, user.id)

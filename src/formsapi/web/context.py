@@ -39,7 +39,7 @@ from formsapi.db import session_scope
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.schemas import CleanStr
 from formsapi.member import service as member_service
-from formsapi.models import Organization, User
+from formsapi.models import APIKey, Organization, User
 from formsapi.web_session import service as web_session_service
 from formsapi.web_session.service import SignedIn
 
@@ -105,14 +105,6 @@ class SignInRequired(Exception):
         self.next_path = next_path
 
 
-class ShowInstead(Exception):
-    """Raised by a page's dependency that answers in the page's place (a
-    refusal): the response to send."""
-
-    def __init__(self, response: Response) -> None:
-        self.response = response
-
-
 class BadCSRF(Exception):
     """A state-changing post without this session's token, or from another site."""
 
@@ -151,9 +143,29 @@ class Viewer:
     def csrf_token(self) -> str:
         return self.signed_in.web_session.csrf_token
 
+    # What the active organization's role allows, for the templates to ask
+    # (member_service holds the rules; a page never compares role names).
+
     @property
     def can_manage_members(self) -> bool:
-        return self.role is not None and member_service.can_manage(self.role)
+        return self.role is not None and member_service.can_manage_members(self.role)
+
+    @property
+    def can_manage_webhooks(self) -> bool:
+        return self.role is not None and member_service.can_manage_webhooks(self.role)
+
+    @property
+    def can_manage_organization(self) -> bool:
+        return self.role is not None and member_service.can_manage_organization(self.role)
+
+    def can_change_member(self, member_role: str) -> bool:
+        """May change the role of, or remove, a member (or their invitation)."""
+        return self.role is not None and member_service.can_change_member(self.role, member_role)
+
+    def can_revoke(self, key: APIKey) -> bool:
+        return key.user_id == self.user.id or (
+            self.role is not None and member_service.can_manage_keys(self.role)
+        )
 
 
 def same_origin(request: Request) -> bool:
@@ -203,13 +215,15 @@ async def get_viewer(request: Request, session: ReadDep) -> Viewer:
                 await web_session_service.set_organization(writer, signed_in, active[0].id)
             if request.method == "GET":
                 flash = await web_session_service.pop_flash(writer, signed_in)
-    return Viewer(
+    viewer = Viewer(
         signed_in,
         organizations,
         active[0] if active else None,
         active[1] if active else None,
         flash or {},
     )
+    request.state.viewer = viewer  # for the answer to whatever the page raises
+    return viewer
 
 
 ViewerDep = Annotated[Viewer, Depends(get_viewer)]

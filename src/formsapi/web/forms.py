@@ -2,68 +2,44 @@
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response, StreamingResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.errors import FormNotFound
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, questions
 from formsapi.kit.pagination import PageParams
-from formsapi.models import Form
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
-from formsapi.web.context import SECURITY_HEADERS, PathId, ReadDep, Viewer, ViewerDep, render
+from formsapi.web.context import SECURITY_HEADERS, PathId, ReadDep, render
+from formsapi.web.pages import Managed, PageRoute, Section
 
-router = APIRouter(prefix="/forms")
+PAGE = "/forms"
+SECTION = Section("forms", "Forms", PAGE)
+OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
+
+router = APIRouter(prefix=PAGE, route_class=PageRoute)
 
 PER_PAGE = 50
 RECENT = 20
 TABLE_COLUMNS = 5  # answers shown in the recent submissions table; the CSV has them all
 
 
-def _not_found(request: Request, viewer: Viewer) -> Response:
-    return render(
-        request,
-        "message.html",
-        viewer,
-        404,
-        heading="Form not found",
-        message="There is no such form in this organization.",
-        section="forms",
-    )
-
-
-async def _find(
-    request: Request, session: AsyncSession, viewer: Viewer, form_id: str
-) -> Form | Response:
-    """The active organization's form, or the page saying there is none."""
-    if viewer.organization is None:
-        return render(request, "no_organization.html", viewer, section="forms")
-    try:
-        return await form_service.get(session, viewer.organization.id, form_id)
-    except FormNotFound:
-        return _not_found(request, viewer)
-
-
 @router.get("")
 async def forms(
     request: Request,
     session: ReadDep,
-    viewer: ViewerDep,
+    managed: OrganizationDep,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
 ) -> Response:
-    if viewer.organization is None:
-        return render(request, "no_organization.html", viewer, section="forms")
     rows, total = await form_service.list_page(
-        session, viewer.organization.id, PageParams(page=page, limit=PER_PAGE)
+        session, managed.organization.id, PageParams(page=page, limit=PER_PAGE)
     )
     return render(
         request,
         "forms.html",
-        viewer,
-        section="forms",
+        managed.viewer,
+        section=SECTION.name,
         forms=rows,
         page=page,
         pages=max(1, -(-total // PER_PAGE)),
@@ -73,11 +49,9 @@ async def forms(
 
 @router.get("/{form_id}")
 async def form_page(
-    request: Request, session: ReadDep, viewer: ViewerDep, form_id: PathId
+    request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId
 ) -> Response:
-    form = await _find(request, session, viewer, form_id)
-    if isinstance(form, Response):
-        return form
+    form = await form_service.get(session, managed.organization.id, form_id)
     organization_id = form.organization_id
     blocks = BlockList.validate_python(form.blocks)
     asked = questions(blocks)
@@ -86,8 +60,8 @@ async def form_page(
     return render(
         request,
         "form.html",
-        viewer,
-        section="forms",
+        managed.viewer,
+        section=SECTION.name,
         form=form,
         blocks=blocks,
         table_questions=asked[:TABLE_COLUMNS],
@@ -100,11 +74,9 @@ async def form_page(
 
 @router.get("/{form_id}/submissions.csv")
 async def download_csv(
-    request: Request, session: ReadDep, viewer: ViewerDep, form_id: PathId
+    request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId
 ) -> Response:
-    form = await _find(request, session, viewer, form_id)
-    if isinstance(form, Response):
-        return form
+    form = await form_service.get(session, managed.organization.id, form_id)
     organization_id = form.organization_id
     keys = await export.columns(session, organization_id, form.id)
     return StreamingResponse(

@@ -11,6 +11,7 @@ from fastapi.responses import Response
 
 from formsapi.errors import FormsAPIError
 from formsapi.member import service as member_service
+from formsapi.member.service import InvitationNotValid
 from formsapi.user import service as user_service
 from formsapi.web.account import anonymous_page, throttled
 from formsapi.web.context import (
@@ -21,19 +22,15 @@ from formsapi.web.context import (
     FormText,
     ReadDep,
     anonymous_csrf_valid,
-    render,
     same_origin,
     see_other,
     set_session_cookie,
 )
+from formsapi.web.pages import PageRoute
 from formsapi.web_session import service as web_session_service
 from formsapi.web_session.service import SignedIn
 
-router = APIRouter(prefix="/invitations")
-
-
-def _not_valid(request: Request, error: FormsAPIError) -> Response:
-    return render(request, "message.html", None, 404, heading="Invitation", message=error.detail)
+router = APIRouter(prefix="/invitations", route_class=PageRoute)
 
 
 async def _page(
@@ -43,10 +40,9 @@ async def _page(
     status: int = 200,
     error: str | None = None,
 ) -> Response:
-    try:
-        found = await member_service.open_invitation(reader, token)
-    except FormsAPIError as invalid:
-        return _not_valid(request, invalid)
+    """The invitation's form, again with what was wrong. A link that opens
+    nothing (InvitationNotValid) is answered as missing, as everywhere here."""
+    found = await member_service.open_invitation(reader, token)
     signed_in = await web_session_service.resume(reader, request.cookies.get(SESSION_COOKIE))
     return anonymous_page(
         request,
@@ -86,20 +82,18 @@ async def respond(
     if new_password != confirm_password:
         return await _page(request, reader, token, 400, "The passwords do not match.")
     # A link that opens nothing costs no hash; one that does is throttled as sign-in is.
-    try:
-        invited = (await member_service.open_invitation(reader, token)).invitation.email
-    except FormsAPIError as error:
-        return _not_valid(request, error)
+    invited = (await member_service.open_invitation(reader, token)).invitation.email
     await reader.close()
     if wait := await throttled(request, invited):
         return await _page(request, reader, token, 429, wait)
     try:
         password_hash = await user_service.hash_password(new_password)  # before the transaction
         user, joined = await member_service.join_with_new_account(session, token, password_hash)
+    except InvitationNotValid:
+        raise
     except FormsAPIError as error:
         await session.rollback()
-        if isinstance(error, member_service.InvitationNotValid):
-            return _not_valid(request, error)
+        # What was typed, or an account that exists already: the form says so.
         return await _page(request, reader, token, 400, error.detail)
     signed_in = await web_session_service.start(session, user, joined.organization.id)
     return await _welcome(request, session, signed_in, joined.organization.name)
@@ -117,10 +111,10 @@ async def _accept(
         return await _page(request, reader, token, 403, "This page had expired. Try again.")
     try:
         joined = await member_service.accept(session, token, signed_in.user)
+    except InvitationNotValid:
+        raise
     except FormsAPIError as error:
         await session.rollback()
-        if isinstance(error, member_service.InvitationNotValid):
-            return _not_valid(request, error)
         return await _page(request, reader, token, error.status, error.detail)
     await web_session_service.set_organization(session, signed_in, joined.organization.id)
     return await _welcome(request, session, signed_in, joined.organization.name)

@@ -6,23 +6,22 @@ the address and never shown; without one, its link is shown once to whoever
 invited, to pass on.
 """
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key.scopes import ROLE_SCOPES, Scope
-from formsapi.errors import FormsAPIError
 from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.member import service as member_service
-from formsapi.member.service import IssuedInvitation
+from formsapi.member.service import IssuedInvitation, MemberNotFound
 from formsapi.models import Role
 from formsapi.web.context import (
     DbDep,
     FormText,
     PathId,
     ReadDep,
-    Viewer,
-    ViewerDep,
     back_with,
     log,
     public_link,
@@ -30,28 +29,37 @@ from formsapi.web.context import (
     see_other,
     shown_link,
 )
+from formsapi.web.pages import Managed, PageRoute, Section
 from formsapi.web_session import service as web_session_service
 
-router = APIRouter(prefix="/settings/members")
-
 PAGE = "/settings/members"
+SECTION = Section("members", "Members", PAGE)
+OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
+
+router = APIRouter(prefix=PAGE, route_class=PageRoute)
 
 
 @router.get("")
-async def members(request: Request, reader: ReadDep, viewer: ViewerDep) -> Response:
-    if viewer.organization is None:
-        return render(request, "no_organization.html", viewer, section="members")
-    rows = await member_service.list_members(reader, viewer.organization.id)
-    pending = await member_service.pending_invitations(reader, viewer.organization.id)
+async def members(request: Request, reader: ReadDep, managed: OrganizationDep) -> Response:
+    organization_id, viewer = managed.organization.id, managed.viewer
+    rows = await member_service.list_members(reader, organization_id)
+    pending = await member_service.pending_invitations(reader, organization_id)
     return render(
         request,
         "members.html",
         viewer,
-        section="members",
+        section=SECTION.name,
         members=rows,
         pending=[(invitation, member_service.expired(invitation)) for invitation in pending],
-        roles=member_service.may_grant(viewer.role or ""),
-        role_scopes=[(role, [scope in ROLE_SCOPES[role] for scope in Scope]) for role in Role],
+        roles=member_service.may_grant(managed.role),
+        role_scopes=[
+            (
+                role,
+                [scope in ROLE_SCOPES[role] for scope in Scope],
+                member_service.can_manage_members(role),
+            )
+            for role in Role
+        ],
         scopes=list(Scope),
         invited=viewer.flash.get("invited"),
         mail=request.app.state.mailer.enabled,
@@ -59,11 +67,10 @@ async def members(request: Request, reader: ReadDep, viewer: ViewerDep) -> Respo
 
 
 async def _deliver(
-    request: Request, session: AsyncSession, viewer: Viewer, issued: IssuedInvitation
+    request: Request, session: AsyncSession, managed: Managed, issued: IssuedInvitation
 ) -> Response:
     """Mail the invitation (once it is committed) or show its link once."""
-    invitation, organization = issued.invitation, viewer.organization
-    assert organization is not None
+    invitation, organization, viewer = issued.invitation, managed.organization, managed.viewer
     path = f"/invitations/{issued.token}"
     mailer: Mailer = request.app.state.mailer
     if not mailer.enabled:
@@ -88,6 +95,7 @@ async def _deliver(
             "create one for this address. If you did not expect this, ignore this message.",
         )
     except MailNotSent as error:
+        # Not a refusal: the invitation stands (committed above), only its mail failed.
         log.warning("invitation mail not sent: %s", error)
         return await back_with(
             session,
@@ -108,116 +116,78 @@ async def _deliver(
 async def invite(
     request: Request,
     session: DbDep,
-    viewer: ViewerDep,
+    managed: OrganizationDep,
     email: FormText = "",
     role: FormText = "",
 ) -> Response:
-    if viewer.organization is None or viewer.role is None:
-        return see_other(PAGE)
-    try:
-        issued = await member_service.invite(
-            session, viewer.organization.id, viewer.user.id, viewer.role, email, role
-        )
-    except FormsAPIError as error:
-        return await back_with(session, viewer, PAGE, error=error.detail)
-    return await _deliver(request, session, viewer, issued)
+    issued = await member_service.invite(
+        session, managed.organization.id, managed.viewer.user.id, managed.role, email, role
+    )
+    return await _deliver(request, session, managed, issued)
 
 
 @router.post("/invitations/{invitation_id}/renew")
 async def renew(
-    request: Request, session: DbDep, viewer: ViewerDep, invitation_id: PathId
+    request: Request, session: DbDep, managed: OrganizationDep, invitation_id: PathId
 ) -> Response:
-    if viewer.organization is None or viewer.role is None:
-        return see_other(PAGE)
-    try:
-        issued = await member_service.renew(
-            session, viewer.organization.id, viewer.user.id, viewer.role, invitation_id
-        )
-    except FormsAPIError as error:
-        return await back_with(session, viewer, PAGE, error=error.detail)
-    return await _deliver(request, session, viewer, issued)
+    issued = await member_service.renew(
+        session, managed.organization.id, managed.viewer.user.id, managed.role, invitation_id
+    )
+    return await _deliver(request, session, managed, issued)
 
 
 @router.post("/invitations/{invitation_id}/cancel")
-async def cancel(session: DbDep, viewer: ViewerDep, invitation_id: PathId) -> Response:
-    if viewer.organization is None or viewer.role is None:
-        return see_other(PAGE)
-    try:
-        invitation = await member_service.cancel(
-            session, viewer.organization.id, viewer.role, invitation_id
-        )
-    except FormsAPIError as error:
-        return await back_with(session, viewer, PAGE, error=error.detail)
+async def cancel(session: DbDep, managed: OrganizationDep, invitation_id: PathId) -> Response:
+    invitation = await member_service.cancel(
+        session, managed.organization.id, managed.role, invitation_id
+    )
     return await back_with(
-        session, viewer, PAGE, notice=f"The invitation of {invitation.email} is withdrawn."
+        session, managed.viewer, PAGE, notice=f"The invitation of {invitation.email} is withdrawn."
     )
 
 
 @router.post("/{user_id}/role")
 async def change_role(
-    session: DbDep, viewer: ViewerDep, user_id: PathId, role: FormText = ""
+    session: DbDep, managed: OrganizationDep, user_id: PathId, role: FormText = ""
 ) -> Response:
-    if viewer.organization is None or viewer.role is None:
-        return see_other(PAGE)
-    try:
-        await member_service.change_role(
-            session, viewer.organization.id, viewer.role, user_id, role
-        )
-    except FormsAPIError as error:
-        return await back_with(session, viewer, PAGE, error=error.detail)
+    await member_service.change_role(session, managed.organization.id, managed.role, user_id, role)
     return await back_with(
-        session, viewer, PAGE, notice=f"Role changed to {role}; their API keys follow at once."
+        session,
+        managed.viewer,
+        PAGE,
+        notice=f"Role changed to {role}; their API keys follow at once.",
     )
 
 
 @router.get("/{user_id}/remove")
 async def confirm_remove(
-    request: Request, reader: ReadDep, viewer: ViewerDep, user_id: PathId
+    request: Request, reader: ReadDep, managed: OrganizationDep, user_id: PathId
 ) -> Response:
-    if viewer.organization is None:
-        return see_other(PAGE)
-    member = next(
-        (
-            (user, membership)
-            for user, membership in await member_service.list_members(
-                reader, viewer.organization.id
-            )
-            if user.id == user_id
-        ),
-        None,
-    )
-    if member is None:
-        return render(
-            request,
-            "message.html",
-            viewer,
-            404,
-            heading="Member not found",
-            message="There is no such member in this organization.",
-            section="members",
-        )
-    user, membership = member
+    found = [
+        (user, membership)
+        for user, membership in await member_service.list_members(reader, managed.organization.id)
+        if user.id == user_id
+    ]
+    if not found:
+        raise MemberNotFound()
+    [(user, membership)] = found
     return render(
         request,
         "member_remove.html",
-        viewer,
-        section="members",
+        managed.viewer,
+        section=SECTION.name,
         user=user,
         membership=membership,
-        leaving=user.id == viewer.user.id,
+        leaving=user.id == managed.viewer.user.id,
     )
 
 
 @router.post("/{user_id}/remove")
-async def remove(session: DbDep, viewer: ViewerDep, user_id: PathId) -> Response:
-    if viewer.organization is None or viewer.role is None:
-        return see_other(PAGE)
-    try:
-        user = await member_service.remove(
-            session, viewer.organization.id, viewer.user.id, viewer.role, user_id
-        )
-    except FormsAPIError as error:
-        return await back_with(session, viewer, PAGE, error=error.detail)
+async def remove(session: DbDep, managed: OrganizationDep, user_id: PathId) -> Response:
+    viewer = managed.viewer
+    user = await member_service.remove(
+        session, managed.organization.id, viewer.user.id, managed.role, user_id
+    )
     if user.id == viewer.user.id:
         await web_session_service.set_organization(session, viewer.signed_in, None)
         return see_other("/forms")

@@ -9,8 +9,9 @@ from fastapi.responses import Response
 
 from formsapi.errors import registry
 from formsapi.web.context import render
+from formsapi.web.pages import PageRoute
 
-router = APIRouter(prefix="/problems")
+router = APIRouter(prefix="/problems", route_class=PageRoute)
 _STATUSES = frozenset(status.value for status in HTTPStatus)
 
 

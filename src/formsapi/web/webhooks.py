@@ -14,31 +14,20 @@ from markupsafe import Markup, escape
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.api_key.scopes import ROLE_SCOPES, Scope
+from formsapi.api_key.scopes import ROLE_SCOPES
 from formsapi.config import Settings
-from formsapi.errors import FormsAPIError
+from formsapi.errors import BadRequest, FormsAPIError, ValidationFailed
 from formsapi.form import service as form_service
 from formsapi.kit.ids import is_plausible
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import parse_timestamp, utcnow
+from formsapi.member import service as member_service
 from formsapi.models import EventType, WebhookEndpoint
-from formsapi.web.context import (
-    DbDep,
-    FormText,
-    PathId,
-    ReadDep,
-    ShowInstead,
-    Viewer,
-    ViewerDep,
-    back_with,
-    render,
-    templates,
-)
+from formsapi.web.context import DbDep, FormText, PathId, ReadDep, back_with, render, templates
+from formsapi.web.pages import Managed, PageRoute, Section, keep
 from formsapi.webhook import service
 from formsapi.webhook.schemas import WebhookEndpointCreate, WebhookEndpointUpdate
-from formsapi.webhook.service import DeliveryNotFound, EndpointDisabled, EndpointNotFound
-
-router = APIRouter(prefix="/settings/webhooks")
+from formsapi.webhook.service import DeliveryNotFound, EndpointNotFound
 
 PAGE = "/settings/webhooks"
 PER_PAGE = 20
@@ -67,10 +56,36 @@ FIELD_NAMES = {
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 
 
-def may_manage(role: str | None) -> bool:
-    """The API's rule: the roles whose keys may hold webhooks:manage (owners
-    and admins). An endpoint sends the organization's data elsewhere."""
-    return role is not None and Scope.webhooks_manage in ROLE_SCOPES.get(role, frozenset())
+def _endpoint_page(endpoint_id: str) -> str:
+    return f"{PAGE}/{endpoint_id}"
+
+
+def _back(request: Request, error: FormsAPIError) -> str:
+    """A refused form goes back to the page it is on: the endpoint's, or a
+    delivery's; to the nearest one still there when what it names is missing
+    (in this organization)."""
+    endpoint_id: str | None = request.path_params.get("endpoint_id")
+    delivery_id: str | None = request.path_params.get("delivery_id")
+    if endpoint_id is None or isinstance(error, EndpointNotFound):
+        return PAGE
+    if delivery_id is None or isinstance(error, DeliveryNotFound):
+        return _endpoint_page(endpoint_id)
+    return f"{_endpoint_page(endpoint_id)}/deliveries/{delivery_id}"
+
+
+SECTION = Section(
+    "webhooks",
+    "Webhooks",
+    PAGE,
+    back=_back,
+    may_open=member_service.can_manage_webhooks,
+    closed="Only owners and admins manage webhooks: they send "
+    "{organization}'s data to other servers.",
+    fields=FIELD_NAMES,
+)
+OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
+
+router = APIRouter(prefix=PAGE, route_class=PageRoute)
 
 
 def breakable(url: str) -> Markup:
@@ -79,85 +94,27 @@ def breakable(url: str) -> Markup:
     return Markup("<wbr>").join(escape(part) for part in re.split(r"(?<=[/?&=])", url))
 
 
-# The top bar links this page only for those who may use it.
-templates.env.globals["may_manage_webhooks"] = may_manage
 templates.env.globals["breakable"] = breakable  # for the endpoint's page
 
 
-def _managed_organization(request: Request, viewer: ViewerDep) -> str:
-    """The active organization's id, if this person may manage its
-    webhooks; otherwise the page refusing them is shown instead."""
-    if viewer.organization is None or viewer.role is None:
-        raise ShowInstead(render(request, "no_organization.html", viewer, section="webhooks"))
-    if not may_manage(viewer.role):
-        raise ShowInstead(
-            render(
-                request,
-                "message.html",
-                viewer,
-                403,
-                heading="Webhooks",
-                message="Only owners and admins manage webhooks: they send "
-                f"{viewer.organization.name}'s data to other servers.",
-            )
-        )
-    return viewer.organization.id
-
-
-ManagedDep = Annotated[str, Depends(_managed_organization)]
-
-
-def _not_found(
-    request: Request, viewer: Viewer, error: EndpointNotFound | DeliveryNotFound
-) -> Response:
-    # Another organization's endpoint (or delivery) gets these same words.
-    endpoint = isinstance(error, EndpointNotFound)
-    return render(
-        request,
-        "message.html",
-        viewer,
-        404,
-        heading="Endpoint not found" if endpoint else "Delivery not found",
-        message="There is no such webhook endpoint in this organization."
-        if endpoint
-        else "There is no such delivery for this endpoint (deliveries are kept 30 days).",
-        section="webhooks",
+def _invalid(error: ValidationError) -> ValidationFailed:
+    """What the form's fields broke, as the service would say it."""
+    return ValidationFailed(
+        "Check the form.",
+        [
+            {
+                "pointer": "/" + "/".join(str(part) for part in problem["loc"]),
+                "detail": problem["msg"],
+            }
+            for problem in error.errors()
+        ],
     )
 
 
-def _explained(error: FormsAPIError) -> str:
-    """The service's message, and what it found wrong with each field."""
-    problems: list[dict[str, str]] = error.extensions.get("errors") or []
-    parts = []
-    for problem in problems:
-        name = problem.get("pointer", "").removeprefix("/").split("/")[0]
-        field = FIELD_NAMES.get(name)
-        parts.append(f"{field}: {problem['detail']}" if field else problem["detail"])
-    return " ".join([error.detail, *[f"{part}." for part in parts]])
-
-
-def _invalid(error: ValidationError) -> str:
-    """What the form's fields broke, as a person reads it."""
-    parts = []
-    for problem in error.errors():
-        name = str(problem["loc"][0]) if problem["loc"] else ""
-        parts.append(f"{FIELD_NAMES.get(name, name)}: {problem['msg']}.")
-    return " ".join(["Check the form.", *parts])
-
-
-async def _refused(
-    session: AsyncSession, viewer: Viewer, endpoint_id: str, error: FormsAPIError
-) -> Response:
-    """Back to the endpoint's page with what the service said, or to the list
-    when there is no such endpoint (in this organization)."""
-    back = PAGE if isinstance(error, EndpointNotFound) else _endpoint_page(endpoint_id)
-    return await back_with(session, viewer, back, error=_explained(error))
-
-
-def _scopes(viewer: Viewer) -> frozenset[str]:
+def _scopes(managed: Managed) -> frozenset[str]:
     """What a member may read, as their keys may: an endpoint they point
     somewhere is sent nothing more."""
-    return ROLE_SCOPES.get(viewer.role or "", frozenset())
+    return ROLE_SCOPES.get(managed.role, frozenset())
 
 
 def _settings(request: Request) -> Settings:
@@ -183,21 +140,16 @@ def _recover_from(endpoint: WebhookEndpoint) -> datetime | None:
     return min(moments) - timedelta(minutes=1) if moments else None
 
 
-def _endpoint_page(endpoint_id: str) -> str:
-    return f"{PAGE}/{endpoint_id}"
-
-
 @router.get("")
-async def webhooks(
-    request: Request, session: ReadDep, viewer: ViewerDep, organization_id: ManagedDep
-) -> Response:
+async def webhooks(request: Request, session: ReadDep, managed: OrganizationDep) -> Response:
+    organization_id, viewer = managed.organization.id, managed.viewer
     endpoints = await service.list_all(session, organization_id)
     forms, form_total = await _form_choices(session, organization_id)
     return render(
         request,
         "webhooks.html",
         viewer,
-        section="webhooks",
+        section=SECTION.name,
         endpoints=endpoints,
         event_types=[(str(type_), help) for type_, help in EVENT_HELP.items()],
         forms=forms,
@@ -213,21 +165,23 @@ async def webhooks(
 async def add(
     request: Request,
     session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
+    managed: OrganizationDep,
     url: FormText = "",
     description: FormText = "",
     event_types: Annotated[list[str] | None, Form()] = None,
     form_ids: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
-    # Shown again in the form if it is refused (post/redirect/get drops it
-    # otherwise): only what the form can tick, so the session keeps little.
-    posted = {
-        "url": url,
-        "description": description,
-        "event_types": [t for t in event_types or [] if t in EVENT_HELP],
-        "form_ids": [f for f in form_ids or [] if is_plausible(f)][:FORM_CHOICES],
-    }
+    # Shown again in the form if it is refused: only what the form can tick,
+    # so the session keeps little.
+    keep(
+        request,
+        posted={
+            "url": url,
+            "description": description,
+            "event_types": [t for t in event_types or [] if t in EVENT_HELP],
+            "form_ids": [f for f in form_ids or [] if is_plausible(f)][:FORM_CHOICES],
+        },
+    )
     try:
         body = WebhookEndpointCreate.model_validate(
             {
@@ -237,23 +191,21 @@ async def add(
                 "form_ids": form_ids or [],
             }
         )
-        endpoint, secret = await service.create(
-            session,
-            request.app.state.secret_box,
-            organization_id,
-            body,
-            policy=service.egress_policy(_settings(request)),
-            scopes=_scopes(viewer),
-        )
     except ValidationError as error:
-        return await back_with(session, viewer, PAGE, error=_invalid(error), posted=posted)
-    except FormsAPIError as error:
-        return await back_with(session, viewer, PAGE, error=_explained(error), posted=posted)
+        raise _invalid(error) from None
+    endpoint, secret = await service.create(
+        session,
+        request.app.state.secret_box,
+        managed.organization.id,
+        body,
+        policy=service.egress_policy(_settings(request)),
+        scopes=_scopes(managed),
+    )
     # Carried to the endpoint's page in the session's encrypted one-time
     # message: a reload or the back button finds it gone.
     return await back_with(
         session,
-        viewer,
+        managed.viewer,
         _endpoint_page(endpoint.id),
         secret={"endpoint": endpoint.id, "secret": secret, "old_until": None},
     )
@@ -263,19 +215,16 @@ async def add(
 async def endpoint_page(
     request: Request,
     session: ReadDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
+    managed: OrganizationDep,
     endpoint_id: PathId,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     status: Annotated[DeliveryStatus | None, Query()] = None,
 ) -> Response:
-    try:
-        endpoint = await service.get(session, organization_id, endpoint_id)
-        rows, total = await service.deliveries(
-            session, organization_id, endpoint_id, PageParams(page=page, limit=PER_PAGE), status
-        )
-    except EndpointNotFound as error:
-        return _not_found(request, viewer, error)
+    organization_id, viewer = managed.organization.id, managed.viewer
+    endpoint = await service.get(session, organization_id, endpoint_id)
+    rows, total = await service.deliveries(
+        session, organization_id, endpoint_id, PageParams(page=page, limit=PER_PAGE), status
+    )
     forms, _ = await _form_choices(session, organization_id)
     shown: dict[str, Any] = viewer.flash.get("secret") or {}
     # Right after re-enabling, the moment it was disabled is gone from the
@@ -287,7 +236,7 @@ async def endpoint_page(
         request,
         "webhook.html",
         viewer,
-        section="webhooks",
+        section=SECTION.name,
         endpoint=endpoint,
         secret=shown if shown.get("endpoint") == endpoint.id else None,
         form_titles=dict(forms),
@@ -316,23 +265,20 @@ def _old_secret_until(endpoint: WebhookEndpoint) -> datetime | None:
 async def delivery_page(
     request: Request,
     session: ReadDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
+    managed: OrganizationDep,
     endpoint_id: PathId,
     delivery_id: PathId,
 ) -> Response:
-    try:
-        endpoint = await service.get(session, organization_id, endpoint_id)
-        delivery, attempts = await service.delivery_detail(
-            session, organization_id, endpoint_id, delivery_id
-        )
-    except (EndpointNotFound, DeliveryNotFound) as error:
-        return _not_found(request, viewer, error)
+    organization_id = managed.organization.id
+    endpoint = await service.get(session, organization_id, endpoint_id)
+    delivery, attempts = await service.delivery_detail(
+        session, organization_id, endpoint_id, delivery_id
+    )
     return render(
         request,
         "webhook.html",
-        viewer,
-        section="webhooks",
+        managed.viewer,
+        section=SECTION.name,
         endpoint=endpoint,
         delivery=delivery,
         attempts=attempts,
@@ -342,37 +288,27 @@ async def delivery_page(
 
 @router.get("/{endpoint_id}/delete")
 async def confirm_delete(
-    request: Request,
-    session: ReadDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
-    endpoint_id: PathId,
+    request: Request, session: ReadDep, managed: OrganizationDep, endpoint_id: PathId
 ) -> Response:
-    try:
-        endpoint = await service.get(session, organization_id, endpoint_id)
-    except EndpointNotFound as error:
-        return _not_found(request, viewer, error)
+    endpoint = await service.get(session, managed.organization.id, endpoint_id)
     return render(
-        request, "webhook.html", viewer, section="webhooks", endpoint=endpoint, confirm_delete=True
+        request,
+        "webhook.html",
+        managed.viewer,
+        section=SECTION.name,
+        endpoint=endpoint,
+        confirm_delete=True,
     )
 
 
 @router.post("/{endpoint_id}/delete")
-async def delete(
-    request: Request,
-    session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
-    endpoint_id: PathId,
-) -> Response:
-    try:
-        endpoint = await service.get(session, organization_id, endpoint_id)
-        await service.delete(session, organization_id, endpoint_id)
-    except FormsAPIError as error:
-        return await _refused(session, viewer, endpoint_id, error)
+async def delete(session: DbDep, managed: OrganizationDep, endpoint_id: PathId) -> Response:
+    organization_id = managed.organization.id
+    endpoint = await service.get(session, organization_id, endpoint_id)
+    await service.delete(session, organization_id, endpoint_id)
     return await back_with(
         session,
-        viewer,
+        managed.viewer,
         PAGE,
         notice=f"The endpoint {endpoint.url} is deleted, with its delivery log: "
         "nothing more is sent to it.",
@@ -382,34 +318,31 @@ async def delete(
 async def _set_enabled(
     request: Request,
     session: AsyncSession,
-    viewer: Viewer,
-    organization_id: str,
+    managed: Managed,
     endpoint_id: str,
     enabled: bool,
 ) -> Response:
-    try:
-        endpoint = await service.get(session, organization_id, endpoint_id)
-        recover_from = _recover_from(endpoint)
-        await service.update(
-            session,
-            organization_id,
-            endpoint_id,
-            WebhookEndpointUpdate(enabled=enabled),
-            policy=service.egress_policy(_settings(request)),
-            scopes=_scopes(viewer),
-        )
-    except FormsAPIError as error:
-        return await _refused(session, viewer, endpoint_id, error)
+    organization_id = managed.organization.id
+    endpoint = await service.get(session, organization_id, endpoint_id)
+    recover_from = _recover_from(endpoint)
+    await service.update(
+        session,
+        organization_id,
+        endpoint_id,
+        WebhookEndpointUpdate(enabled=enabled),
+        policy=service.egress_policy(_settings(request)),
+        scopes=_scopes(managed),
+    )
     if not enabled:
         return await back_with(
             session,
-            viewer,
+            managed.viewer,
             _endpoint_page(endpoint_id),
             notice="Disabled: nothing is sent to it until it is enabled again.",
         )
     return await back_with(
         session,
-        viewer,
+        managed.viewer,
         _endpoint_page(endpoint_id),
         notice="Enabled: new events are sent to it again. What it missed meanwhile is "
         "sent only if you recover it, below.",
@@ -419,41 +352,24 @@ async def _set_enabled(
 
 @router.post("/{endpoint_id}/enable")
 async def enable(
-    request: Request,
-    session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
-    endpoint_id: PathId,
+    request: Request, session: DbDep, managed: OrganizationDep, endpoint_id: PathId
 ) -> Response:
-    return await _set_enabled(request, session, viewer, organization_id, endpoint_id, True)
+    return await _set_enabled(request, session, managed, endpoint_id, True)
 
 
 @router.post("/{endpoint_id}/disable")
 async def disable(
-    request: Request,
-    session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
-    endpoint_id: PathId,
+    request: Request, session: DbDep, managed: OrganizationDep, endpoint_id: PathId
 ) -> Response:
-    return await _set_enabled(request, session, viewer, organization_id, endpoint_id, False)
+    return await _set_enabled(request, session, managed, endpoint_id, False)
 
 
 @router.post("/{endpoint_id}/test")
-async def send_test(
-    request: Request,
-    session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
-    endpoint_id: PathId,
-) -> Response:
-    try:
-        await service.send_test(session, organization_id, endpoint_id)
-    except FormsAPIError as error:
-        return await _refused(session, viewer, endpoint_id, error)
+async def send_test(session: DbDep, managed: OrganizationDep, endpoint_id: PathId) -> Response:
+    await service.send_test(session, managed.organization.id, endpoint_id)
     return await back_with(
         session,
-        viewer,
+        managed.viewer,
         _endpoint_page(endpoint_id),
         notice="A test event (ping) is on its way. Reload in a moment to see how it went.",
     )
@@ -461,22 +377,15 @@ async def send_test(
 
 @router.post("/{endpoint_id}/rotate")
 async def rotate(
-    request: Request,
-    session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
-    endpoint_id: PathId,
+    request: Request, session: DbDep, managed: OrganizationDep, endpoint_id: PathId
 ) -> Response:
-    try:
-        endpoint, secret = await service.rotate_secret(
-            session, request.app.state.secret_box, organization_id, endpoint_id
-        )
-    except FormsAPIError as error:
-        return await _refused(session, viewer, endpoint_id, error)
+    endpoint, secret = await service.rotate_secret(
+        session, request.app.state.secret_box, managed.organization.id, endpoint_id
+    )
     until = endpoint.previous_secret_until
     return await back_with(
         session,
-        viewer,
+        managed.viewer,
         _endpoint_page(endpoint_id),
         secret={
             "endpoint": endpoint.id,
@@ -490,30 +399,23 @@ async def rotate(
 async def resend(
     request: Request,
     session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
+    managed: OrganizationDep,
     endpoint_id: PathId,
     delivery_id: PathId,
 ) -> Response:
-    back = f"{_endpoint_page(endpoint_id)}/deliveries/{delivery_id}"
-    try:
-        found = await service.resend(
-            session,
-            organization_id,
-            endpoint_id,
-            delivery_id,
-            len(_settings(request).webhook_retry_schedule),
-            scopes=_scopes(viewer),
-        )
-    except EndpointDisabled as error:
-        return await back_with(session, viewer, back, error=error.detail)
-    except FormsAPIError as error:
-        return await _refused(session, viewer, endpoint_id, error)
+    found = await service.resend(
+        session,
+        managed.organization.id,
+        endpoint_id,
+        delivery_id,
+        len(_settings(request).webhook_retry_schedule),
+        scopes=_scopes(managed),
+    )
     sending = found.lease_until is not None  # a worker has it in hand: left as it is
     return await back_with(
         session,
-        viewer,
-        back,
+        managed.viewer,
+        f"{_endpoint_page(endpoint_id)}/deliveries/{delivery_id}",
         notice="It is being sent right now; reload in a moment to see how it went."
         if sending
         else "Sent again (once, not retried), with the same webhook-id. "
@@ -525,29 +427,22 @@ async def resend(
 async def recover(
     request: Request,
     session: DbDep,
-    viewer: ViewerDep,
-    organization_id: ManagedDep,
+    managed: OrganizationDep,
     endpoint_id: PathId,
     since: FormText = "",
 ) -> Response:
-    back = _endpoint_page(endpoint_id)
     try:
         moment = parse_timestamp(since)
     except ValueError:
-        return await back_with(
-            session, viewer, back, error="Choose the date and time (UTC) to recover from."
-        )
-    try:
-        queued = await service.recover(
-            session,
-            organization_id,
-            endpoint_id,
-            moment,
-            _settings(request).event_days,
-            scopes=_scopes(viewer),
-        )
-    except FormsAPIError as error:
-        return await _refused(session, viewer, endpoint_id, error)
+        raise BadRequest("Choose the date and time (UTC) to recover from.") from None
+    queued = await service.recover(
+        session,
+        managed.organization.id,
+        endpoint_id,
+        moment,
+        _settings(request).event_days,
+        scopes=_scopes(managed),
+    )
     when = moment.strftime("%Y-%m-%d %H:%M")
     notice = (
         f"Nothing to recover: it missed nothing since {when} UTC."
@@ -555,4 +450,4 @@ async def recover(
         else f"{queued} deliver{'y is' if queued == 1 else 'ies are'} due now: everything "
         f"that failed, or never went, since {when} UTC. They show below as they are sent."
     )
-    return await back_with(session, viewer, back, notice=notice)
+    return await back_with(session, managed.viewer, _endpoint_page(endpoint_id), notice=notice)
