@@ -3,7 +3,9 @@ while the receiver fails at random (500, 429 with Retry-After, timeouts,
 connections dropped without an answer) and the delivering process is
 killed with SIGKILL and replaced. Once the receiver recovers, the events it
 accepted, deduplicated by `webhook-id`, are exactly the organization's
-events, each signed as the `standardwebhooks` verifier expects.
+events, each signed as the `standardwebhooks` verifier expects, and every
+delivery counts the attempts its log shows (a claim the killed process never
+sent is not one).
 
 The receiver is a bare asyncio server, so it can drop a connection mid-request
 as a crashing one would. The retry schedule is shortened through its setting
@@ -24,7 +26,7 @@ from sqlalchemy import func, select
 from standardwebhooks import Webhook
 
 from formsapi.db import create_engine
-from formsapi.models import EventOutbox, WebhookDelivery
+from formsapi.models import EventOutbox, WebhookAttempt, WebhookDelivery
 from formsapi.tenancy import unscoped
 from tests.servers import FORMSAPI, Server, clean_env, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
@@ -48,6 +50,7 @@ class ChaosReceiver:
     healthy: bool = False
     accepted: dict[str, tuple[bytes, dict[str, str]]] = field(default_factory=dict)
     refused: int = 0
+    holding: int = 0  # requests being kept past the sender's timeout
     rng: random.Random = field(default_factory=lambda: random.Random(5))  # noqa: S311
     url: str = ""
 
@@ -64,7 +67,11 @@ class ChaosReceiver:
             if roll < 0.15:
                 return  # dropped: closed without an answer
             if roll < 0.25:
-                await asyncio.sleep(2)  # past the sender's timeout
+                self.holding += 1
+                try:
+                    await asyncio.sleep(2)  # past the sender's timeout
+                finally:
+                    self.holding -= 1
                 return
             if roll < 0.45:
                 self.refused += 1
@@ -121,6 +128,25 @@ async def _outstanding(setup: Setup) -> bool:
     return any(found)
 
 
+async def _miscounted(setup: Setup) -> dict[str, tuple[int, int]]:
+    """Deliveries whose count differs from their log: id -> (count, logged)."""
+    engine = create_engine(setup.database_url)
+    logged = (
+        select(func.count())
+        .where(WebhookAttempt.delivery_id == WebhookDelivery.id)
+        .correlate(WebhookDelivery)
+        .scalar_subquery()
+    )
+    statement = unscoped(
+        select(WebhookDelivery.id, WebhookDelivery.attempts, logged.label("logged")),
+        "the test's one organization",
+    )
+    async with engine.connect() as connection:
+        rows = (await connection.execute(statement)).all()
+    await engine.dispose()
+    return {row.id: (row.attempts, row.logged) for row in rows if row.attempts != row.logged}
+
+
 async def test_every_event_reaches_a_failing_receiver_across_a_killed_worker(
     setup: Setup, tmp_path: Path
 ) -> None:
@@ -147,6 +173,10 @@ async def test_every_event_reaches_a_failing_receiver_across_a_killed_worker(
 
             async def replace_deliverer() -> None:
                 await asyncio.sleep(WRITING_SECONDS / 2)
+                # Killed with an attempt in flight: claimed, never recorded.
+                async with asyncio.timeout(60):
+                    while not chaos.holding:  # noqa: ASYNC110 - the receiver's count is the signal
+                        await asyncio.sleep(0.01)
                 os.kill(_process(deliverers[0]).pid, signal.SIGKILL)
                 _process(deliverers[0]).wait(timeout=10)
                 deliverers.append(_deliverer(setup, tmp_path, "second"))
@@ -162,6 +192,7 @@ async def test_every_event_reaches_a_failing_receiver_across_a_killed_worker(
             async with asyncio.timeout(120):
                 while await _outstanding(setup):  # noqa: ASYNC110 - the outbox is the signal
                     await asyncio.sleep(0.25)
+            miscounted = await _miscounted(setup)
 
             events: dict[str, str] = {}
             after = None
@@ -186,6 +217,7 @@ async def test_every_event_reaches_a_failing_receiver_across_a_killed_worker(
 
     assert writers.seen.deleted, "no deletes were made"
     assert chaos.refused, "the receiver never failed"
+    assert not miscounted, miscounted
     missing = {id_: events[id_] for id_ in set(events) - set(chaos.accepted)}
     assert not missing, missing
     assert set(chaos.accepted) == set(events)

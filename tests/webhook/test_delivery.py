@@ -16,10 +16,11 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
+from formsapi.db import session_scope
 from formsapi.kit.time import shift, utcnow
 from formsapi.models import WebhookDelivery
 from formsapi.tenancy import unscoped
-from formsapi.webhook import delivery
+from formsapi.webhook import delivery, repository
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
 from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
@@ -129,17 +130,86 @@ async def test_a_failing_receiver_is_retried_on_the_schedule_then_given_up(
     assert attempts[0]["responseBody"] == "down"
 
 
+async def test_a_claim_its_worker_never_sent_is_not_counted_as_an_attempt(
+    api: Api, session: AsyncSession, worker: Worker, engine: AsyncEngine
+) -> None:
+    async with Receiver() as receiver:
+        setup = await _setup(api, session, receiver.url, eventTypes=["submission.created"])
+        await _submit(api, setup)
+        await worker.dispatch()
+        [due] = await _deliveries(engine)
+        # Claimed as a worker claims, by one killed before it sent anything.
+        now = utcnow()
+        async with session_scope(async_sessionmaker(engine)) as killed:
+            assert len(await repository.claim(killed, [due.id], now, now + worker.lease)) == 1
+        await worker.drain()
+        assert receiver.received == []  # leased: nobody else sends it yet
+        with shift(worker.lease + timedelta(seconds=1)):
+            await worker.drain()
+
+    assert len(receiver.received) == 1
+    url = f"/v1/webhook-endpoints/{setup['endpoint']['id']}/deliveries"
+    detail = (await api.get(f"{url}/{due.id}", setup["key"])).json()
+    assert detail["status"] == "succeeded"
+    assert len(detail["attemptLog"]) == 1
+    assert detail["attempts"] == 1
+    [listed] = (await api.get(url, setup["key"])).json()["data"]
+    assert listed["attempts"] == 1
+
+
+async def test_an_attempt_recorded_after_another_worker_took_it_over_counts_but_changes_nothing(
+    api: Api,
+    session: AsyncSession,
+    worker: Worker,
+    engine: AsyncEngine,
+    settings: Settings,
+) -> None:
+    release = asyncio.Event()
+
+    async def first_hangs_then_fails(_: Received) -> Answer:
+        if len(receiver.received) > 1:
+            return 200, {}, b"ok"
+        await release.wait()
+        return 500, {}, b"too late"
+
+    stalled = new_worker(engine, settings)
+    try:
+        async with Receiver(first_hangs_then_fails) as receiver:
+            setup = await _setup(api, session, receiver.url, eventTypes=["submission.created"])
+            await _submit(api, setup)
+            await stalled.dispatch()
+            assert await stalled.claim() == 1
+            async with asyncio.timeout(10):
+                while not receiver.received:  # noqa: ASYNC110 - a receiver's log
+                    await asyncio.sleep(0.01)
+            # The stalled worker's lease runs out; another takes the delivery over.
+            with shift(stalled.lease + timedelta(seconds=1)):
+                await worker.drain()
+            release.set()
+            await stalled.drain()
+    finally:
+        await stalled.close()
+
+    [found] = await _deliveries(engine)
+    url = f"/v1/webhook-endpoints/{setup['endpoint']['id']}/deliveries/{found.id}"
+    detail = (await api.get(url, setup["key"])).json()
+    assert detail["status"] == "succeeded"  # not retried for the late failure
+    assert detail["lastStatusCode"] == 200
+    assert sorted(a["statusCode"] for a in detail["attemptLog"]) == [200, 500]
+    assert detail["attempts"] == 2
+
+
 def test_retry_after_is_honoured_within_bounds_and_overload_backs_off_harder() -> None:
     schedule = [0.0, 5, 300, 1800]
     rng = random.Random(1)  # noqa: S311 - jitter
-    plain = delivery.Result(False, 500)
+    plain = delivery.Result(delivery.Outcome.failed, 500)
     assert 4 <= delivery.next_delay(1, schedule, plain, rng) <= 6  # type: ignore[operator]
-    busy = delivery.Result(False, 429, overloaded=True)
+    busy = delivery.Result(delivery.Outcome.failed, 429, overloaded=True)
     assert 48 <= delivery.next_delay(1, schedule, busy, rng) <= 72  # type: ignore[operator]
-    asked = delivery.Result(False, 503, retry_after=30)
+    asked = delivery.Result(delivery.Outcome.failed, 503, retry_after=30)
     assert delivery.next_delay(1, schedule, asked, rng) == 10  # at most twice the step
     assert delivery.next_delay(2, schedule, asked, rng) == 300  # never sooner than the step
-    within = delivery.Result(False, 503, retry_after=450)
+    within = delivery.Result(delivery.Outcome.failed, 503, retry_after=450)
     assert delivery.next_delay(2, schedule, within, rng) == 450
     assert delivery.next_delay(4, schedule, plain, rng) is None
 

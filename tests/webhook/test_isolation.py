@@ -310,6 +310,14 @@ async def test_an_endpoint_deleted_while_a_worker_writes_about_it_waits_for_the_
         deleting = asyncio.create_task(api.delete(f"/v1/webhook-endpoints/{endpoint_id}", key))
         await asyncio.sleep(0.3)
         assert not deleting.done()  # the delete waits for the worker's transaction
-        event = (1, 0, "evt_1", org.id, "submission.created", None, utcnow())
+        event = repository.OutboxEvent(
+            seq=1,
+            xid=0,
+            id="evt_1",
+            organization_id=org.id,
+            type="submission.created",
+            form_id=None,
+            occurred_at=utcnow(),
+        )
         await repository.add_deliveries(worker, [_delivery_row(event, endpoint_id, utcnow())])
     assert (await deleting).status_code == 204  # then takes the new delivery with it

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from email.utils import parsedate_to_datetime
+from enum import Enum
 
 import aiohttp
 from standardwebhooks import Webhook
@@ -41,11 +42,26 @@ def headers(event_id: str, payload: bytes, secrets: list[str], now: datetime) ->
     }
 
 
+class Outcome(Enum):
+    """What came of a claimed delivery, as the worker acts on it."""
+
+    delivered = "delivered"  # answered 2xx
+    failed = "failed"  # tried and failed: tried again on the schedule, if any is left
+    aborted = "aborted"  # failed, and the receiver asked not to retry it (abort-message)
+    # Nothing sent: the endpoint was disabled or deleted, or the event purged, meanwhile.
+    endpoint_disabled = "endpoint disabled"
+    event_gone = "event no longer kept"
+
+
+# Those that made an attempt: in the delivery's log and its count.
+TRIED = frozenset({Outcome.delivered, Outcome.failed, Outcome.aborted})
+
+
 @dataclass(frozen=True, slots=True)
 class Result:
     """What an attempt came to."""
 
-    succeeded: bool
+    outcome: Outcome
     status_code: int | None = None
     response_body: str = ""
     error: str | None = None
@@ -54,7 +70,17 @@ class Result:
     timed_out: bool = False  # no answer in time (the lookup's, or the receiver's)
     retry_after: float | None = None
     disable: str | None = None  # why the endpoint should be disabled
-    abort: bool = False  # the receiver asked not to retry this one
+
+    @property
+    def tried(self) -> bool:
+        """Whether an attempt was made (or failed before its request went):
+        one for the log and the delivery's count."""
+        return self.outcome in TRIED
+
+
+def skipped(outcome: Outcome) -> Result:
+    """Nothing was sent, for want of an endpoint or an event to send."""
+    return Result(outcome, error=outcome.value)
 
 
 def _retry_after(value: str | None, now: float) -> float | None:
@@ -96,14 +122,14 @@ async def attempt(
     status = answer.status
     control = answer.headers.get("webhook-delivery", "").strip().lower()
     if 200 <= status < 300:
-        return Result(True, status, text, duration_ms=duration)
+        return Result(Outcome.delivered, status, text, duration_ms=duration)
     disable = None
     if status == 410:
         disable = "The receiver answered 410 Gone."
     elif control == "disable":
         disable = "The receiver asked to be disabled (webhook-delivery: disable)."
     return Result(
-        False,
+        Outcome.aborted if control == "abort-message" else Outcome.failed,
         status,
         text,
         error=f"answered {status}",
@@ -111,14 +137,13 @@ async def attempt(
         overloaded=status == 429,
         retry_after=_retry_after(answer.headers.get("retry-after"), time.time()),
         disable=disable,
-        abort=control == "abort-message",
     )
 
 
 def _failed(started: float, error: str, *, timed_out: bool = False) -> Result:
     duration = int((time.monotonic() - started) * 1000)
     return Result(
-        False, error=error, duration_ms=duration, overloaded=timed_out, timed_out=timed_out
+        Outcome.failed, error=error, duration_ms=duration, overloaded=timed_out, timed_out=timed_out
     )
 
 

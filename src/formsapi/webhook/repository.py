@@ -2,19 +2,21 @@
 the outbox the workers share across organizations (fan-out, claims,
 outcomes), which says so with `unscoped`."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
     Row,
     Table,
     and_,
     bindparam,
+    case,
     delete,
     func,
     insert,
     literal_column,
+    null,
     or_,
     select,
     true,
@@ -286,20 +288,44 @@ async def add_deliveries(session: AsyncSession, rows: list[dict[str, Any]]) -> N
 # The outbox, across organizations.
 
 
+def _columns(entity: Any, names: Sequence[str]) -> list[Any]:
+    """The entity's columns of these names, in their order: a row selected
+    with them reads into a NamedTuple of the same fields by position, as
+    cheaply as a tuple, without a list of columns to keep in step."""
+    return [getattr(entity, name) for name in names]
+
+
+class OutboxEvent(NamedTuple):
+    """An event waiting to be fanned out."""
+
+    seq: int
+    xid: int
+    id: str
+    organization_id: str
+    type: str
+    form_id: str | None
+    occurred_at: datetime
+
+
+class EventBody(NamedTuple):
+    """What a delivery of an event sends."""
+
+    seq: int
+    type: str
+    occurred_at: datetime
+    data: str
+
+
 async def outbox_waiting(session: AsyncSession) -> bool:
     return (await session.execute(select(EventOutbox.seq).limit(1))).first() is not None
 
 
-OutboxEvent = Row[int, int, str, str, str, str | None, datetime]
-
-
 async def outbox_events(
     session: AsyncSession, limit: int
-) -> tuple[Sequence[int], Sequence[OutboxEvent]]:
+) -> tuple[Sequence[int], list[OutboxEvent]]:
     """Up to `limit` events waiting in the outbox, oldest first, held for
     this transaction (on PostgreSQL, rows another worker holds are skipped):
-    their outbox seqs, and the events still kept (seq, xid, id,
-    organization, type, form, time)."""
+    their outbox seqs, and the events still kept."""
     held = select(EventOutbox.seq).order_by(EventOutbox.seq).limit(limit)
     if session.get_bind().dialect.name == "postgresql":
         held = held.with_for_update(skip_locked=True)
@@ -307,20 +333,12 @@ async def outbox_events(
     if not seqs:
         return [], []
     statement = unscoped(
-        select(
-            Event.seq,
-            Event.xid,
-            Event.id,
-            Event.organization_id,
-            Event.type,
-            Event.form_id,
-            Event.occurred_at,
-        )
+        select(*_columns(Event, OutboxEvent._fields))
         .where(Event.seq.in_(seqs))
         .order_by(Event.seq),
         WORKERS,
     )
-    return seqs, (await session.execute(statement)).all()
+    return seqs, [OutboxEvent._make(row) for row in await session.execute(statement)]
 
 
 async def take_off_outbox(session: AsyncSession, seqs: Sequence[int]) -> None:
@@ -331,8 +349,9 @@ async def take_off_outbox(session: AsyncSession, seqs: Sequence[int]) -> None:
 async def enabled_endpoints(
     session: AsyncSession, organization_ids: Sequence[str]
 ) -> Sequence[Row[str, str]]:
-    """id and organization of the enabled endpoints of these organizations,
-    held till commit for the deliveries about to be written to them."""
+    """The enabled endpoints of these organizations (`id`,
+    `organization_id`), held till commit for the deliveries about to be
+    written to them."""
     statement = unscoped(
         _held(
             select(WebhookEndpoint.id, WebhookEndpoint.organization_id).where(
@@ -389,7 +408,8 @@ async def due_candidates(
     session: AsyncSession, now: datetime, per_endpoint: int, per_organization: int, limit: int
 ) -> Sequence[Row[str, str, str]]:
     """Due deliveries, at most `per_endpoint` of each endpoint and
-    `per_organization` of each organization: id, endpoint, organization.
+    `per_organization` of each organization: `id`, `endpoint_id`,
+    `organization_id`.
     Each organization's oldest first, then each one's second, and so on: an
     organization with a long backlog neither crowds the others out of the
     list nor goes ahead of their older deliveries.
@@ -454,16 +474,18 @@ ClaimedRow = Row[str, str, str, int, str, int]
 async def claim(
     session: AsyncSession, ids: Sequence[str], now: datetime, lease_until: datetime
 ) -> Sequence[ClaimedRow]:
-    """Lease those of `ids` still due and free, counting the attempt: id,
-    organization, endpoint, event seq, event id, attempts. On PostgreSQL rows
-    another worker is claiming are skipped, never waited for."""
+    """Lease those of `ids` still due and free: `id`, `organization_id`,
+    `endpoint_id`, `event_seq`, `event_id`, and `attempts` made so far. A
+    claim is not an attempt: its worker may die before it sends, and the
+    count follows the log (record_outcomes). On PostgreSQL rows another
+    worker is claiming are skipped, never waited for."""
     free = select(WebhookDelivery.id).where(WebhookDelivery.id.in_(ids), _due(now))
     if session.get_bind().dialect.name == "postgresql":
         free = free.with_for_update(skip_locked=True)
     statement = unscoped(
         update(WebhookDelivery)
         .where(WebhookDelivery.id.in_(free.scalar_subquery()))
-        .values(lease_until=lease_until, attempts=WebhookDelivery.attempts + 1)
+        .values(lease_until=lease_until)
         .returning(
             WebhookDelivery.id,
             WebhookDelivery.organization_id,
@@ -478,15 +500,11 @@ async def claim(
     return (await session.execute(statement)).all()
 
 
-async def events_by_seq(
-    session: AsyncSession, seqs: Sequence[int]
-) -> Sequence[Row[int, str, datetime, str]]:
-    """seq, type, occurred_at, data."""
+async def events_by_seq(session: AsyncSession, seqs: Sequence[int]) -> list[EventBody]:
     statement = unscoped(
-        select(Event.seq, Event.type, Event.occurred_at, Event.data).where(Event.seq.in_(seqs)),
-        WORKERS,
+        select(*_columns(Event, EventBody._fields)).where(Event.seq.in_(seqs)), WORKERS
     )
-    return (await session.execute(statement)).all()
+    return [EventBody._make(row) for row in await session.execute(statement)]
 
 
 async def endpoints_by_id(session: AsyncSession, ids: Sequence[str]) -> Sequence[WebhookEndpoint]:
@@ -518,34 +536,81 @@ async def existing_deliveries(session: AsyncSession, ids: Sequence[str]) -> set[
     return set((await session.scalars(statement)).all())
 
 
+class DeliveryOutcome(NamedTuple):
+    """A delivery's new state once a claim of it is done with."""
+
+    delivery_id: str
+    claimed_attempts: int  # its count when claimed
+    tried: bool  # an attempt was made, and is logged
+    status: DeliveryStatus
+    next_attempt_at: datetime
+    last_attempt_at: datetime
+    last_status_code: int | None
+    last_error: str | None
+
+
+# The table, not the class: an ORM update with many parameter sets would
+# want each row's primary key under its own name.
+_DELIVERIES = cast(Table, WebhookDelivery.__table__)
+# No attempt recorded since the claim: else its lease ran out and another
+# worker took it over, whose outcome (written or still to come) stands.
+_STILL_OURS = _DELIVERIES.c.attempts == bindparam("claimed_attempts")
+
+
+def _if_still_ours(column: str, value: Any) -> Any:
+    kept = _DELIVERIES.c[column]
+    return case((_STILL_OURS, value), else_=kept)
+
+
+def _new(column: str) -> Any:
+    """The outcome's value for `column`, bound as that column is."""
+    return _if_still_ours(column, bindparam(f"new_{column}", type_=_DELIVERIES.c[column].type))
+
+
+_RECORD = unscoped(
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id == bindparam("delivery_id"))
+    .values(
+        # Every attempt made counts, a late one's too, so the count is the log's.
+        attempts=_DELIVERIES.c.attempts + bindparam("tried"),
+        status=_new("status"),
+        next_attempt_at=_new("next_attempt_at"),
+        lease_until=_if_still_ours("lease_until", null()),
+        last_attempt_at=_new("last_attempt_at"),
+        last_status_code=_new("last_status_code"),
+        last_error=_new("last_error"),
+    ),
+    WORKERS,
+)
+
+
 async def record_outcomes(
-    session: AsyncSession, outcomes: list[dict[str, Any]], attempt_rows: list[dict[str, Any]]
+    session: AsyncSession,
+    outcomes: Sequence[DeliveryOutcome],
+    attempt_rows: list[dict[str, Any]],
 ) -> None:
-    """Write attempts and their deliveries' new state. A delivery whose lease
-    was taken over meanwhile (its attempts moved on) keeps the newer state."""
+    """Write attempts and their deliveries' new state, one attempt counted
+    for each logged. A delivery with an attempt recorded since its claim (the
+    lease ran out and another worker took it over) keeps the newer state."""
     if attempt_rows:
         await session.execute(insert(WebhookAttempt), attempt_rows)
     if outcomes:
-        # The table, not the class: an ORM update with many parameter sets
-        # would want each row's primary key under its own name.
-        table = cast(Table, WebhookDelivery.__table__)
-        statement = unscoped(
-            update(table)
-            .where(
-                table.c.id == bindparam("delivery_id"),
-                table.c.attempts == bindparam("claimed_attempts"),
-            )
-            .values(
-                status=bindparam("status"),
-                next_attempt_at=bindparam("next_attempt_at"),
-                lease_until=None,
-                last_attempt_at=bindparam("last_attempt_at"),
-                last_status_code=bindparam("last_status_code"),
-                last_error=bindparam("last_error"),
-            ),
-            WORKERS,
+        await session.execute(
+            _RECORD,
+            [
+                {
+                    "delivery_id": outcome.delivery_id,
+                    "claimed_attempts": outcome.claimed_attempts,
+                    "tried": int(outcome.tried),
+                    "new_status": outcome.status.value,
+                    "new_next_attempt_at": outcome.next_attempt_at,
+                    "new_last_attempt_at": outcome.last_attempt_at,
+                    "new_last_status_code": outcome.last_status_code,
+                    "new_last_error": outcome.last_error,
+                }
+                for outcome in outcomes
+            ],
         )
-        await session.execute(statement, outcomes)
 
 
 async def renew(session: AsyncSession, ids: Sequence[str], lease_until: datetime) -> None:
@@ -561,15 +626,16 @@ async def renew(session: AsyncSession, ids: Sequence[str], lease_until: datetime
     )
 
 
-async def release(session: AsyncSession, claimed: Sequence[tuple[str, int]]) -> None:
-    """Hand back deliveries claimed but not sent (a worker stopping): due at
-    once for the next claim, the attempt not counted."""
-    for delivery_id, attempts_ in claimed:
+async def release(session: AsyncSession, claimed: Mapping[str, int]) -> None:
+    """Hand back deliveries claimed but not sent (a worker stopping), each
+    with the attempts it was claimed with: due at once for the next claim,
+    unless another worker took it over and recorded an attempt meanwhile."""
+    for delivery_id, attempts_ in claimed.items():
         await session.execute(
             unscoped(
                 update(WebhookDelivery)
                 .where(WebhookDelivery.id == delivery_id, WebhookDelivery.attempts == attempts_)
-                .values(lease_until=None, attempts=attempts_ - 1),
+                .values(lease_until=None),
                 WORKERS,
             )
         )

@@ -5,8 +5,11 @@ Every step is a short transaction, so any number of workers share the work
 and any of them may die: fan-out takes events off the event outbox in the
 transaction that writes their deliveries; a claim leases deliveries
 (PostgreSQL skips rows another worker is claiming), and a lease that runs
-out makes them due again; an outcome is written only by the claim that made
-it. Delivery is therefore at least once, across crashes of either side.
+out makes them due again. A claim is not an attempt: a delivery counts the
+attempts in its log, and its worker's outcome is written only if no other
+attempt was recorded since the claim (its lease ran out and another worker
+took it over). Delivery is therefore at least once, across crashes of
+either side.
 
 Organizations share a worker fairly. Claims take a bounded number of each
 organization's due deliveries, each organization's first ones first; claimed
@@ -38,6 +41,8 @@ from formsapi.kit.secretbox import SecretBox, SecretBoxError
 from formsapi.kit.time import isoformat_z, monotonic, utcnow
 from formsapi.models import DeliveryStatus, EventType, WebhookEndpoint, WebhookSubscription
 from formsapi.webhook import delivery, repository
+from formsapi.webhook.delivery import Outcome
+from formsapi.webhook.repository import DeliveryOutcome, EventBody, OutboxEvent
 from formsapi.webhook.service import disabled_event_data, egress_policy
 
 log = logging.getLogger("formsapi.webhooks")
@@ -61,8 +66,6 @@ DISABLE_AFTER = timedelta(days=5)
 # endpoint disabled or moved, meanwhile. (One sent at once was read just before.)
 FRESH = 0.1
 
-Event = tuple[str, datetime, str]  # type, occurred_at, data
-
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
@@ -71,7 +74,7 @@ class Claimed:
     endpoint_id: str
     event_seq: int
     event_id: str
-    attempts: int
+    attempts: int  # made before this claim; this one's, if it is made, is the next
 
 
 @dataclass(slots=True)
@@ -79,9 +82,18 @@ class Waiting:
     """A claimed delivery waiting for a slot, with what it sends."""
 
     claimed: Claimed
-    event: Event | None
+    event: EventBody | None
     endpoint: WebhookEndpoint | None
     read_at: float = field(default_factory=monotonic)
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A claim done with, its outcome waiting to be written."""
+
+    claimed: Claimed
+    result: delivery.Result
+    at: datetime
 
 
 class Worker:
@@ -125,7 +137,7 @@ class Worker:
         self.slow: set[str] = set()  # endpoints whose last attempt timed out
         self.stopping = False
         self.tasks: set[asyncio.Task[None]] = set()
-        self.results: list[tuple[Claimed, delivery.Result, datetime]] = []
+        self.results: list[Finished] = []
         self.first_result_at = 0.0
         self.wake = asyncio.Event()
         self._secrets: dict[str, str] = {}
@@ -148,37 +160,34 @@ class Worker:
             seqs, events = await repository.outbox_events(session, FAN_OUT_BATCH)
             if not seqs:
                 return 0
-            organizations = sorted({event[3] for event in events})
+            organizations = sorted({event.organization_id for event in events})
             endpoints: dict[str, list[str]] = {}
-            for endpoint_id, organization_id in await repository.enabled_endpoints(
-                session, organizations
-            ):
-                endpoints.setdefault(organization_id, []).append(endpoint_id)
+            for endpoint in await repository.enabled_endpoints(session, organizations):
+                endpoints.setdefault(endpoint.organization_id, []).append(endpoint.id)
             periods: dict[str, list[WebhookSubscription]] = {}
             if endpoints and events:
-                oldest = min(event[6] for event in events)
+                oldest = min(event.occurred_at for event in events)
                 every = sorted(e for ids in endpoints.values() for e in ids)
                 for period in await repository.periods_of(session, every, oldest):
                     periods.setdefault(period.endpoint_id, []).append(period)
             now = utcnow()
             rows: list[dict[str, Any]] = []
             # Events no longer kept (purged before a worker ran) are done with.
-            taken = sorted(set(seqs) - {event[0] for event in events})
+            taken = sorted(set(seqs) - {event.seq for event in events})
             for event in events:
-                seq, _, _, organization_id, type_, form_id, occurred_at = event
                 wanting = [
                     endpoint_id
-                    for endpoint_id in endpoints.get(organization_id, ())
-                    if type_ != EventType.ping
+                    for endpoint_id in endpoints.get(event.organization_id, ())
+                    if event.type != EventType.ping
                     and any(
-                        repository.wanted(period, type_, form_id, occurred_at)
+                        repository.wanted(period, event.type, event.form_id, event.occurred_at)
                         for period in periods.get(endpoint_id, ())
                     )
                 ]
                 if rows and len(rows) + len(wanting) > FAN_OUT_ROWS:
                     break  # the rest stays in the outbox for the next round
                 rows += [_delivery_row(event, endpoint_id, now) for endpoint_id in wanting]
-                taken.append(seq)
+                taken.append(event.seq)
             await repository.take_off_outbox(session, taken)
             await repository.add_deliveries(session, rows)
         if rows:
@@ -206,9 +215,10 @@ class Worker:
             )
         picked: list[str] = []
         taken: Counter[str] = Counter()
-        for delivery_id, endpoint_id, organization_id in candidates:
-            if delivery_id in self.in_flight:
+        for candidate in candidates:
+            if candidate.id in self.in_flight:
                 continue  # its lease ran out while it waited here: it is ours still
+            endpoint_id, organization_id = candidate.endpoint_id, candidate.organization_id
             endpoint_room = self._endpoint_cap(endpoint_id) * QUEUED
             if (
                 len(picked) < room
@@ -216,26 +226,36 @@ class Worker:
                 and self.claimed_per_organization[organization_id] + taken[organization_id]
                 < per_organization
             ):
-                picked.append(delivery_id)
+                picked.append(candidate.id)
                 taken[endpoint_id] += 1
                 taken[organization_id] += 1
         if not picked:
             return 0
         async with session_scope(self.sessionmaker) as session:
             rows = await repository.claim(session, picked, now, now + self.lease)
-        claimed = [Claimed(*row) for row in rows]
+        claimed = [
+            Claimed(
+                delivery_id=row.id,
+                organization_id=row.organization_id,
+                endpoint_id=row.endpoint_id,
+                event_seq=row.event_seq,
+                event_id=row.event_id,
+                attempts=row.attempts,
+            )
+            for row in rows
+        ]
         if claimed:
             await self._queue(claimed)
         return len(claimed)
 
     async def _read(
         self, claimed: Sequence[Claimed]
-    ) -> tuple[dict[int, Event], dict[str, WebhookEndpoint]]:
+    ) -> tuple[dict[int, EventBody], dict[str, WebhookEndpoint]]:
         """The events and endpoints these deliveries send, as they are now."""
         async with self.reader() as reader:
             events = {
-                row[0]: (row[1], row[2], row[3])
-                for row in await repository.events_by_seq(reader, [c.event_seq for c in claimed])
+                event.seq: event
+                for event in await repository.events_by_seq(reader, [c.event_seq for c in claimed])
             }
             endpoints = {
                 endpoint.id: endpoint
@@ -316,18 +336,20 @@ class Worker:
             result = await self._try(item, waiting.event, waiting.endpoint)
         except Exception as error:  # a bug must not lose the delivery: it is retried
             log.exception("webhook delivery %s failed unexpectedly", item.delivery_id)
-            result = delivery.Result(False, error=f"internal error: {type(error).__name__}")
+            result = delivery.Result(
+                Outcome.failed, error=f"internal error: {type(error).__name__}"
+            )
         finally:
             self._free(item)
         if result.timed_out:
             if len(self.slow) > 10_000:
                 self.slow.clear()
             self.slow.add(item.endpoint_id)
-        elif result.error != "endpoint disabled":
+        elif result.outcome is not Outcome.endpoint_disabled:
             self.slow.discard(item.endpoint_id)
         if not self.results:
             self.first_result_at = time.monotonic()
-        self.results.append((item, result, utcnow()))
+        self.results.append(Finished(item, result, utcnow()))
         if len(self.results) >= FLUSH_AT or not self.in_flight:
             self.wake.set()
 
@@ -347,20 +369,19 @@ class Worker:
     async def _try(
         self,
         item: Claimed,
-        event: Event | None,
+        event: EventBody | None,
         endpoint: WebhookEndpoint | None,
     ) -> delivery.Result:
         if endpoint is None or not endpoint.enabled:
-            return delivery.Result(False, error="endpoint disabled", abort=True)
+            return delivery.skipped(Outcome.endpoint_disabled)
         if event is None:
-            return delivery.Result(False, error="event no longer kept", abort=True)
-        type_, occurred_at, data = event
-        payload = delivery.body(type_, isoformat_z(occurred_at), data)
+            return delivery.skipped(Outcome.event_gone)
+        payload = delivery.body(event.type, isoformat_z(event.occurred_at), event.data)
         now = utcnow()
         try:
             secrets = self._secrets_of(endpoint, now)
         except SecretBoxError as error:
-            return delivery.Result(False, error=str(error))
+            return delivery.Result(Outcome.failed, error=str(error))
         headers = delivery.headers(item.event_id, payload, secrets, now)
         return await delivery.attempt(self.client, endpoint.url, payload, headers, self.timeout)
 
@@ -399,36 +420,42 @@ class Worker:
             self.results = results + self.results  # written by the next flush
             raise
 
-    async def _record(self, results: list[tuple[Claimed, delivery.Result, datetime]]) -> int:
+    async def _record(self, results: list[Finished]) -> int:
         schedule = self.settings.webhook_retry_schedule
-        outcomes, attempts = [], []
+        outcomes: list[DeliveryOutcome] = []
+        attempts: list[dict[str, Any]] = []
         succeeded: set[str] = set()
         failed: dict[str, datetime] = {}
         disable: dict[str, str] = {}
-        for item, result, at in results:
+        for finished in results:
+            item, result, at = finished.claimed, finished.result, finished.at
             status, next_at = DeliveryStatus.succeeded, at
-            if not result.succeeded:
-                delay = None if result.abort else next_delay_of(item, schedule, result, self.rng)
+            if result.outcome is Outcome.delivered:
+                succeeded.add(item.endpoint_id)
+            else:
+                delay = None
+                if result.outcome is Outcome.failed:
+                    delay = next_delay_of(item, schedule, result, self.rng)
                 status = DeliveryStatus.failed if delay is None else DeliveryStatus.pending
                 next_at = at if delay is None else at + timedelta(seconds=delay)
-                if result.error != "endpoint disabled":
+                # Nothing went to a disabled endpoint: it did not fail.
+                if result.outcome is not Outcome.endpoint_disabled:
                     failed[item.endpoint_id] = at
                 if result.disable:
                     disable[item.endpoint_id] = result.disable
-            else:
-                succeeded.add(item.endpoint_id)
             outcomes.append(
-                {
-                    "delivery_id": item.delivery_id,
-                    "claimed_attempts": item.attempts,
-                    "status": status.value,
-                    "next_attempt_at": next_at,
-                    "last_attempt_at": at,
-                    "last_status_code": result.status_code,
-                    "last_error": result.error,
-                }
+                DeliveryOutcome(
+                    delivery_id=item.delivery_id,
+                    claimed_attempts=item.attempts,
+                    tried=result.tried,
+                    status=status,
+                    next_attempt_at=next_at,
+                    last_attempt_at=at,
+                    last_status_code=result.status_code,
+                    last_error=result.error,
+                )
             )
-            if result.error not in ("endpoint disabled", "event no longer kept"):
+            if result.tried:
                 attempts.append(
                     {
                         "id": new_id("wha"),
@@ -445,11 +472,9 @@ class Worker:
             # A delivery deleted meanwhile (its endpoint removed) has no log to
             # add to; held endpoints keep the rest from going before commit.
             await repository.hold_endpoints(
-                session, sorted({item.endpoint_id for item, _, _ in results})
+                session, sorted({f.claimed.endpoint_id for f in results})
             )
-            kept = await repository.existing_deliveries(
-                session, [str(o["delivery_id"]) for o in outcomes]
-            )
+            kept = await repository.existing_deliveries(session, [o.delivery_id for o in outcomes])
             attempts = [a for a in attempts if a["delivery_id"] in kept]
             await repository.record_outcomes(session, outcomes, attempts)
             await repository.endpoint_succeeded(session, sorted(succeeded))
@@ -552,7 +577,7 @@ class Worker:
         self.stopping = True  # nothing more starts; what waits is handed back
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=grace)
-        unfinished = [(c.delivery_id, c.attempts) for c in self.in_flight.values()]
+        unfinished = {c.delivery_id: c.attempts for c in self.in_flight.values()}
         for task in list(self.tasks):
             task.cancel()
         await self.flush()
@@ -565,18 +590,18 @@ class Worker:
 def next_delay_of(
     item: Claimed, schedule: list[float], result: delivery.Result, rng: random.Random
 ) -> float | None:
-    return delivery.next_delay(item.attempts, schedule, result, rng)
+    """The wait after this claim's attempt failed, the attempts before it and itself."""
+    return delivery.next_delay(item.attempts + 1, schedule, result, rng)
 
 
-def _delivery_row(event: Sequence[Any], endpoint_id: str, now: datetime) -> dict[str, Any]:
-    seq, _, event_id, organization_id, type_, _, _ = event
+def _delivery_row(event: OutboxEvent, endpoint_id: str, now: datetime) -> dict[str, Any]:
     return {
         "id": new_id("whd"),
-        "organization_id": organization_id,
+        "organization_id": event.organization_id,
         "endpoint_id": endpoint_id,
-        "event_seq": seq,
-        "event_id": event_id,
-        "event_type": type_,
+        "event_seq": event.seq,
+        "event_id": event.id,
+        "event_type": event.type,
         "status": DeliveryStatus.pending.value,
         "attempts": 0,
         "next_attempt_at": now,
