@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Connection, Select, event
@@ -180,13 +180,36 @@ def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+class WriteSession(AsyncSession):
+    """A unit of work's session: one transaction, committed at its boundary.
+    On SQLite its first statement takes the write lock (_sqlite_begin)."""
+
+
+class ReadSession(AsyncSession):
+    """A session whose statements each run in autocommit: on SQLite it never
+    takes the write lock. Services that only read take this type, so that
+    passing them a WriteSession (or any other session) fails type checking."""
+
+
+def create_write_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[WriteSession]:
+    return async_sessionmaker(engine, expire_on_commit=False, class_=WriteSession)
+
+
+def create_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[ReadSession]:
+    """ReadSessions on `engine` in autocommit (made so here if it is not already)."""
+    if not _autocommit(engine):
+        engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return async_sessionmaker(engine, expire_on_commit=False, class_=ReadSession)
+
+
 AfterCommit = Callable[[AsyncSession], Awaitable[None]]
+S = TypeVar("S", bound=AsyncSession)
 
 
 @asynccontextmanager
 async def session_scope(
-    sessionmaker: async_sessionmaker[AsyncSession], after_commit: AfterCommit | None = None
-) -> AsyncIterator[AsyncSession]:
+    sessionmaker: async_sessionmaker[S], after_commit: AfterCommit | None = None
+) -> AsyncIterator[S]:
     """One unit of work: commit on success, roll back on any error.
 
     `after_commit` runs once the commit is durable (it publishes side effects

@@ -8,7 +8,7 @@ import orjson
 from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette import types as asgi
 
 from formsapi.api_key import service as api_key_service
@@ -16,27 +16,28 @@ from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
-from formsapi.db import session_scope
+from formsapi.db import ReadSession, WriteSession, session_scope
 from formsapi.errors import MalformedJSON, Unauthorized, UnsupportedMediaType
 from formsapi.models import Plan
 from formsapi.ratelimit.service import Decision, RateLimiter, enforce
 
 
-async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+async def get_session(request: Request) -> AsyncIterator[WriteSession]:
     """The unit of work of a request that writes: committed when the endpoint
     returns, rolled back on any error."""
     state = request.app.state
-    async with session_scope(state.sessionmaker, state.auth_epoch.after_commit) as session:
+    sessionmaker: async_sessionmaker[WriteSession] = state.sessionmaker
+    async with session_scope(sessionmaker, state.auth_epoch.after_commit) as session:
         yield session
 
 
 # scope="function": the session commits when the endpoint returns, before the
 # response is sent. The default ("request") closed it after the response, so a
 # client could be told 201 for a write whose commit then failed.
-SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
+SessionDep = Annotated[WriteSession, Depends(get_session, scope="function")]
 
 
-async def get_read_session(request: Request) -> AsyncSession:
+async def get_read_session(request: Request) -> ReadSession:
     """A session for endpoints that only read: each statement in autocommit,
     one round trip instead of BEGIN, SELECT, COMMIT.
 
@@ -44,12 +45,12 @@ async def get_read_session(request: Request) -> AsyncSession:
     a page-1 read, whose statements borrow a pooled connection of their own and
     leave the session unused (bench/RESULTS.md). CloseReadSession closes it
     after the response, when it was used."""
-    session: AsyncSession = request.app.state.read_sessionmaker()
+    session: ReadSession = request.app.state.read_sessionmaker()
     request.state.read_session = session
     return session
 
 
-ReadSessionDep = Annotated[AsyncSession, Depends(get_read_session)]
+ReadSessionDep = Annotated[ReadSession, Depends(get_read_session)]
 
 
 class CloseReadSession:
@@ -106,7 +107,7 @@ async def get_principal(request: Request) -> Principal:
         if limiter.enabled and known_plan is not None:
             decision, epoch = await limiter.hit(ip, known_plan, read=cache.epoch.key)
         principal = await api_key_service.authenticate(
-            state.read_sessionmaker, secret_hash, cache, epoch
+            state.read_sessionmaker, secret_hash, cache, state.last_use, epoch
         )
     except Unauthorized as error:
         failure = error

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.principal import Principal
 
-TOUCH_INTERVAL = 60.0  # seconds between last-used writes for one key, per worker
-
 
 @dataclass(slots=True)
 class _Entry:
@@ -27,7 +25,6 @@ class PrincipalCache:
         self.epoch = epoch
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._max = max_entries
-        self._touched: dict[str, float] = {}
 
     async def current_epoch(self) -> bytes | str | None:
         """None means: do not use the cache (no shared epoch to trust)."""
@@ -56,16 +53,6 @@ class PrincipalCache:
             return None
         self._entries.move_to_end(secret_hash)
         return entry.principal
-
-    def due_for_touch(self, key_id: str) -> bool:
-        """True at most once per interval per key, so last-used costs few writes."""
-        now = time.monotonic()
-        if now - self._touched.get(key_id, -TOUCH_INTERVAL) < TOUCH_INTERVAL:
-            return False
-        if len(self._touched) > self._max:
-            self._touched.clear()
-        self._touched[key_id] = now
-        return True
 
     def put(self, secret_hash: str, principal: Principal, epoch: bytes | str | None) -> None:
         if epoch is None:

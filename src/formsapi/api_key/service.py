@@ -2,22 +2,21 @@
 
 import hmac
 from dataclasses import dataclass
-from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.api_key import repository
 from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import mark_keys_changed
+from formsapi.api_key.last_use import LastUse
 from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import READ_SCOPES, ROLE_SCOPES, Scope, effective_scopes
+from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from formsapi.kit import crypto
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
 from formsapi.models import APIKey, Organization, Plan, Role, User
-
-LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,36 +129,29 @@ def secret_hash_of(header: str | None) -> str:
 
 
 async def authenticate(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: async_sessionmaker[ReadSession],
     secret_hash: str,
     cache: PrincipalCache,
+    last_use: LastUse,
     epoch: bytes | str | None = None,
 ) -> Principal:
     """The caller behind a key, from the cache when the auth epoch allows.
 
-    A session is opened only when the database is needed: on a miss, and once
-    an interval to record the key's last use. `sessionmaker` must make
-    autocommit sessions, so that record lands whatever the request does next.
+    A session is opened only on a miss. The key's last use is recorded off
+    the request's path (`last_use`), at most once an interval.
     `epoch`, when the caller has just read it from Redis, saves reading it here."""
     if epoch is None:
         epoch = await cache.current_epoch()
     principal = cache.get(secret_hash, epoch)
-    if principal is not None and not cache.due_for_touch(principal.key_id):
-        return principal
-    async with sessionmaker() as session:
-        if principal is None:
+    if principal is None:
+        async with sessionmaker() as session:
             principal = await _load(session, secret_hash)
-            cache.put(secret_hash, principal, epoch)
-            if not cache.due_for_touch(principal.key_id):
-                return principal
-        now = utcnow()
-        await repository.touch(
-            session, principal.organization_id, principal.key_id, now, now - LAST_USED_RESOLUTION
-        )
+        cache.put(secret_hash, principal, epoch)
+    last_use.used(principal.organization_id, principal.key_id)
     return principal
 
 
-async def _load(session: AsyncSession, secret_hash: str) -> Principal:
+async def _load(session: ReadSession, secret_hash: str) -> Principal:
     row = await repository.find_for_request(session, secret_hash)
     # Unknown keys and keys of removed members read alike: nothing to learn by probing.
     if row is None:

@@ -27,6 +27,7 @@ from formsapi.db import (
     check_schema,
     create_engine,
     create_sessionmaker,
+    create_write_sessionmaker,
     dispose,
     migrate,
     session_scope,
@@ -74,7 +75,8 @@ def run(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         epoch = AuthEpoch(redis, settings.redis_prefix)
         try:
             await check_schema(engine)
-            async with session_scope(create_sessionmaker(engine), epoch.after_commit) as session:
+            writes = create_write_sessionmaker(engine)
+            async with session_scope(writes, epoch.after_commit) as session:
                 return await work(session)
         finally:
             await dispose(engine)

@@ -10,6 +10,7 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.db import ReadSession
 from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import repository
@@ -33,7 +34,7 @@ async def list_page(
     return rows, total
 
 
-async def page_document(session: AsyncSession, organization_id: str, page: PageParams) -> bytes:
+async def page_document(session: ReadSession, organization_id: str, page: PageParams) -> bytes:
     """The JSON body of one page of forms, newest first, with the exact total."""
     rows, total = await list_page(session, organization_id, page)
     return orjson.dumps(
@@ -343,7 +344,7 @@ async def delete(
 
 
 async def version_detail(
-    session: AsyncSession, organization_id: str, form_id: str, version: int
+    session: ReadSession, organization_id: str, form_id: str, version: int
 ) -> dict[str, Any]:
     """The form as it was at `version`: its blocks and schema then."""
     form = await get(session, organization_id, form_id)
