@@ -85,6 +85,17 @@ MODELS: dict[type[BaseModel], str] = {
     models.Recovered: "Recovered",
     models.Problem: "Problem",
     models.InvalidParam: "InvalidParam",
+    # The event catalogue (the document's `webhooks`).
+    models.SubmissionRedacted: "SubmissionRedacted",
+    models.SubmissionThin: "SubmissionThin",
+    models.SubmissionTombstone: "SubmissionTombstone",
+    models.FormThin: "FormThin",
+    models.FormStatusChange: "FormStatusChange",
+    models.FormStatusChangeThin: "FormStatusChangeThin",
+    models.FormTombstone: "FormTombstone",
+    models.DisabledEndpoint: "DisabledEndpoint",
+    models.Ping: "Ping",
+    **{payload: payload.__name__ for payload in models.PAYLOAD_TYPES.values()},
 }
 # Enumerations: the client's Literal aliases must list the server's values.
 ENUMS = {"EventType": models.EventType, "FormStatus": models.FormStatus}
@@ -224,7 +235,8 @@ def _referenced(schema: Any) -> set[str]:
 def test_every_schema_an_operation_sends_or_takes_is_modelled(document: Doc) -> None:
     schemas = _schemas(document)
     seen: set[str] = set()
-    queue = sorted(_referenced(document["paths"]))
+    # Webhooks too: what the service sends a receiver.
+    queue = sorted(_referenced(document["paths"]) | _referenced(document["webhooks"]))
     while queue:
         name = queue.pop()
         if name not in seen:
@@ -245,6 +257,29 @@ def test_the_enumerations_and_block_types_are_the_servers(document: Doc) -> None
     assert set(get_args(models.DeliveryStatus)) == set(status["enum"])
     blocks = schemas["FormDetail"]["properties"]["blocks"]["items"]
     assert set(models.BLOCK_TYPES) == set(blocks["discriminator"]["mapping"])
+
+
+def test_every_webhook_has_its_typed_payload_in_the_client(document: Doc) -> None:
+    webhooks = document["webhooks"]
+    assert set(models.PAYLOAD_TYPES) == set(webhooks)
+    for type_, payload in models.PAYLOAD_TYPES.items():
+        body = webhooks[type_]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert body["$ref"].rsplit("/", 1)[1] == payload.__name__
+        assert _schemas(document)[payload.__name__]["properties"]["type"]["const"] == type_
+        assert get_args(payload.model_fields["type"].annotation) == (type_,)
+        # Each variant of its data (whole, thin, redacted) is modelled alike.
+        server = _schemas(document)[payload.__name__]["properties"]["data"]
+        variants = [ref["$ref"].rsplit("/", 1)[1] for ref in server.get("oneOf", [server])]
+        client = payload.model_fields["data"].annotation
+        ours = {MODELS.get(kind) for kind in _variants(client)}
+        assert ours == set(variants), type_
+
+
+def _variants(annotation: Any) -> list[type[BaseModel]]:
+    """The models a (tagged, annotated) union of models allows."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _variants(arg)]
 
 
 def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> None:

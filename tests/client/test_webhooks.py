@@ -8,8 +8,25 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from standardwebhooks import Webhook
 
-from formsapi_client import AsyncClient, NotFound, WebhookVerificationError, verify_webhook
+from formsapi_client import (
+    AsyncClient,
+    NotFound,
+    WebhookVerificationError,
+    parse_webhook,
+    unwrap_webhook,
+    verify_webhook,
+)
+from formsapi_client.models import (
+    FormCreatedPayload,
+    FormDetail,
+    PingPayload,
+    SubmissionCreatedPayload,
+    SubmissionRedacted,
+    SubmissionThin,
+    UnknownPayload,
+)
 from tests.client.conftest import Live
+from tests.factories import BLOCKS
 from tests.receiver import Received, Receiver
 
 
@@ -106,3 +123,58 @@ async def test_endpoints_are_managed_and_their_deliveries_read(live: Live) -> No
         await client.webhook_endpoints.delete(endpoint.id)
         with pytest.raises(NotFound):
             await client.webhook_endpoints.get(endpoint.id)
+
+
+async def test_a_real_delivery_reads_as_the_typed_event_the_events_list_shows(live: Live) -> None:
+    async with Receiver() as receiver, AsyncClient(live.base_url, live.secret) as client:
+        endpoint = await client.webhook_endpoints.create(
+            receiver.url, event_types=["form.created", "ping"]
+        )
+        await client.webhook_endpoints.test(endpoint.id)
+        form = await client.forms.create("Typed", BLOCKS)
+        deliveries = await delivered(receiver, 2)
+        await client.webhook_endpoints.delete(endpoint.id)
+        events = [unwrap_webhook(d.body, d.headers, endpoint.secret) for d in deliveries]
+
+        [ping] = [event for event in events if isinstance(event, PingPayload)]
+        assert ping.data.id == endpoint.id
+        [created] = [event for event in events if isinstance(event, FormCreatedPayload)]
+        assert isinstance(created.data, FormDetail)
+        assert created.data == form
+        listed = (await client.events.list(types=["form.created"], form_id=form.id)).data
+        assert [event.payload() for event in listed] == [created]
+
+
+def test_each_shape_of_an_event_s_data_reads_as_its_own_model() -> None:
+    submission = {
+        "id": "sub_1",
+        "formId": "frm_1",
+        "formVersion": 1,
+        "submittedAt": "2026-11-23T00:00:00.000Z",
+        "updatedAt": "2026-11-23T00:00:00.000Z",
+        "version": 1,
+        "changeSeq": 1,
+        "ending": None,
+    }
+    created = {"type": "submission.created", "timestamp": "2026-11-23T00:00:00.000Z"}
+    whole = parse_webhook({**created, "data": {**submission, "answers": {"name": "Ada"}}})
+    assert isinstance(whole, SubmissionCreatedPayload)
+    assert whole.data.answers == {"name": "Ada"}  # type: ignore[union-attr]
+    redacted = parse_webhook({**created, "data": {**submission, "redacted": True}})
+    assert isinstance(redacted.data, SubmissionRedacted)
+    thin = {"id": "sub_1", "formId": "frm_1", "version": 1, "changeSeq": 1, "thin": True}
+    url = "/v1/forms/frm_1/submissions/sub_1"
+    read = parse_webhook({**created, "data": {**thin, "url": url}})
+    assert isinstance(read.data, SubmissionThin)
+    assert not read.data.redacted
+    gone = parse_webhook({**created, "data": {**thin, "url": url, "redacted": True}})
+    assert isinstance(gone.data, SubmissionThin)
+    assert gone.data.redacted
+
+    # A type newer than this client reads, with every field kept.
+    newer = {"type": "form.renamed", "timestamp": created["timestamp"], "data": {"id": "frm_1"}}
+    unknown = parse_webhook({**newer, "extra": 1})
+    assert isinstance(unknown, UnknownPayload)
+    assert unknown.model_dump(by_alias=True)["extra"] == 1
+    with pytest.raises(ValueError, match="data"):
+        parse_webhook({**created, "data": {"id": "sub_1"}})

@@ -31,7 +31,12 @@ from formsapi_client.errors import (
     UnreadableResponse,
     ValidationFailed,
 )
-from formsapi_client.webhooks import WebhookVerificationError, verify_webhook
+from formsapi_client.webhooks import (
+    WebhookVerificationError,
+    parse_webhook,
+    unwrap_webhook,
+    verify_webhook,
+)
 
 __all__ = [
     "API_VERSION",
@@ -58,5 +63,7 @@ __all__ = [
     "ValidationFailed",
     "WebhookVerificationError",
     "__version__",
+    "parse_webhook",
+    "unwrap_webhook",
     "verify_webhook",
 ]

@@ -444,6 +444,15 @@ class Event(Model):
     data: dict[str, Any] | None  # None when the key cannot read the resource
     required_scope: str | None = None  # then: the scope that would show it
 
+    def payload(self) -> "WebhookPayload | None":
+        """This event typed, as a webhook delivers it (`SubmissionCreatedPayload`,
+        ...); None when its data is not shown to the key that listed it."""
+        if self.data is None:
+            return None
+        return WebhookPayloadAdapter.validate_python(
+            {"type": self.type, "timestamp": self.timestamp, "data": self.data}
+        )
+
 
 class EventsPage(Model):
     data: list[Event]
@@ -535,6 +544,211 @@ class Recover(Model):
 
 class Recovered(Model):
     queued: int
+
+
+# The event catalogue: each event type's `data`, and the payload a webhook
+# delivers (`{type, timestamp, data}`), typed. The server's `webhooks`.
+
+
+class SubmissionRedacted(Model):
+    """A submission as its events keep it once it (or its form) was deleted:
+    without `answers`."""
+
+    id: str
+    form_id: str
+    form_version: int
+    submitted_at: datetime
+    updated_at: datetime
+    version: int
+    change_seq: int
+    ending: str | None
+    redacted: Literal[True]
+
+
+class SubmissionThin(Model):
+    """A submission too large to carry: GET `url` for the rest."""
+
+    id: str
+    form_id: str
+    version: int
+    change_seq: int
+    url: str
+    thin: Literal[True]
+    redacted: bool = False  # its answers were erased since: the submission is gone
+
+
+def _flag(value: Any, name: str) -> bool:
+    return bool(value.get(name) if isinstance(value, dict) else getattr(value, name, None))
+
+
+def _submission_tag(value: Any) -> str:
+    return "thin" if _flag(value, "thin") else "redacted" if _flag(value, "redacted") else "whole"
+
+
+SubmissionData = Annotated[
+    Annotated[SubmissionDetail, Tag("whole")]
+    | Annotated[SubmissionRedacted, Tag("redacted")]
+    | Annotated[SubmissionThin, Tag("thin")],
+    Discriminator(_submission_tag),
+]
+
+
+class SubmissionTombstone(SubmissionDeleted):
+    form_id: str
+
+
+class FormThin(Model):
+    """A form too large to carry: GET `url` for the rest."""
+
+    id: str
+    version: int
+    updated_at: datetime
+    url: str
+    thin: Literal[True]
+
+
+class FormStatusChange(FormDetail):
+    from_: str = Field(alias="from")  # FormStatus
+    to: str
+
+
+class FormStatusChangeThin(FormThin):
+    from_: str = Field(alias="from")
+    to: str
+
+
+def _form_tag(value: Any) -> str:
+    return "thin" if _flag(value, "thin") else "whole"
+
+
+FormData = Annotated[
+    Annotated[FormDetail, Tag("whole")] | Annotated[FormThin, Tag("thin")],
+    Discriminator(_form_tag),
+]
+FormStatusData = Annotated[
+    Annotated[FormStatusChange, Tag("whole")] | Annotated[FormStatusChangeThin, Tag("thin")],
+    Discriminator(_form_tag),
+]
+
+
+class FormTombstone(Model):
+    id: str
+    title: str
+    slug: str
+    deleted: Literal[True]
+    deleted_at: datetime
+
+
+class DisabledEndpoint(Model):
+    """A WebhookEndpoint without its `url`."""
+
+    id: str
+    description: str
+    event_types: list[str]
+    form_ids: list[str]
+    enabled: bool
+    disabled_reason: str | None
+    disabled_at: datetime | None
+    failing_since: datetime | None
+    previous_secret_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Ping(Model):
+    id: str  # the endpoint tested
+    message: str
+
+
+class _Payload(Model):
+    timestamp: datetime  # when the change was made, the same on every attempt
+
+
+class SubmissionCreatedPayload(_Payload):
+    type: Literal["submission.created"]
+    data: SubmissionData
+
+
+class SubmissionUpdatedPayload(_Payload):
+    type: Literal["submission.updated"]
+    data: SubmissionData
+
+
+class SubmissionDeletedPayload(_Payload):
+    type: Literal["submission.deleted"]
+    data: SubmissionTombstone
+
+
+class FormCreatedPayload(_Payload):
+    type: Literal["form.created"]
+    data: FormData
+
+
+class FormUpdatedPayload(_Payload):
+    type: Literal["form.updated"]
+    data: FormData
+
+
+class FormStatusChangedPayload(_Payload):
+    type: Literal["form.status_changed"]
+    data: FormStatusData
+
+
+class FormDeletedPayload(_Payload):
+    type: Literal["form.deleted"]
+    data: FormTombstone
+
+
+class WebhookEndpointDisabledPayload(_Payload):
+    type: Literal["webhook_endpoint.disabled"]
+    data: DisabledEndpoint
+
+
+class PingPayload(_Payload):
+    type: Literal["ping"]
+    data: Ping
+
+
+class UnknownPayload(_Open):
+    """An event of a type newer than this client: every field is kept."""
+
+    type: str
+    timestamp: datetime
+    data: dict[str, Any]
+
+
+PAYLOAD_TYPES: dict[str, type[_Payload]] = {
+    "submission.created": SubmissionCreatedPayload,
+    "submission.updated": SubmissionUpdatedPayload,
+    "submission.deleted": SubmissionDeletedPayload,
+    "form.created": FormCreatedPayload,
+    "form.updated": FormUpdatedPayload,
+    "form.status_changed": FormStatusChangedPayload,
+    "form.deleted": FormDeletedPayload,
+    "webhook_endpoint.disabled": WebhookEndpointDisabledPayload,
+    "ping": PingPayload,
+}
+
+
+def _payload_tag(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return kind if kind in PAYLOAD_TYPES else "unknown"
+
+
+WebhookPayload = Annotated[
+    Annotated[SubmissionCreatedPayload, Tag("submission.created")]
+    | Annotated[SubmissionUpdatedPayload, Tag("submission.updated")]
+    | Annotated[SubmissionDeletedPayload, Tag("submission.deleted")]
+    | Annotated[FormCreatedPayload, Tag("form.created")]
+    | Annotated[FormUpdatedPayload, Tag("form.updated")]
+    | Annotated[FormStatusChangedPayload, Tag("form.status_changed")]
+    | Annotated[FormDeletedPayload, Tag("form.deleted")]
+    | Annotated[WebhookEndpointDisabledPayload, Tag("webhook_endpoint.disabled")]
+    | Annotated[PingPayload, Tag("ping")]
+    | Annotated[UnknownPayload, Tag("unknown")],
+    Discriminator(_payload_tag),
+]
+WebhookPayloadAdapter: TypeAdapter[WebhookPayload] = TypeAdapter(WebhookPayload)
 
 
 # Problems (RFC 9457)

@@ -1,5 +1,6 @@
 """Verifying webhook deliveries: Standard Webhooks signatures, checked by the
-`standardwebhooks` package (the one the service signs with)."""
+`standardwebhooks` package (the one the service signs with), and reading
+them as typed events (the models' `WebhookPayload`)."""
 
 import binascii
 from collections.abc import Mapping
@@ -8,7 +9,9 @@ from typing import Any
 from standardwebhooks import Webhook, WebhookVerificationError
 from standardwebhooks.webhooks import EmptyWebhookSecretError
 
-__all__ = ["WebhookVerificationError", "verify_webhook"]
+from formsapi_client.models import WebhookPayload, WebhookPayloadAdapter
+
+__all__ = ["WebhookVerificationError", "parse_webhook", "unwrap_webhook", "verify_webhook"]
 
 
 def verify_webhook(body: bytes | str, headers: Mapping[str, str], secret: str) -> dict[str, Any]:
@@ -37,3 +40,19 @@ def verify_webhook(body: bytes | str, headers: Mapping[str, str], secret: str) -
     if not isinstance(event, dict):
         raise WebhookVerificationError("The delivery's body is not a JSON object.")
     return event
+
+
+def parse_webhook(payload: Mapping[str, Any]) -> WebhookPayload:
+    """A verified delivery's event (what `verify_webhook` returns) as the
+    model of its type: `SubmissionCreatedPayload`, `FormDeletedPayload`, ...,
+    each with its `data` typed (a thin or redacted submission as its own
+    model: check `isinstance`). A type newer than this client reads as an
+    `UnknownPayload` keeping every field. Raises pydantic's ValidationError
+    (a ValueError) when an event of a known type does not have its shape."""
+    return WebhookPayloadAdapter.validate_python(dict(payload))
+
+
+def unwrap_webhook(body: bytes | str, headers: Mapping[str, str], secret: str) -> WebhookPayload:
+    """`verify_webhook`, then `parse_webhook`: the delivery's typed event,
+    once its signature and timestamp are checked."""
+    return parse_webhook(verify_webhook(body, headers, secret))

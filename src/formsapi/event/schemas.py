@@ -21,7 +21,9 @@ class EventOut(Schema):
         "id, versions and `url` to read it from. `form.status_changed` adds `from` and `to`. "
         "A submission deleted since (or whose form was) has its `answers` erased from its "
         'events: `"redacted": true` says so. Null when the key cannot read the resource '
-        "(`requiredScope` names the scope that would show it)."
+        "(`requiredScope` names the scope that would show it). Each type's is typed in the "
+        "document's `webhooks`: the `data` of that type's payload (`SubmissionCreatedPayload`, "
+        "...), the same an endpoint is sent."
     )
     required_scope: str | None = Field(
         default=None,
