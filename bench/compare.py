@@ -19,17 +19,25 @@ import sys
 from pathlib import Path
 from statistics import median
 
+from bench import post_floor
+from bench.dataset import ORG_ID
 from bench.report import publish, section
 from bench.run import (
+    BIG_FORM,
     POST_BODIES,
     ROOT,
     SCENARIOS,
     Server,
     bench_key,
     free_port,
+    pgbench,
     service_env,
     wrk,
 )
+
+# Posts one transaction writes in the batch floor: what 32 connections
+# spread over 2 workers leave each process's batch at most.
+FLOOR_BATCH = 16
 
 
 def vacuum(url: str) -> None:
@@ -74,6 +82,9 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
         for scenario in args.scenarios:
             path, _ = SCENARIOS[scenario]
             rates: dict[str, list[float]] = {"this": [], "other": []}
+            p99s: dict[str, list[float]] = {"this": [], "other": []}
+            floors: dict[str, list[float]] = {"per post": [], f"batch of {FLOOR_BATCH}": []}
+            with_floor = scenario == "post_submission" and engine == "postgresql"
             for round_ in range(args.rounds):
                 # Alternate who goes first: the machine drifts within a round too.
                 order = ("this", "other") if round_ % 2 == 0 else ("other", "this")
@@ -86,6 +97,17 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
                     result = wrk(url, args.connections, args.duration, headers, body)
                     assert result["non_2xx"] == 0, (build, scenario, result)
                     rates[build].append(result["rps"])
+                    p99s[build].append(result["p99_ms"])
+                if with_floor:
+                    # The same transaction as the service's, run by pgbench on
+                    # this build's database, in the same round.
+                    database = urls["this"].rsplit("/", 1)[1]
+                    answers = POST_BODIES[scenario]["answers"]
+                    for name, size in (("per post", 1), (f"batch of {FLOOR_BATCH}", FLOOR_BATCH)):
+                        vacuum(urls["this"])
+                        script = post_floor.script(ORG_ID, BIG_FORM, answers, size)
+                        tps = pgbench(database, script, args.connections, args.duration)
+                        floors[name].append(tps * size)
                 print(
                     f"{engine} {scenario}: this {rates['this'][-1]:,.0f}/s, "
                     f"other {rates['other'][-1]:,.0f}/s",
@@ -99,9 +121,18 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
             rounds = " / ".join(
                 f"{a:,.0f} vs {b:,.0f}" for a, b in zip(rates["this"], rates["other"], strict=True)
             )
+            p99 = f"{median(p99s['this']):.1f} / {median(p99s['other']):.1f}"
             rows.append(
-                f"| {engine} | {scenario} | {this:,.1f} | {other:,.1f} | {ratio:.0%} | {rounds} |"
+                f"| {engine} | {scenario} | {this:,.1f} | {other:,.1f} | {ratio:.0%} "
+                f"| {p99} | {rounds} |"
             )
+            for name, posts in floors.items():
+                if posts:
+                    each = " / ".join(f"{n:,.0f}" for n in posts)
+                    rows.append(
+                        f"| {engine} | pgbench floor, {name} (posts/s) | {median(posts):,.1f} "
+                        f"| | {this / median(posts):.0%} of it | | {each} |"
+                    )
     finally:
         for server, _ in servers.values():
             server.stop()
@@ -142,6 +173,7 @@ def main() -> None:
         "this req/s (median)",
         "other req/s (median)",
         "this / other (median of the rounds' ratios)",
+        "p99 ms this / other (median)",
         "rounds (this vs other)",
     ]
     note = (

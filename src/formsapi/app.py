@@ -1,16 +1,18 @@
 """create_app(): the ASGI application."""
 
 import asyncio
+import copy
 import gc
+import inspect
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import cache, partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import fastapi_offline
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Header
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -23,8 +25,9 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from formsapi import __version__, web
 from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
+from formsapi.api_key.last_use import LastUse
 from formsapi.config import Settings, get_settings
-from formsapi.db import create_engine, create_sessionmaker
+from formsapi.db import create_engine, create_read_sessionmaker, create_write_sessionmaker
 from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, NotReady
 from formsapi.event.endpoints import router as events_router
@@ -39,7 +42,9 @@ from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
 from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
+from formsapi.submission.intake import Intake
 from formsapi.submission.retention import purge_tombstones
+from formsapi.webhook import catalogue
 from formsapi.webhook.endpoints import router as webhooks_router
 from formsapi.webhook.retention import purge_deliveries, purge_periods
 from formsapi.webhook.service import secret_box
@@ -62,12 +67,17 @@ _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 async def release(app: FastAPI) -> None:
     """Close the database pool and the Redis connection: at shutdown, and in
     tests that drive the app without its lifespan. (The sign-in throttle's
-    client, from `limits`, has no close.)"""
+    client, from `limits`, has no close.) Batches of posts being written and
+    keys' last uses being recorded are let finish first."""
     try:
-        await app.state.engine.dispose()
+        await app.state.intake.close()
+        await app.state.last_use.close()
     finally:
-        if app.state.redis is not None:
-            await app.state.redis.close()
+        try:
+            await app.state.engine.dispose()
+        finally:
+            if app.state.redis is not None:
+                await app.state.redis.close()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -122,11 +132,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine
-    app.state.sessionmaker = create_sessionmaker(engine)
+    app.state.sessionmaker = create_write_sessionmaker(engine)
     # Read endpoints answer from one statement (deep pages from two, whose
     # second only narrows what the first found): each runs in autocommit.
     app.state.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
-    app.state.read_sessionmaker = create_sessionmaker(app.state.read_engine)
+    app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
+    app.state.last_use = LastUse(app.state.read_sessionmaker)
+    app.state.intake = Intake(app.state.sessionmaker, app.state.read_sessionmaker)
     app.state.redis = redis
     app.state.rate_limiter = rate_limiter
     app.state.sign_in_throttle = SignInThrottle(settings, redis)
@@ -193,13 +205,86 @@ def _shared_routes() -> list[BaseRoute]:
     return list(builder.router.routes)
 
 
+async def _delivery(
+    webhook_id: Annotated[
+        str,
+        Header(
+            description="The event's id, the same on every attempt and resend: deliveries "
+            "come at least once, so drop the ones you have seen."
+        ),
+    ],
+    webhook_timestamp: Annotated[
+        str,
+        Header(
+            description="When this attempt was signed, in Unix seconds: refuse one far from "
+            "now (`verify_webhook` allows 5 minutes)."
+        ),
+    ],
+    webhook_signature: Annotated[
+        str,
+        Header(
+            description="`v1,` and the base64 HMAC-SHA256, under the endpoint's secret, of "
+            "`{webhook-id}.{webhook-timestamp}.{body}`; one per live secret, space-separated, "
+            "while a rotation overlaps. Verify before reading the body."
+        ),
+    ],
+) -> None:
+    """Never called: a receiver's side of a delivery, declared for the document."""
+
+
+# What a receiver's answer does to a delivery (webhook/delivery.py).
+_RECEIVER_ANSWERS: dict[str, dict[str, Any]] = {
+    "2XX": {"description": "Delivered. Answer within 15 seconds: queue slow work."},
+    "410": {
+        "description": "Gone: the endpoint is disabled at once, as it is by a "
+        "`webhook-delivery: disable` header on any answer."
+    },
+    "default": {
+        "description": "Tried again on the schedule, for about three days (a 429 or no "
+        "answer in time waits longer; `Retry-After` is honoured), unless the answer carries "
+        "`webhook-delivery: abort-message`. Redirects are not followed."
+    },
+}
+
+
+@cache
+def _webhook_routes() -> list[BaseRoute]:
+    """One declaration per event type (webhook/catalogue.py). Its payload is
+    declared as the operation's response, and moved to its request body by
+    _openapi: FastAPI documents a request body as input, which would split
+    the API's FormDetail into an -Input and an -Output twin, and a delivery
+    is output, like the API's responses, whose schemas it shares."""
+    router = APIRouter(tags=["Webhooks"])
+    for type_, payload in catalogue.PAYLOADS.items():
+        router.add_api_route(
+            type_.value,
+            _delivery,
+            methods=["POST"],
+            response_model=payload,
+            summary=type_.value,
+            description=inspect.cleandoc(payload.__doc__ or ""),
+            operation_id=f"webhook_{type_.name}",
+        )
+    return list(router.routes)
+
+
 def _openapi(app: FastAPI) -> dict[str, Any]:
     """FastAPI's document, less its automatic 422 (bad parameters answer 400
-    here, declared by each endpoint), with errors typed as problem+json."""
+    here, declared by each endpoint), with errors typed as problem+json, and
+    a `webhooks` entry per event type."""
     if app.openapi_schema is None:
         schema = get_openapi(
-            title=app.title, version=app.version, description=app.description, routes=app.routes
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+            webhooks=_webhook_routes(),
         )
+        for item in schema["webhooks"].values():
+            for operation in item.values():
+                payload = operation["responses"]["200"]["content"]
+                operation["requestBody"] = {"required": True, "content": payload}
+                operation["responses"] = copy.deepcopy(_RECEIVER_ANSWERS)
         for path in schema["paths"].values():
             for operation in path.values():
                 responses = operation.get("responses", {})

@@ -2,7 +2,7 @@
 outbox webhook workers fan out from), read in position order by the events
 list, purged by age."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    Executable,
     Insert,
     Row,
     Table,
@@ -58,28 +59,41 @@ def _insert() -> Insert:
 _OUTBOX: Table = EventOutbox.__table__  # type: ignore[assignment]
 
 
-def ctes() -> list[Any]:
-    """PostgreSQL: the event and its outbox row as WITH clauses, to ride
-    along another statement (a submission's insert) in its round trip."""
-    event = _insert().returning(Event.seq).cte("ev")
-    outbox = insert(_OUTBOX).from_select(["seq"], select(event.c.seq)).cte("ob")
-    return [event, outbox]
-
-
 @cache
-def statements(postgres: bool) -> tuple[Any, ...]:
-    """What writes one event and its outbox row, in one statement: on
-    PostgreSQL a CTE, on SQLite the event alone (a trigger, migration 0012,
-    writes its outbox row)."""
+def write_statements(postgres: bool, along: Insert | None) -> tuple[Executable, ...]:
+    """What writes an event and its outbox row (and `along`, another insert
+    run with the same parameters), built once for each `along`.
+
+    On PostgreSQL it is one statement, the event and its outbox row in WITH
+    clauses riding along the other insert: one round trip for a change. On
+    SQLite, where a round trip is a call to aiosqlite's thread, they are
+    separate statements, each run once for a whole batch."""
     if postgres:
         event = _insert().returning(Event.seq).cte("ev")
-        return (insert(_OUTBOX).from_select(["seq"], select(event.c.seq)).add_cte(event),)
-    return (_insert(),)
+        outbox = insert(_OUTBOX).from_select(["seq"], select(event.c.seq))
+        if along is None:
+            return (outbox.add_cte(event),)
+        return (along.add_cte(event, outbox.cte("ob")),)
+    written = select(Event.seq).where(
+        scoped(Event, bindparam("organization_id")), Event.id == bindparam("event_id")
+    )
+    outbox = insert(_OUTBOX).from_select(["seq"], written)
+    return (*(() if along is None else (along,)), _insert(), outbox)
 
 
-async def insert_one(session: AsyncSession, parameters: dict[str, Any]) -> None:
-    for statement in statements(session.get_bind().dialect.name == "postgresql"):
-        await session.execute(statement, parameters)
+async def write(
+    session: AsyncSession, rows: Sequence[Mapping[str, Any]], along: Insert | None = None
+) -> None:
+    """Write events, one for each parameter set in `rows` (event_id,
+    event_type, occurred_at, event_data, organization_id, form_id,
+    subject_id), each with its outbox row and, with `along`, its row of
+    another table, in the caller's transaction. `along` must be built once
+    (it keys the statements built for it)."""
+    connection = await session.connection()
+    postgres = session.get_bind().dialect.name == "postgresql"
+    parameters = list(rows) if len(rows) > 1 else rows[0]
+    for statement in write_statements(postgres, along):
+        await connection.execute(statement, parameters)
 
 
 def settled(session: AsyncSession) -> ColumnElement[bool]:

@@ -3,14 +3,16 @@ there is never a change without its event nor an event without its change.
 The events list serves clients catching up; webhooks deliver the same
 events (formsapi.webhook)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
+from sqlalchemy import Insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.api_key.scopes import Scope
+from formsapi.db import ReadSession
 from formsapi.errors import FormsAPIError
 from formsapi.event import repository
 from formsapi.kit.ids import is_plausible, new_id
@@ -45,10 +47,14 @@ WITH_ANSWERS = (EventType.submission_created, EventType.submission_updated)
 def data_text(data: dict[str, Any], thin: dict[str, Any]) -> str:
     """The event's `data` as stored and sent: the resource, or `thin` (its
     id, URL and versions, marked `"thin": true`) when that is too large."""
-    text = orjson.dumps(data)
-    if len(text) > THIN_OVER:
-        text = orjson.dumps({**thin, "thin": True})
-    return text.decode()
+    return encoded_text(orjson.dumps(data), thin)
+
+
+def encoded_text(encoded: bytes, thin: dict[str, Any]) -> str:
+    """data_text of data already encoded as JSON."""
+    if len(encoded) > THIN_OVER:
+        encoded = orjson.dumps({**thin, "thin": True})
+    return encoded.decode()
 
 
 def parameters(
@@ -59,8 +65,8 @@ def parameters(
     form_id: str | None,
     subject_id: str,
 ) -> dict[str, Any]:
-    """The parameters of repository.insert_statement for one event about
-    `subject_id` (the resource its data is)."""
+    """The parameters `write` takes for one event about `subject_id` (the
+    resource its data is), with `data` as its JSON text (data_text)."""
     return {
         "event_id": new_id("evt"),
         "organization_id": organization_id,
@@ -70,6 +76,17 @@ def parameters(
         "subject_id": subject_id,
         "event_data": data,
     }
+
+
+async def write(
+    session: AsyncSession, rows: Sequence[Mapping[str, Any]], along: Insert | None = None
+) -> None:
+    """The one way events are written: each of `rows` (`parameters`, plus
+    the parameters of `along` when a domain's own insert rides along, as a
+    submission's row does) becomes an event and its outbox row, in the
+    caller's transaction, so there is never a change without its event."""
+    if rows:
+        await repository.write(session, rows, along)
 
 
 async def record(
@@ -85,24 +102,8 @@ async def record(
     """Write one event in the caller's transaction; its id."""
     text = data_text(data, thin or {"id": data["id"]})
     values = parameters(organization_id, type_, occurred_at, text, form_id, data["id"])
-    await repository.insert_one(session, values)
+    await write(session, [values])
     return str(values["event_id"])
-
-
-async def record_text(
-    session: AsyncSession,
-    organization_id: str,
-    type_: EventType,
-    occurred_at: datetime,
-    data: str,
-    *,
-    subject_id: str,
-    form_id: str | None = None,
-) -> None:
-    """Write one event whose data is already its JSON text (data_text)."""
-    await repository.insert_one(
-        session, parameters(organization_id, type_, occurred_at, data, form_id, subject_id)
-    )
 
 
 async def erase_answers(
@@ -146,7 +147,7 @@ def _wire(row: repository.EventRow, scopes: frozenset[str]) -> dict[str, Any]:
 
 
 async def list_document(
-    session: AsyncSession,
+    session: ReadSession,
     organization_id: str,
     after: str | None,
     limit: int,

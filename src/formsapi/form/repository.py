@@ -84,22 +84,25 @@ async def get_version(
 
 
 @cache
-def _lock_for_submission_statement(postgres: bool) -> Any:
+def submission_lock_statement(postgres: bool) -> Any:
     """Built once: posts serialize on this statement's row lock, and building
     it per post cost them (bench/RESULTS.md).
 
-    On PostgreSQL a post first queues on an advisory lock of the form, held
-    to commit like the row lock: waiting there, a transaction has no
-    transaction id yet, and the events list and webhooks, which wait for
-    every transaction older than an event to finish, do not wait for a queue
-    of posts (event/repository.py, `settled`)."""
+    On PostgreSQL a batch of posts first queues on the form's advisory lock
+    (`queue`), in the same statement: waiting there, a transaction has no
+    transaction id yet, so the events list and webhooks, which wait for every
+    transaction older than an event to finish, do not wait for a queue of
+    posts (event/repository.py, `settled`), and the form's transactions take
+    their ids in the order they take the lock."""
     statement = update(Form).where(scoped(Form, bindparam("org")), Form.id == bindparam("form"))
     if postgres:
-        key = func.hashtextextended(bindparam("form"), 0)
-        statement = statement.where(cast(func.pg_advisory_xact_lock(key), Text) == "")
+        statement = statement.where(cast(_advisory(bindparam("form")), Text) == "")
     return (
         statement.where(Form.status == FormStatus.published)
-        .values(response_count=Form.response_count + 1, change_seq=Form.change_seq + 1)
+        .values(
+            response_count=Form.response_count + bindparam("n"),
+            change_seq=Form.change_seq + bindparam("n"),
+        )
         # The version only: its blocks are read (once) when this process has
         # not compiled it yet, so a post does not decode them under the lock.
         .returning(Form.version, Form.change_seq)
@@ -108,16 +111,32 @@ def _lock_for_submission_statement(postgres: bool) -> Any:
     )
 
 
+def _advisory(form_id: Any) -> Any:
+    return func.pg_advisory_xact_lock(func.hashtextextended(form_id, 0))
+
+
 async def lock_for_submission(
-    session: AsyncSession, organization_id: str, form_id: str
+    session: AsyncSession, organization_id: str, form_id: str, count: int = 1
 ) -> Row[int, int] | None:
-    """Count one more submission, number the change, and read what it
-    answers, atomically: the row lock this takes orders concurrent writes to
+    """Count `count` more submissions, number their changes, and read what
+    they answer, atomically: the lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit
-    order, and a rollback (invalid answers) takes both back."""
-    parameters = {"org": organization_id, "form": form_id}
+    order, and a rollback takes both back. The last number is returned: the
+    batch's are the `count` numbers up to it. None if the form is missing or
+    not published."""
+    parameters = {"org": organization_id, "form": form_id, "n": count}
     postgres = session.get_bind().dialect.name == "postgresql"
-    return (await session.execute(_lock_for_submission_statement(postgres), parameters)).first()
+    return (await session.execute(submission_lock_statement(postgres), parameters)).first()
+
+
+async def queue(session: AsyncSession, form_id: str) -> None:
+    """Wait for the form's turn to write its submissions, before anything
+    else the transaction writes (PostgreSQL; a SQLite write transaction
+    already excludes every other writer). Held until commit, like the row
+    lock that follows: the form's writers then take their transaction ids,
+    which order the events list, in the order they number their changes."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(_advisory(bindparam("form"))), {"form": form_id})
 
 
 async def definition_of(

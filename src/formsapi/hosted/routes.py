@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData, MultiDict, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from formsapi.dependencies import ReadSessionDep, SessionDep, client_ip
+from formsapi.dependencies import ReadSessionDep, client_ip
 from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
 from formsapi.form import flow
 from formsapi.form.blocks import Block, parts
@@ -30,7 +30,6 @@ from formsapi.form.compiled import Compiled
 from formsapi.hosted import service
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, FormStatus, Plan
-from formsapi.submission import service as submission_service
 from formsapi.submission.service import FormNotAccepting
 from formsapi.submission.validation import validate_submission
 
@@ -181,7 +180,7 @@ def _page_of(posted: FormData, version: Compiled) -> int | None:
 
 
 @router.post("/f/{form_id}")
-async def submit_form(request: Request, session: SessionDep, form_id: FormId) -> Response:
+async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
     """Counted against the limit first, then the whole body read (bounded in size
     and time), and only then the database: a slow client holds no transaction.
 
@@ -211,13 +210,8 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
             return moved
         answers = service.on_path(version, answers, run)
     try:
-        submission = await submission_service.create(
-            session, form.organization_id, form.id, answers
-        )
+        submission = await request.app.state.intake.submit(form.organization_id, form.id, answers)
     except ValidationFailed as invalid:
-        # The counter was already taken for this submission: give it back
-        # before the request's session commits.
-        await session.rollback()
         errors = _errors(invalid)
         if current is None:
             return _render(request, page, posted, errors, status=422)
@@ -226,10 +220,8 @@ async def submit_form(request: Request, session: SessionDep, form_id: FormId) ->
         step = service.step(version, answers, first, run, seed)
         return _render(request, page, _values(answers), errors, status=422, step=step)
     except FormNotAccepting:
-        await session.rollback()
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
-        await session.rollback()
         return _unavailable(request)
     return _ending(request, form, version, submission.answers, submission.ending)
 

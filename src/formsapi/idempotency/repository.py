@@ -1,6 +1,7 @@
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Table, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -46,6 +47,46 @@ async def claim(
         where=IdempotencyKey.created_at < expired_before,
     ).returning(IdempotencyKey.key)
     return (await session.execute(statement)).first() is not None
+
+
+# The table, not the class: Core rows come back, not ORM objects.
+_TABLE: Table = IdempotencyKey.__table__  # type: ignore[assignment]
+
+
+async def claim_done(
+    session: AsyncSession,
+    organization_id: str,
+    outcomes: Sequence[tuple[str, str, int, str, str | None]],
+    now: datetime,
+    expired_before: datetime,
+) -> set[str]:
+    """Claim keys with their outcomes already known (key, fingerprint,
+    status, body, location), as `claim` does, in one statement; the keys
+    taken (a key a live row holds is not)."""
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    row = insert(_TABLE)
+    statement = row.on_conflict_do_update(
+        index_elements=[IdempotencyKey.organization_id, IdempotencyKey.key],
+        set_={
+            name: getattr(row.excluded, name)
+            for name in ("fingerprint", "status", "body", "location", "created_at")
+        },
+        where=IdempotencyKey.created_at < expired_before,
+    ).returning(IdempotencyKey.key)
+    rows = [
+        {
+            "organization_id": organization_id,
+            "key": key,
+            "fingerprint": fingerprint,
+            "status": status,
+            "body": body,
+            "location": location,
+            "created_at": now,
+        }
+        for key, fingerprint, status, body, location in outcomes
+    ]
+    connection = await session.connection()
+    return set((await connection.execute(statement, rows)).scalars())
 
 
 async def record(

@@ -51,9 +51,11 @@ def fingerprint(method: str, path: str, body: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-async def _stored(
+async def kept(
     session: AsyncSession, organization_id: str, key: str, print_: str, now: datetime
 ) -> Outcome | None:
+    """The outcome kept for this key, None if there is none (or it expired);
+    refused if the key was used for another request."""
     row = await repository.get_live(session, organization_id, key, now - RETENTION)
     if row is None:
         return None
@@ -80,15 +82,15 @@ async def run_once(
     if key is None:
         return await work()
     now = utcnow()
-    stored = await _stored(session, organization_id, key, print_, now)
-    if stored is not None:
-        return stored
+    found = await kept(session, organization_id, key, print_, now)
+    if found is not None:
+        return found
     if not await repository.claim(session, organization_id, key, print_, now, now - RETENTION):
         # Another request with this key committed while we waited on its claim.
-        stored = await _stored(session, organization_id, key, print_, now)
-        if stored is None:
+        found = await kept(session, organization_id, key, print_, now)
+        if found is None:
             raise Conflict("A request with this Idempotency-Key is in progress.")
-        return stored
+        return found
     outcome = await work()
     await repository.record(
         session, organization_id, key, outcome.status, outcome.body.decode(), outcome.location

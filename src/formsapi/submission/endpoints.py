@@ -25,6 +25,7 @@ from formsapi.kit.pagination import Page
 from formsapi.kit.schemas import Schema
 from formsapi.kit.time import parse_timestamp
 from formsapi.submission import export, service
+from formsapi.submission.intake import Claim, Intake
 from formsapi.submission.schemas import Changes, SubmissionDetail, SubmissionOut
 
 router = APIRouter(
@@ -203,7 +204,6 @@ class SubmissionCreate(Schema):
 )
 async def create_submission(
     principal: PrincipalDep,
-    session: SessionDep,
     request: Request,
     form_id: FormId,
     body: SubmissionCreate,
@@ -211,23 +211,14 @@ async def create_submission(
 ) -> Response:
     """Submit answers to a published form (409 otherwise). They are checked
     against the form's schema; 422 lists every error with its JSON pointer."""
-
-    async def work() -> Outcome:
-        submission = await service.create(session, principal.organization_id, form_id, body.answers)
-        return Outcome(
-            201,
-            orjson.dumps(service.to_dict(submission)),
-            f"/v1/forms/{form_id}/submissions/{submission.id}",
-        )
-
-    outcome = await run_once(
-        session,
-        principal.organization_id,
-        idempotency_key,
-        fingerprint("POST", request.url.path, body.model_dump(mode="json")),
-        work,
-    )
-    return replay(outcome)
+    intake: Intake = request.app.state.intake
+    organization_id = principal.organization_id
+    if idempotency_key is None:
+        accepted = await intake.submit(organization_id, form_id, body.answers)
+        return replay(Outcome(201, accepted.body, service.location(form_id, accepted.id)))
+    print_ = fingerprint("POST", request.url.path, body.model_dump(mode="json"))
+    claim = Claim(idempotency_key, print_)
+    return replay(await intake.submit_once(organization_id, form_id, body.answers, claim))
 
 
 @router.get(
@@ -293,6 +284,7 @@ async def edit_submission(
         return Outcome(200, orjson.dumps(service.to_dict(submission)))
 
     request_print = body.model_dump(mode="json") | {"ifMatch": if_match}
+    await service.queue_for(session, form_id)
     outcome = await run_once(
         session,
         principal.organization_id,

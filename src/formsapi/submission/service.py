@@ -1,7 +1,8 @@
 """Reading submissions of one form, most recent first."""
 
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 import orjson
@@ -25,7 +26,7 @@ from formsapi.models import EventType, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
 from formsapi.submission.schemas import change_wire, deleted_wire, detail_wire, wire
-from formsapi.submission.validation import validate_submission
+from formsapi.submission.validation import Checked, validate_submission
 
 # From this offset on, the page is found through the hourly counts: skipping
 # rows one by one costs as much as the offset is deep.
@@ -134,77 +135,140 @@ class SubmissionNotFound(NotFound):
         super().__init__(f"No submission with id '{submission_id}' in this form.")
 
 
-async def create(
-    session: AsyncSession, organization_id: str, form_id: str, answers: dict[str, object]
-) -> Submission:
-    """Store answers to a published form, checked against its current blocks.
+@dataclass(frozen=True, slots=True)
+class Checking:
+    """A post's answers checked against one version of its form, and
+    encoded as they will be stored: work done before the form's lock."""
 
-    The form's counter, its hourly and daily counts and the row move in one
-    transaction; invalid answers roll them all back. The answers are checked
-    before the form's lock is taken, against the version last seen here, and
-    again under it only if the form has changed since."""
-    today = utcnow().date()
-    guess = compiled.cached(organization_id, form_id)
-    early = validate_submission(guess, answers, today) if guess is not None else None
-    locked = (
-        await form_repository.lock_for_submission(session, organization_id, form_id)
-        if is_plausible(form_id)
-        else None
+    form: compiled.Compiled
+    checked: Checked
+    answers_json: bytes | None  # None: they cannot be stored as JSON
+
+    @property
+    def valid(self) -> bool:
+        return not self.checked.errors and self.answers_json is not None
+
+    def failure(self) -> ValidationFailed:
+        errors = [e.as_dict() for e in self.checked.errors]
+        if self.answers_json is None:
+            errors.append(
+                {
+                    "pointer": "/answers",
+                    "detail": "must be storable as JSON: text without unpaired surrogates "
+                    "and integers within 64 bits",
+                }
+            )
+        return ValidationFailed("The answers are invalid.", errors)
+
+
+def check(form: compiled.Compiled, answers: dict[str, Any], today: date) -> Checking:
+    checked = validate_submission(form, answers, today)
+    try:
+        encoded = orjson.dumps(checked.stored)
+    except orjson.JSONEncodeError:
+        encoded = None
+    return Checking(form, checked, encoded)
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A stored submission: what the API answers (`body`, JSON) and what the
+    hosted page shows next."""
+
+    id: str
+    answers: dict[str, Any]
+    ending: str | None
+    body: bytes
+
+
+def new_submission(
+    organization_id: str,
+    form_id: str,
+    version: int,
+    change_seq: int,
+    now: datetime,
+    checking: Checking,
+) -> tuple[dict[str, Any], Accepted]:
+    """The parameters that write a new submission with its event
+    (event_service.write along repository.new_row), and the submission."""
+    assert checking.answers_json is not None, "only valid answers are stored"
+    submission_id = new_id("sub")
+    at = isoformat_z(now)
+    ending = checking.checked.ending
+    body = orjson.dumps(
+        detail_wire(
+            submission_id,
+            form_id,
+            version,
+            at,
+            at,
+            1,
+            change_seq,
+            orjson.Fragment(checking.answers_json),
+            ending,
+        )
     )
-    if locked is None:
-        form = await form_service.get(session, organization_id, form_id)  # 404 if missing
-        raise FormNotAccepting(
-            f"This form is {form.status}; only published forms take submissions.",
-            formStatus=form.status,
-        )
-    version, change_seq = locked
-    checked = early
-    if checked is None or guess is None or guess.version != version:
-        raw_blocks, raw_definition = await form_repository.definition_of(
-            session, organization_id, form_id
-        )
-        current = compiled.compile_version(
-            organization_id, form_id, version, raw_blocks, raw_definition
-        )
-        checked = validate_submission(current, answers, today)
-    if checked.errors:
-        raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in checked.errors])
-    stored = checked.stored
-    now = utcnow()
-    submission = Submission(
-        id=new_id("sub"),
-        organization_id=organization_id,
-        form_id=form_id,
-        form_version=version,
-        submitted_at=now,
-        answers=stored,
-        change_seq=change_seq,
-        version=1,
-        ending=checked.ending,
-    )
+    thin = _thin(submission_id, form_id, 1, change_seq)
+    data = event_service.encoded_text(body, thin)
     event = event_service.parameters(
-        organization_id,
-        EventType.submission_created,
-        now,
-        event_data(submission),
-        form_id,
-        submission.id,
+        organization_id, EventType.submission_created, now, data, form_id, submission_id
     )
-    await repository.insert_counted(session, submission, event)
-    return submission
+    row = {
+        "id": submission_id,
+        "form_version": version,
+        "submitted_at": now,
+        "answers": checking.answers_json.decode(),
+        "change_seq": change_seq,
+        "ending": ending,
+    }
+    return event | row, Accepted(submission_id, checking.checked.stored, ending, body)
+
+
+async def not_accepting(session: AsyncSession, organization_id: str, form_id: str) -> Exception:
+    """Why the form took no submission: missing (404), or not published (409)."""
+    try:
+        form = await form_service.get(session, organization_id, form_id)
+    except FormNotFound as missing:
+        return missing
+    return FormNotAccepting(
+        f"This form is {form.status}; only published forms take submissions.",
+        formStatus=form.status,
+    )
+
+
+def location(form_id: str, submission_id: str) -> str:
+    return f"/v1/forms/{form_id}/submissions/{submission_id}"
+
+
+async def queue_for(session: AsyncSession, form_id: str) -> None:
+    """Start a transaction that writes the form's submissions (an edit, a
+    delete) by waiting for the form's turn, before anything else it writes
+    (an Idempotency-Key's claim): the events list is ordered by the
+    transactions' ids, which the form's writers then take in the order they
+    number their changes."""
+    if is_plausible(form_id):
+        await form_repository.queue(session, form_id)
+
+
+def _postgres(session: AsyncSession) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def _thin(submission_id: str, form_id: str, version: int, change_seq: int) -> dict[str, Any]:
+    return {
+        "id": submission_id,
+        "formId": form_id,
+        "version": version,
+        "changeSeq": change_seq,
+        "url": location(form_id, submission_id),
+    }
 
 
 def event_data(submission: Submission) -> str:
     """A submission as its events carry it: as the API returns it, or thin."""
     return event_service.data_text(
         to_dict(submission),
-        {
-            "id": submission.id,
-            "formId": submission.form_id,
-            "version": submission.version,
-            "changeSeq": submission.change_seq,
-            "url": f"/v1/forms/{submission.form_id}/submissions/{submission.id}",
-        },
+        _thin(submission.id, submission.form_id, submission.version, submission.change_seq),
     )
 
 
@@ -239,6 +303,7 @@ async def delete(
     rollback restores the counter."""
     if not (is_plausible(form_id) and is_plausible(submission_id)):
         raise SubmissionNotFound(submission_id)
+    await queue_for(session, form_id)
     change_seq = await form_repository.next_change(session, organization_id, form_id, -1)
     if change_seq is None:
         raise FormNotFound(form_id)
@@ -325,15 +390,15 @@ async def edit(
         assert change_seq is not None, "the form is locked"
         now = utcnow()
         await repository.edit(session, submission, stored, change_seq, now)
-        await event_service.record_text(
-            session,
+        event = event_service.parameters(
             organization_id,
             EventType.submission_updated,
             now,
             event_data(submission),
-            form_id=form_id,
-            subject_id=submission.id,
+            form_id,
+            submission.id,
         )
+        await event_service.write(session, [event])
     return submission
 
 

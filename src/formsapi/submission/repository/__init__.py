@@ -14,7 +14,7 @@ from formsapi.submission.repository.counts import (
     day_of,
     hour_of,
     hourly_counts,
-    insert_counted,
+    new_row,
     rebuild_counts,
 )
 from formsapi.submission.repository.paging import PageRow, list_page, seek, total
@@ -32,9 +32,9 @@ __all__ = [
     "get",
     "hour_of",
     "hourly_counts",
-    "insert_counted",
     "list_page",
     "live_between",
+    "new_row",
     "positions",
     "purge_tombstones",
     "rebuild_counts",

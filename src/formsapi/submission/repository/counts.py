@@ -8,8 +8,11 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Insert,
     Row,
+    Text,
     bindparam,
+    cast,
     delete,
     func,
     insert,
@@ -19,7 +22,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.event import repository as event_repository
 from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.tenancy import scoped
 
@@ -82,31 +84,12 @@ async def rebuild_counts(session: AsyncSession, organization_id: str) -> None:
 
 
 @cache
-def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
-    """What a write runs to add :count at :hour and :day to a form's counts,
-    after inserting a new row and its event when `with_row`. Built once: building and keying
-    these per post cost more CPU than running them.
-
-    On PostgreSQL they are one statement, the others in WITH clauses (which it
-    runs whether or not they are read): a write holds its form's row lock until
-    commit, and each round trip inside that lock costs posts per second."""
+def counting_statements(postgres: bool) -> tuple[Any, ...]:
+    """What a write runs to add :count at :hour and :day to a form's counts.
+    Built once: building and keying these per post cost more CPU than
+    running them. On PostgreSQL one statement (the day's in a WITH clause)."""
     upsert = postgresql.insert if postgres else sqlite.insert
     statements = []
-    if with_row:
-        columns = (
-            "id",
-            "organization_id",
-            "form_id",
-            "form_version",
-            "submitted_at",
-            "answers",
-            "change_seq",
-            "version",
-            "ending",
-        )
-        statements.append(insert(Submission).values({c: bindparam(c) for c in columns}))
-        if not postgres:
-            statements.extend(event_repository.statements(postgres=False))
     for table, column in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
         statement = upsert(table).values(
             organization_id=bindparam("organization_id"),
@@ -121,11 +104,8 @@ def _counting(postgres: bool, with_row: bool) -> tuple[Any, ...]:
             )
         )
     if postgres:
-        first, *others = statements
-        ctes = [s.cte(f"w{i}") for i, s in enumerate(others)]
-        if with_row:
-            ctes = event_repository.ctes() + ctes
-        return (first.add_cte(*ctes),)
+        hours, days = statements
+        return (hours.add_cte(days.cte("days")),)
     return tuple(statements)
 
 
@@ -145,37 +125,21 @@ async def add_counts(
         | {"hour": hour, "day": day_of(hour), "count": n}
         for hour, n in hours.items()
     ]
-    for statement in _counting(_on_postgres(session), with_row=False):
-        await session.execute(statement, parameters)
-
-
-async def insert_counted(
-    session: AsyncSession, submission: Submission, event: dict[str, Any]
-) -> None:
-    """Store a new submission and its event (the parameters of
-    event_repository.insert_statement) and add it to its form's hourly and
-    daily counts."""
-    at = submission.submitted_at
-    parameters = (
-        event
-        | {
-            "id": submission.id,
-            "organization_id": submission.organization_id,
-            "form_id": submission.form_id,
-            "form_version": submission.form_version,
-            "submitted_at": at,
-            "answers": submission.answers,
-            "change_seq": submission.change_seq,
-            "version": 1,
-            "ending": submission.ending,
-        }
-        | {"hour": hour_of(at), "day": day_of(at), "count": 1}
-    )
-    # On the session's connection, past the ORM's per-statement work: on
-    # SQLite these run inside the one write lock every post waits for.
     connection = await session.connection()
-    for statement in _counting(_on_postgres(session), with_row=True):
-        await connection.execute(statement, parameters)
+    for statement in counting_statements(_on_postgres(session)):
+        await connection.execute(statement, parameters if len(parameters) > 1 else parameters[0])
+
+
+@cache
+def new_row(postgres: bool) -> Insert:
+    """The insert of a new submission, with its answers bound as JSON text
+    already encoded (before the form's lock, not under it); run by the
+    events' write with each event's parameters (event_service.write)."""
+    answers = bindparam("answers", type_=Text)
+    columns = ("id", "organization_id", "form_id", "form_version", "submitted_at")
+    values: dict[str, Any] = {c: bindparam(c) for c in (*columns, "change_seq", "ending")}
+    values["answers"] = cast(answers, postgresql.JSONB) if postgres else answers
+    return insert(Submission).values({**values, "version": 1})
 
 
 async def hourly_counts(

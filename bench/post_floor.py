@@ -1,0 +1,99 @@
+"""The database's floor for posting to one form on PostgreSQL: pgbench
+running the transaction the service runs for posts, built from the
+service's own statements (compiled for PostgreSQL, parameters inlined),
+with fresh ids and the numbers the lock returns.
+
+- `per_post`: one post, one transaction (lock, row with its event and
+  outbox row, counts, commit). What every post paid before group commit,
+  and what a post with an Idempotency-Key still pays (less its claim).
+- `batch`: `size` posts in one transaction, as the intake writes them: the
+  rows pipelined, as asyncpg's executemany sends them.
+
+Posts per second of a script = its transactions per second x its posts.
+"""
+
+from typing import Any
+
+import orjson
+from sqlalchemy.dialects import postgresql
+
+from formsapi.event import repository as event_repository
+from formsapi.form import repository as form_repository
+from formsapi.submission import repository as submission_repository
+from formsapi.submission.repository import counts
+
+# The service's driver's dialect: its SQL, with its casts.
+_DIALECT = postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
+
+
+def _compiled(statement: Any, values: dict[str, str]) -> str:
+    """`statement` as pgbench runs it: each parameter replaced by the SQL
+    expression `values` gives for its name (pgbench variables allowed)."""
+    compiled = statement.compile(dialect=_DIALECT)
+    sql = compiled.string
+    names = list(compiled.positiontup or ())
+    for index in range(len(names), 0, -1):  # $10 before $1
+        name = names[index - 1]
+        # A value the statement carries itself (a status, a version of 1).
+        value = values[name] if name in values else _literal(compiled.params[name])
+        sql = sql.replace(f"${index}", value)
+    return " ".join(sql.split())
+
+
+def _literal(value: Any) -> str:
+    return str(value) if isinstance(value, int) else _text(str(value))
+
+
+def _text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def script(organization_id: str, form_id: str, answers: dict[str, Any], size: int) -> str:
+    """One transaction writing `size` posts to the form."""
+    lock = form_repository.submission_lock_statement(True)
+    row = event_repository.write_statements(True, submission_repository.new_row(True))[0]
+    counting = counts.counting_statements(True)[0]
+    stored = orjson.dumps(answers).decode()
+    data = orjson.dumps({"id": "sub_x", "formId": form_id, "answers": answers}).decode()
+    lines = [
+        "BEGIN;",
+        _compiled(lock, {"org": _text(organization_id), "form": _text(form_id), "n": str(size)})
+        + " \\gset",
+    ]
+    inserts = []
+    for offset in range(size - 1, -1, -1):
+        fresh = "replace(gen_random_uuid()::text, '-', '')"
+        values = {
+            "event_id": f"('evt_' || {fresh})",
+            "id": f"('sub_' || {fresh})",
+            "organization_id": _text(organization_id),
+            "form_id": _text(form_id),
+            "event_type": "'submission.created'",
+            "occurred_at": "now()",
+            "submitted_at": "now()",
+            "subject_id": f"('sub_' || {fresh})",
+            "event_data": _text(data),
+            "form_version": ":version",
+            "change_seq": f"(:change_seq - {offset})",
+            "answers": _text(stored),
+            "ending": "NULL",
+        }
+        inserts.append(_compiled(row, values) + ";")
+    if size > 1:
+        inserts = ["\\startpipeline", *inserts, "\\endpipeline"]
+    lines += inserts
+    lines.append(
+        _compiled(
+            counting,
+            {
+                "organization_id": _text(organization_id),
+                "form_id": _text(form_id),
+                "hour": "date_trunc('hour', now())",
+                "day": "date_trunc('day', now())",
+                "count": str(size),
+            },
+        )
+        + ";"
+    )
+    lines.append("COMMIT;")
+    return "\n".join(lines) + "\n"

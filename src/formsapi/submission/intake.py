@@ -1,0 +1,260 @@
+"""Posts to one form, written together (group commit).
+
+A form that goes viral receives its submissions all at once, and every
+write to a form's submissions takes the form's lock until commit. With a
+transaction of its own for each post, that lock was the limit
+(bench/RESULTS.md). Here, the posts to one form that arrive while its
+previous batch is being written wait for the next: one transaction, under
+one lock, numbers them all and writes them (rows, events, counts, and the
+outcomes of their Idempotency-Keys), and each post is answered only once
+that transaction has committed. Answers are checked and encoded before,
+outside the lock; a post whose answers are invalid leaves nothing, and its
+neighbours are written all the same.
+
+Each process batches its own posts; processes take turns on the form's
+lock, in commit order.
+"""
+
+import asyncio
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from formsapi.errors import Conflict, FormNotFound
+from formsapi.event import service as event_service
+from formsapi.form import compiled
+from formsapi.form import repository as form_repository
+from formsapi.idempotency import repository as idempotency_repository
+from formsapi.idempotency.service import RETENTION, Outcome, kept
+from formsapi.kit.ids import is_plausible
+from formsapi.kit.time import utcnow
+from formsapi.submission import repository
+from formsapi.submission.repository import hour_of
+from formsapi.submission.service import (
+    Accepted,
+    Checking,
+    check,
+    location,
+    new_submission,
+    not_accepting,
+)
+
+# Posts in one transaction at most: its statements stay a bounded size.
+MAX_BATCH = 200
+# Times a batch meets a version of its form it has not checked against,
+# one after the other, before its posts are failed.
+MAX_VERSIONS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """An Idempotency-Key and the fingerprint of the request it came with."""
+
+    key: str
+    fingerprint: str
+
+
+@dataclass(eq=False, slots=True)
+class _Post:
+    answers: dict[str, Any]
+    claim: Claim | None
+    checking: Checking | None
+    # The stored submission; None when another request with its key was
+    # stored first (its outcome is then replayed).
+    done: asyncio.Future[Accepted | None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class Intake:
+    """The batches of this process, one writer at a time for each form."""
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        read_sessionmaker: async_sessionmaker[AsyncSession],
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._read_sessionmaker = read_sessionmaker
+        self._waiting: dict[tuple[str, str], list[_Post]] = {}
+        self._writers: dict[tuple[str, str], asyncio.Task[None]] = {}
+
+    async def submit(self, organization_id: str, form_id: str, answers: dict[str, Any]) -> Accepted:
+        """Store answers to a published form, once its batch has committed."""
+        accepted = await self._queue(organization_id, form_id, answers, None)
+        assert accepted is not None, "only a post with a key is answered by another"
+        return accepted
+
+    async def submit_once(
+        self, organization_id: str, form_id: str, answers: dict[str, Any], claim: Claim
+    ) -> Outcome:
+        """`submit` for a post with an Idempotency-Key: the first time, or
+        the outcome kept for the key (idempotency/service.py says how)."""
+        kept = await self._kept(organization_id, claim)
+        if kept is not None:
+            return kept
+        accepted = await self._queue(organization_id, form_id, answers, claim)
+        if accepted is None:
+            kept = await self._kept(organization_id, claim)
+            if kept is None:  # taken by a request to another path, still running
+                raise Conflict("A request with this Idempotency-Key is in progress.")
+            return kept
+        return Outcome(201, accepted.body, location(form_id, accepted.id))
+
+    async def close(self) -> None:
+        """Let the batches under way finish (at shutdown)."""
+        while self._writers:
+            await asyncio.gather(*self._writers.values(), return_exceptions=True)
+
+    async def _kept(self, organization_id: str, claim: Claim) -> Outcome | None:
+        async with self._read_sessionmaker() as session:
+            return await kept(session, organization_id, claim.key, claim.fingerprint, utcnow())
+
+    async def _queue(
+        self, organization_id: str, form_id: str, answers: dict[str, Any], claim: Claim | None
+    ) -> Accepted | None:
+        if not is_plausible(form_id):
+            raise FormNotFound(form_id)
+        form = compiled.cached(organization_id, form_id)
+        checking = None if form is None else check(form, answers, utcnow().date())
+        post = _Post(answers, claim, checking)
+        key = (organization_id, form_id)
+        self._waiting.setdefault(key, []).append(post)
+        if key not in self._writers:
+            self._writers[key] = asyncio.create_task(self._drain(key))
+        # A client that leaves does not take its post out of a batch being
+        # written: like a post whose commit was under way when it left.
+        return await asyncio.shield(post.done)
+
+    async def _drain(self, key: tuple[str, str]) -> None:
+        try:
+            while waiting := self._waiting.get(key):
+                batch = _next_batch(waiting)
+                try:
+                    await self._write(*key, batch)
+                except Exception as error:
+                    for post in batch:
+                        if not post.done.done():
+                            post.done.set_exception(error)
+        finally:
+            # No await between the last look at the queue and here: a post
+            # queued meanwhile would find a writer that is about to stop.
+            self._waiting.pop(key, None)
+            del self._writers[key]
+
+    async def _write(self, organization_id: str, form_id: str, batch: list[_Post]) -> None:
+        # The version the posts were checked against is confirmed under the
+        # lock; if the form changed (or this process had not compiled it),
+        # the transaction is given up, the form compiled and the posts
+        # checked again. A key found taken gives the transaction up too, and
+        # its post is answered with the outcome kept for it.
+        versions = 0
+        while batch:
+            form = compiled.cached(organization_id, form_id)
+            if form is not None:
+                today = utcnow().date()
+                for post in batch:
+                    if post.checking is None or post.checking.form is not form:
+                        post.checking = check(form, post.answers, today)
+            accepted = [p for p in batch if p.checking is not None and p.checking.valid]
+            async with self._sessionmaker() as session:
+                locked = await form_repository.lock_for_submission(
+                    session, organization_id, form_id, len(accepted)
+                )
+                if locked is None:
+                    await session.rollback()
+                    raise await not_accepting(session, organization_id, form_id)
+                version, last = locked
+                if form is None or form.version != version:
+                    versions += 1
+                    if versions == MAX_VERSIONS:
+                        raise Conflict("The form changed too often to take these answers.")
+                    blocks, definition = await form_repository.definition_of(
+                        session, organization_id, form_id
+                    )
+                    compiled.compile_version(organization_id, form_id, version, blocks, definition)
+                    await session.rollback()
+                    continue
+                now = utcnow()
+                first = last - len(accepted) + 1
+                new = [
+                    new_submission(organization_id, form_id, version, first + i, now, post.checking)
+                    for i, post in enumerate(accepted)
+                    if post.checking is not None
+                ]
+                taken = await _claim(session, organization_id, form_id, accepted, new, now)
+                if taken:
+                    await session.rollback()
+                    for post in taken:
+                        post.done.set_result(None)
+                    batch = [post for post in batch if post not in taken]
+                    continue
+                if new:
+                    rows = [parameters for parameters, _ in new]
+                    await event_service.write(session, rows, repository.new_row(_postgres(session)))
+                    await repository.add_counts(
+                        session, organization_id, form_id, {hour_of(now): len(new)}
+                    )
+                await session.commit()
+            answered = dict(zip(accepted, (submission for _, submission in new), strict=True))
+            for post in batch:
+                if post.done.done():
+                    continue
+                if post in answered:
+                    post.done.set_result(answered[post])
+                elif post.checking is not None:
+                    post.done.set_exception(post.checking.failure())
+            return
+
+
+def _next_batch(waiting: list[_Post]) -> list[_Post]:
+    """The next batch, taken off `waiting`: a second post with the same
+    Idempotency-Key waits for the next one, where it finds the first's
+    outcome kept."""
+    batch: list[_Post] = []
+    rest: list[_Post] = []
+    keys: set[str] = set()
+    for post in waiting:
+        if len(batch) == MAX_BATCH or (post.claim is not None and post.claim.key in keys):
+            rest.append(post)
+            continue
+        batch.append(post)
+        if post.claim is not None:
+            keys.add(post.claim.key)
+    waiting[:] = rest
+    return batch
+
+
+async def _claim(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    accepted: Sequence[_Post],
+    new: Sequence[tuple[dict[str, Any], Accepted]],
+    now: Any,
+) -> list[_Post]:
+    """Claim the keys of the batch's posts with their outcomes, after the
+    form's lock (so the transaction's id follows it); the posts whose key a
+    live row already holds."""
+    keyed = [(post, accepted_) for post, (_, accepted_) in zip(accepted, new, strict=True)]
+    outcomes = [
+        (post.claim.key, post.claim.fingerprint, 201, a.body.decode(), location(form_id, a.id))
+        for post, a in keyed
+        if post.claim is not None
+    ]
+    if not outcomes:
+        return []
+    expired = now - RETENTION
+    claimed = await idempotency_repository.claim_done(
+        session, organization_id, outcomes, now, expired
+    )
+    if random.random() < 0.01:  # noqa: S311 - housekeeping, now and then
+        await idempotency_repository.delete_expired(session, organization_id, expired)
+    return [p for p, _ in keyed if p.claim is not None and p.claim.key not in claimed]
+
+
+def _postgres(session: AsyncSession) -> bool:
+    return session.get_bind().dialect.name == "postgresql"

@@ -1,0 +1,193 @@
+"""Posts to one form arriving together are written together (group commit):
+each is still answered only after its commit, numbered without gaps in
+commit order, with one event, and an invalid one leaves nothing."""
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.config import Settings
+from formsapi.models import Event, Form, Submission, SubmissionCount
+from formsapi.tenancy import scoped
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org
+
+SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write", "events:read"]
+GOOD = {"name": "Ada", "email": "ada@example.com", "colors": "blue"}
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, rate_limit_standard=100_000)
+
+
+async def _form(session: AsyncSession, status: str = "published") -> tuple[str, str, str]:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=SCOPES)
+    form = await create_form(session, org, status=status)
+    await session.commit()
+    return org.id, form.id, secret
+
+
+async def test_posts_arriving_together_are_each_stored_once_in_order(
+    api: Api, session: AsyncSession
+) -> None:
+    org_id, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+    bodies: list[dict[str, Any]] = [
+        {"answers": {**GOOD, "name": f"R{i}"}} if i % 5 else {"answers": {"age": "old"}}
+        for i in range(120)
+    ]
+
+    responses = await asyncio.gather(*(api.post(url, secret, json=body) for body in bodies))
+
+    created = [r.json() for r in responses if r.status_code == 201]
+    refused = [r for r in responses if r.status_code != 201]
+    assert len(created) == 96
+    assert all(r.status_code == 422 for r in refused)
+    assert sorted(c["changeSeq"] for c in created) == list(range(1, 97))  # no gap, no repeat
+    assert {c["answers"]["name"] for c in created} == {f"R{i}" for i in range(120) if i % 5}
+    for submission in created[:10]:
+        read = await api.get(f"{url}/{submission['id']}", secret)
+        assert read.json() == submission
+    rows = await session.scalar(
+        select(func.count()).where(scoped(Submission, org_id), Submission.form_id == form_id)
+    )
+    events = (
+        await session.execute(
+            select(Event.subject_id).where(
+                scoped(Event, org_id),
+                Event.form_id == form_id,
+                Event.type == "submission.created",
+            )
+        )
+    ).scalars()
+    counted = await session.scalar(
+        select(Form.response_count).where(scoped(Form, org_id), Form.id == form_id)
+    )
+    hourly = await session.scalar(
+        select(func.sum(SubmissionCount.count)).where(
+            scoped(SubmissionCount, org_id), SubmissionCount.form_id == form_id
+        )
+    )
+    assert rows == counted == hourly == 96
+    assert sorted(str(e) for e in events) == sorted(
+        c["id"] for c in created
+    )  # one event each, no other
+    feed = await api.get(f"{url}/changes", secret, params={"limit": 1000})
+    assert [c["changeSeq"] for c in feed.json()["data"]] == list(range(1, 97))
+
+
+async def test_posts_queued_behind_a_new_version_are_checked_against_it(
+    api: Api, session: AsyncSession
+) -> None:
+    _, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+    assert (await api.post(url, secret, json={"answers": GOOD})).status_code == 201
+    form = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    blocks = [
+        {**block, "required": True} if block.get("key") == "age" else block
+        for block in form["blocks"]
+    ]
+
+    edit = api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": blocks})
+    posts = [api.post(url, secret, json={"answers": GOOD}) for _ in range(30)]
+    edited, *responses = await asyncio.gather(edit, *posts)
+
+    assert edited.status_code == 200, edited.text
+    # Each post answered version 1 (and was stored) or met version 2's
+    # required age (and was refused): none stored against the wrong version.
+    for response in responses:
+        if response.status_code == 201:
+            assert response.json()["formVersion"] == 1
+        else:
+            assert response.status_code == 422
+            assert [e["pointer"] for e in response.json()["errors"]] == ["/answers/age"]
+    late = await api.post(url, secret, json={"answers": GOOD})
+    assert late.status_code == 422
+
+
+async def test_a_form_not_taking_posts_fails_only_its_own(api: Api, session: AsyncSession) -> None:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=SCOPES)
+    published = await create_form(session, org)
+    draft = await create_form(session, org, status="draft")
+    await session.commit()
+
+    responses = await asyncio.gather(
+        *(
+            api.post(f"/v1/forms/{form.id}/submissions", secret, json={"answers": GOOD})
+            for form in (published, draft) * 10
+        ),
+        api.post("/v1/forms/frm_01HZZZZZZZZZZZZZZZZZZZZZZZ/submissions", secret, json={}),
+        api.post(
+            "/v1/forms/frm_01HZZZZZZZZZZZZZZZZZZZZZZZ/submissions",
+            secret,
+            json={"answers": GOOD},
+        ),
+    )
+
+    assert [r.status_code for r in responses[:20]] == [201, 409] * 10
+    assert responses[21].status_code == 404
+    assert responses[1].json()["formStatus"] == "draft"
+
+
+async def test_posts_with_one_idempotency_key_arriving_together_store_one(
+    api: Api, session: AsyncSession
+) -> None:
+    org_id, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+    same = {"Idempotency-Key": "launch-1"}
+    other_body = {"answers": {**GOOD, "name": "Bo"}}
+
+    responses = await asyncio.gather(
+        *(api.post(url, secret, json={"answers": GOOD}, headers=same) for _ in range(10)),
+        *(api.post(url, secret, json=other_body, headers=same) for _ in range(3)),
+        *(
+            api.post(url, secret, json={"answers": GOOD}, headers={"Idempotency-Key": f"k{i}"})
+            for i in range(20)
+        ),
+        *(api.post(url, secret, json={"answers": GOOD}) for _ in range(20)),
+    )
+
+    retried, reused, keyed, plain = (
+        responses[:10],
+        responses[10:13],
+        responses[13:33],
+        responses[33:],
+    )
+    assert {r.status_code for r in retried} == {201}
+    assert len({r.content for r in retried}) == 1  # the first outcome, replayed
+    assert {r.headers["Location"] for r in retried} == {
+        f"/v1/forms/{form_id}/submissions/{retried[0].json()['id']}"
+    }
+    assert {r.status_code for r in reused} == {422}
+    assert {r.status_code for r in keyed + plain} == {201}
+    rows = await session.scalar(
+        select(func.count()).where(scoped(Submission, org_id), Submission.form_id == form_id)
+    )
+    assert rows == 1 + 20 + 20
+    again = await api.post(url, secret, json={"answers": GOOD}, headers={"Idempotency-Key": "k3"})
+    assert again.content == keyed[3].content
+
+
+async def test_an_invalid_post_does_not_use_up_its_key_in_a_batch(
+    api: Api, session: AsyncSession
+) -> None:
+    _, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+    key = {"Idempotency-Key": "fix-and-retry"}
+
+    first, *others = await asyncio.gather(
+        api.post(url, secret, json={"answers": {"age": "old"}}, headers=key),
+        *(api.post(url, secret, json={"answers": GOOD}) for _ in range(5)),
+    )
+
+    assert first.status_code == 422
+    assert {r.status_code for r in others} == {201}
+    # The key was not kept: the corrected request is taken, with that key.
+    corrected = await api.post(url, secret, json={"answers": GOOD}, headers=key)
+    assert corrected.status_code == 201, corrected.text
