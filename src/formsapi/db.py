@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Connection, Select, event
 from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -28,7 +28,9 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.pool import ConnectionPoolEntry
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.util import await_only, greenlet_spawn
+
+from formsapi.kit.write_gate import GateTimeout, WriteGate
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -145,6 +147,67 @@ def _sqlite_begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+class _Gated:
+    """SQLite transactions that take their turn at the write gate first
+    (kit/write_gate.py) and leave it once their COMMIT or ROLLBACK is done,
+    or their connection is given up."""
+
+    def __init__(self, gate: WriteGate) -> None:
+        self.gate = gate
+
+    def begin(self, connection: Connection) -> None:
+        if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+            return
+        try:
+            await_only(self.gate.enter())
+        except GateTimeout:
+            # As SQLite's own "locked" reaches us: answered 503 busy.
+            locked = sqlite3.OperationalError("database is locked (at the write gate)")
+            raise OperationalError("BEGIN IMMEDIATE", None, locked) from None
+        connection.info[_GATED] = True
+        try:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            self._leave(connection.info)
+            raise
+
+    def commit(self, connection: Connection) -> None:
+        # The COMMIT is run here, so the gate is left only after it; the
+        # driver's own commit then finds no transaction and does nothing.
+        if not connection.invalidated and connection.info.get(_GATED):
+            try:
+                connection.exec_driver_sql("COMMIT")
+            finally:
+                self._leave(connection.info)
+
+    def rollback(self, connection: Connection) -> None:
+        # An invalidated connection's turn was given back with it (given_up).
+        if not connection.invalidated and connection.info.get(_GATED):
+            try:
+                connection.exec_driver_sql("ROLLBACK")
+            except Exception:  # noqa: S110 - the driver's rollback follows and reports
+                pass
+            finally:
+                self._leave(connection.info)
+
+    def given_up(self, _: Any, record: ConnectionPoolEntry, *__: Any) -> None:
+        self._leave(record.info)
+
+    def _leave(self, info: dict[Any, Any]) -> None:
+        if info.pop(_GATED, False):
+            self.gate.leave()
+
+
+_GATED = "formsapi_write_gate"
+
+
+def _sqlite_file(url: str) -> Path | None:
+    parsed = make_url(url)
+    if parsed.database in (None, "", ":memory:") or parsed.query.get("uri"):
+        return None
+    return Path(parsed.database)
+
+
 def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> AsyncEngine:
     """`pool_size` (PostgreSQL) is how many connections the process keeps; past
     that a request waits up to `pool_timeout` seconds for one to come back
@@ -158,7 +221,16 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
         event.listen(engine.sync_engine, "do_connect", _sqlite_create_private)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(pool_timeout))
         event.listen(engine.sync_engine, "connect", _sqlite_tighten)
-        event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        database = _sqlite_file(url)
+        if database is None:
+            event.listen(engine.sync_engine, "begin", _sqlite_begin)
+            return engine
+        gated = _Gated(WriteGate(database, pool_timeout))
+        event.listen(engine.sync_engine, "begin", gated.begin)
+        event.listen(engine.sync_engine, "commit", gated.commit)
+        event.listen(engine.sync_engine, "rollback", gated.rollback)
+        for given_up in ("checkin", "invalidate", "soft_invalidate", "close"):
+            event.listen(engine.sync_engine.pool, given_up, gated.given_up)
         return engine
     return create_async_engine(
         url,
