@@ -166,7 +166,9 @@ class Intake:
                 )
                 if locked is None:
                     await session.rollback()
-                    raise await not_accepting(session, organization_id, form_id)
+                    # Why not, read without the write session (SQLite's write lock).
+                    async with self._read_sessionmaker() as reader:
+                        raise await not_accepting(reader, organization_id, form_id)
                 version, last = locked
                 if form is None or form.version != version:
                     versions += 1
