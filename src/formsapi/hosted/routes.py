@@ -190,6 +190,9 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         return limited
     posted = await request.form()
     form = await _open_form(request, session, form_id)
+    # The lookup's connection goes back before the intake takes one for the
+    # batch: posts holding theirs while they wait would starve a small pool.
+    await session.close()
     if isinstance(form, Response):
         return form
     if service.is_spam(posted):
