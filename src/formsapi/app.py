@@ -30,6 +30,7 @@ from formsapi.config import Settings, get_settings
 from formsapi.db import create_engine, create_read_sessionmaker, create_write_sessionmaker
 from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, NotReady
+from formsapi.event import service as event_service
 from formsapi.event.endpoints import router as events_router
 from formsapi.event.retention import purge_events
 from formsapi.form.endpoints import router as forms_router
@@ -178,8 +179,16 @@ def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | No
     if app.state.secret_box is None:
         log.warning("webhooks are not delivered: set FORMSAPI_SECRET_KEY")
         return None
-    worker = Worker(app.state.sessionmaker, settings, app.state.secret_box)
-    return asyncio.create_task(worker.run(stop, settings.shutdown_grace))
+    worker = Worker(app.state.sessionmaker, settings, app.state.secret_box, woken=True)
+    stop_waking = event_service.when_committed(worker.wake.set)
+
+    async def run() -> None:
+        try:
+            await worker.run(stop, settings.shutdown_grace)
+        finally:
+            stop_waking()
+
+    return asyncio.create_task(run())
 
 
 _UNAVAILABLE = {

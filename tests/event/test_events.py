@@ -277,3 +277,29 @@ async def test_an_event_committed_after_one_still_in_flight_waits_for_it(
 
     events = (await _events(api, secret))["data"]
     assert [e["type"] for e in events] == ["ping", "form.created"]
+
+
+async def test_a_commit_of_events_calls_back_and_a_rollback_or_a_commit_without_does_not(
+    session: AsyncSession,
+) -> None:
+    """What wakes a webhook worker beside the API at once (webhook/worker.py)."""
+    calls: list[str] = []
+    stop = event_service.when_committed(lambda: calls.append("committed"))
+    try:
+        org_id = (await create_org(session)).id
+        await session.commit()
+        assert calls == []  # no event written
+
+        await event_service.record(session, org_id, EventType.ping, utcnow(), {"id": "p1"})
+        await session.rollback()
+        await session.commit()
+        assert calls == []  # the events went with the rollback
+
+        await event_service.record(session, org_id, EventType.ping, utcnow(), {"id": "p2"})
+        await session.commit()
+        assert calls == ["committed"]
+    finally:
+        stop()
+    await event_service.record(session, org_id, EventType.ping, utcnow(), {"id": "p3"})
+    await session.commit()
+    assert calls == ["committed"]  # stopped

@@ -3,13 +3,14 @@ there is never a change without its event nor an event without its change.
 The events list serves clients catching up; webhooks deliver the same
 events (formsapi.webhook)."""
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Insert
+from sqlalchemy import Insert, event
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from formsapi.api_key.scopes import Scope
 from formsapi.db import ReadSession
@@ -87,6 +88,32 @@ async def write(
     caller's transaction, so there is never a change without its event."""
     if rows:
         await repository.write(session, rows, along)
+        session.info[_WROTE] = True
+
+
+# What runs once a transaction that wrote events has committed, in this
+# process: a webhook worker beside the API wakes at once (webhook/worker.py).
+_WROTE = "formsapi.events_written"
+_committed: list[Callable[[], None]] = []
+
+
+def when_committed(callback: Callable[[], None]) -> Callable[[], None]:
+    """Call `callback` after each commit of events in this process; returns
+    what stops it."""
+    _committed.append(callback)
+    return lambda: _committed.remove(callback)
+
+
+@event.listens_for(Session, "after_commit")
+def _after_commit(session: Session) -> None:
+    if session.info.pop(_WROTE, False):
+        for callback in list(_committed):
+            callback()
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _after_rollback(session: Session, _: Any) -> None:
+    session.info.pop(_WROTE, None)
 
 
 async def record(

@@ -50,6 +50,10 @@ log = logging.getLogger("formsapi.webhooks")
 FAN_OUT_BATCH = 1000  # events a round of fan-out looks at
 FAN_OUT_ROWS = 5000  # deliveries it writes at most
 IDLE_POLL = 0.05  # seconds between looks at the outbox when there is nothing to do
+# A worker beside the API (FORMSAPI_WEBHOOK_WORKER) is woken by its own
+# process's events as they commit: idle, it looks less and less often, up to
+# this, for what other processes wrote and for retries come due.
+WOKEN_IDLE_POLL = 1.0
 # After a round that found a little work, wait this long before the next, so
 # that under a steady trickle each round's statements carry several events
 # rather than one: less CPU an event for the database and the API beside it.
@@ -104,8 +108,13 @@ class Worker:
         box: SecretBox,
         *,
         rng: random.Random | None = None,
+        woken: bool = False,
     ) -> None:
         self.sessionmaker = sessionmaker
+        # Idle, the wait before the next look; it grows to WOKEN_IDLE_POLL
+        # when commits in this process wake the worker (`woken`).
+        self.idle_poll = IDLE_POLL
+        self.idle_poll_max = WOKEN_IDLE_POLL if woken else IDLE_POLL
         # Reads run a statement each, in autocommit: no BEGIN and ROLLBACK around them.
         engine = sessionmaker.kw["bind"]
         self.reader = async_sessionmaker(
@@ -545,6 +554,9 @@ class Worker:
         seconds to finish, record them, and hand back the rest."""
         failures = 0
         while not stop.is_set():
+            # Cleared before the look, not after: what wakes the worker while
+            # it looks (a commit, a free slot) makes it look again at once.
+            self.wake.clear()
             try:
                 work = await self.step()
                 failures = 0
@@ -556,21 +568,24 @@ class Worker:
                     await asyncio.sleep(min(30.0, 0.5 * 2**failures))
                 else:  # anything else is one step's: every organization waits for the retry
                     await asyncio.sleep(PACE)
+            if work:
+                self.idle_poll = IDLE_POLL
             if 0 < work < FLUSH_AT:
                 await asyncio.sleep(PACE)
             elif not work:
-                self.wake.clear()
                 waiters = [
                     asyncio.ensure_future(self.wake.wait()),
                     asyncio.ensure_future(stop.wait()),
                 ]
-                await asyncio.wait(
+                done, _ = await asyncio.wait(
                     waiters,
-                    timeout=FLUSH_EVERY if self.results else IDLE_POLL,
+                    timeout=FLUSH_EVERY if self.results else self.idle_poll,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 for waiter in waiters:
                     waiter.cancel()
+                woke = bool(done)
+                self.idle_poll = IDLE_POLL if woke else min(self.idle_poll * 2, self.idle_poll_max)
         await self.stop(grace)
 
     async def stop(self, grace: float) -> None:
