@@ -1,5 +1,5 @@
-"""One Redis connection per process that every request shares, each caller's
-commands written as they come.
+"""One Redis connection per process that every request shares, the commands
+of the callers of one turn of the event loop written together.
 
 Redis answers a connection's commands in the order they were sent, so a caller
 writes its commands, queues a future for their replies and awaits it: no
@@ -101,6 +101,7 @@ class _Link(asyncio.Protocol):
         # (replies expected, replies so far, the caller's future), oldest first
         self._waiting: deque[tuple[int, list[Any], asyncio.Future[list[Any]]]] = deque()
         self._transport: asyncio.Transport | None = None
+        self._outgoing: list[bytes] = []  # packed, for the next write
         self.closed = False
         self.lost = asyncio.get_running_loop().create_future()  # done once the socket is closed
 
@@ -135,10 +136,20 @@ class _Link(asyncio.Protocol):
         # an entry with no replies coming, which would shift every later caller's.
         # cast: hiredis's stub types the argument as a one-item tuple
         packed = b"".join(hiredis.pack_command(cast(Any, command)) for command in commands)
-        waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
         self._waiting.append((len(commands), [], waiter))
-        self._transport.write(packed)
+        # The callers of one turn of the event loop go out in one write: a
+        # system call per request had cost more than the rest of the exchange.
+        if not self._outgoing:
+            loop.call_soon(self._flush)
+        self._outgoing.append(packed)
         return waiter
+
+    def _flush(self) -> None:
+        if self._transport is not None and not self.closed:
+            self._transport.write(b"".join(self._outgoing))
+        self._outgoing.clear()
 
     def close(self) -> None:
         self.closed = True
