@@ -38,6 +38,8 @@ from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.sweeps import keep_sweeping
+from formsapi.partial.endpoints import router as partials_router
+from formsapi.partial.retention import purge_partials
 from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import RateLimiter, SignInThrottle
@@ -104,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sessionmaker = app.state.sessionmaker
         sweeps = {
             "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
+            "partial responses": partial(purge_partials, sessionmaker),
             "events": partial(purge_events, sessionmaker, settings.event_days),
             "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
@@ -206,6 +209,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1 = APIRouter(prefix="/v1")
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
+    v1.include_router(partials_router)
     v1.include_router(events_router)
     v1.include_router(webhooks_router)
     builder.include_router(v1)

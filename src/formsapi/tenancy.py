@@ -33,6 +33,7 @@ TENANT_TABLES = frozenset(
         "idempotency_keys",
         "invitations",
         "memberships",
+        "partial_responses",
         "submission_counts",
         "submission_day_counts",
         "submission_tombstones",

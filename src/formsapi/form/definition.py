@@ -101,6 +101,10 @@ class Ending(Schema):
         return self
 
 
+RESUME_DAYS = 30
+MAX_RESUME_DAYS = 365
+
+
 class Definition(Schema):
     hidden_fields: Annotated[list[HiddenField], Field(max_length=MAX_HIDDEN)] = Field(
         default_factory=list
@@ -110,6 +114,13 @@ class Definition(Schema):
     )
     logic: list[LogicRule] = Field(default_factory=list, max_length=MAX_RULES)
     endings: list[Ending] = Field(default_factory=list, max_length=MAX_ENDINGS)
+    resume_days: int = Field(
+        default=RESUME_DAYS,
+        ge=1,
+        le=MAX_RESUME_DAYS,
+        description="How long a respondent's unfinished answers, and the link that resumes "
+        "them, are kept after their last change (days).",
+    )
 
     def dump(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)

@@ -99,6 +99,7 @@ async def create_form(
             variables=body.variables,
             logic=body.logic,
             endings=body.endings,
+            resume_days=body.resume_days,
         )
         form = await service.create(
             session,

@@ -8,8 +8,10 @@ from formsapi.form.blocks import Block
 from formsapi.form.definition import (
     MAX_ENDINGS,
     MAX_HIDDEN,
+    MAX_RESUME_DAYS,
     MAX_RULES,
     MAX_VARIABLES,
+    RESUME_DAYS,
     Ending,
     HiddenField,
     LogicRule,
@@ -17,6 +19,11 @@ from formsapi.form.definition import (
 )
 from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import FormStatus
+
+RESUME_DESCRIPTION = (
+    "Days a respondent's unfinished answers to a form with pages, and the link that "
+    "resumes them, are kept after their last change (1 to 365; default 30)."
+)
 
 
 class FormSummary(Schema):
@@ -44,6 +51,7 @@ class FormDetail(FormSummary):
     )
     logic: list[LogicRule] = Field(description="Rules: set a variable or jump, in order.")
     endings: list[Ending] = Field(description="Thank-you texts or redirects; default the last.")
+    resume_days: int = Field(description=RESUME_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -118,6 +126,9 @@ class FormCreate(Schema):
     variables: list[Variable] = Field(default_factory=list, max_length=MAX_VARIABLES)
     logic: list[LogicRule] = Field(default_factory=list, max_length=MAX_RULES)
     endings: list[Ending] = Field(default_factory=list, max_length=MAX_ENDINGS)
+    resume_days: int = Field(
+        default=RESUME_DAYS, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
+    )
 
 
 class FormUpdate(Schema):
@@ -131,6 +142,9 @@ class FormUpdate(Schema):
     variables: list[Variable] | None = Field(default=None, max_length=MAX_VARIABLES)
     logic: list[LogicRule] | None = Field(default=None, max_length=MAX_RULES)
     endings: list[Ending] | None = Field(default=None, max_length=MAX_ENDINGS)
+    resume_days: int | None = Field(
+        default=None, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
+    )
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

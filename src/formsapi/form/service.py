@@ -15,7 +15,7 @@ from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import repository
 from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
-from formsapi.form.definition import Definition
+from formsapi.form.definition import RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
 from formsapi.form.schema import answers_schema
 from formsapi.form.schemas import FormUpdate
@@ -90,7 +90,10 @@ def _schema_of(form: Form) -> dict[str, Any]:
 def _definition_wire(stored: dict[str, Any] | None) -> dict[str, Any]:
     stored = stored or {}
     return {
-        name: stored.get(name, []) for name in ("hiddenFields", "variables", "logic", "endings")
+        **{
+            name: stored.get(name, []) for name in ("hiddenFields", "variables", "logic", "endings")
+        },
+        "resumeDays": stored.get("resumeDays", RESUME_DAYS),
     }
 
 
@@ -150,10 +153,12 @@ def _check(blocks: list[Block], definition: Definition) -> None:
 
 def _stored(definition: Definition) -> dict[str, Any] | None:
     dumped = definition.dump()
+    if dumped.get("resumeDays") == RESUME_DAYS:
+        del dumped["resumeDays"]  # the default: a form without a setting stays without one
     return dumped if any(dumped.values()) else None
 
 
-DEFINITION_FIELDS = ("hidden_fields", "variables", "logic", "endings")
+DEFINITION_FIELDS = ("hidden_fields", "variables", "logic", "endings", "resume_days")
 
 
 def definition_of(form: Form | FormVersion) -> Definition:

@@ -7,6 +7,7 @@ posted here only, never sniffed as another type, and shown in a frame only by
 the sites the form's organization lists (none by default).
 """
 
+import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -22,14 +23,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData, MultiDict, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from formsapi.db import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
-from formsapi.errors import FormNotFound, RateLimited, ValidationFailed
+from formsapi.errors import FormNotFound, NotFound, RateLimited, ValidationFailed
 from formsapi.form import flow
 from formsapi.form.blocks import Block, parts
 from formsapi.form.compiled import Compiled
 from formsapi.hosted import service
+from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, FormStatus, Plan
+from formsapi.partial import service as partial_service
+from formsapi.partial.service import LinkUsed
 from formsapi.submission.service import FormNotAccepting
 from formsapi.submission.validation import validate_submission
 
@@ -107,6 +112,7 @@ def _render(
     errors: dict[str, str],
     status: int = 200,
     step: service.Step | None = None,
+    resume: str | None = None,
 ) -> HTMLResponse:
     blocks = step.blocks if step else page.blocks
     titles = {key: part.title for key, part in parts(blocks)}  # recalled
@@ -114,12 +120,16 @@ def _render(
         "form": page,
         "blocks": blocks,
         "step": step,
+        "resume": resume,
         "values": values,
         "errors": errors,
         "titles": titles,
         "input_types": INPUT_TYPES,
     }
-    return templates.TemplateResponse(request, "form.html", context, status_code=status)
+    response = templates.TemplateResponse(request, "form.html", context, status_code=status)
+    if resume is not None:  # the page holds the secret of their link
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _values(answers: dict[str, Any]) -> MultiDict:
@@ -179,6 +189,22 @@ def _page_of(posted: FormData, version: Compiled) -> int | None:
     return min(int(raw), len(version.layout.starts) - 1)
 
 
+async def _received(
+    request: Request, session: AsyncSession, form_id: str
+) -> tuple[FormData, Form] | Response:
+    """A post to a form taking answers, counted against the limit first, its
+    body read whole (bounded in size and time), and only then the form
+    looked up; or the page saying why not."""
+    if (limited := await _limited(request)) is not None:
+        return limited
+    posted = await request.form()
+    form = await _open_form(request, session, form_id)
+    # The lookup's connection goes back before anything takes one to write
+    # (the intake's batch): posts holding theirs would starve a small pool.
+    await session.close()
+    return form if isinstance(form, Response) else (posted, form)
+
+
 @router.post("/f/{form_id}")
 async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
     """Counted against the limit first, then the whole body read (bounded in size
@@ -186,15 +212,10 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
 
     A page's post moves back or on (the server walks the logic: no script),
     checking only that page's answers; the last page's post submits."""
-    if (limited := await _limited(request)) is not None:
-        return limited
-    posted = await request.form()
-    form = await _open_form(request, session, form_id)
-    # The lookup's connection goes back before the intake takes one for the
-    # batch: posts holding theirs while they wait would starve a small pool.
-    await session.close()
-    if isinstance(form, Response):
-        return form
+    received = await _received(request, session, form_id)
+    if isinstance(received, Response):
+        return received
+    posted, form = received
     if service.is_spam(posted):
         return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     version = service.compiled_of(form)
@@ -206,14 +227,29 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     }
     current = _page_of(posted, version)
     seed = service.seed_of(posted)
+    token = _token_of(posted)
     if current is not None:
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
-        moved = _move(request, page, version, answers, current, posted, run, today, seed)
-        if moved is not None:
-            return moved
+        if posted.get("_go") == "save":
+            token = await _keep(request, form, version, answers, current, token)
+            return _saved(request, form, token)
+        going, errors = _destination(version, answers, current, posted, run, today)
+        if errors:
+            step = service.step(version, answers, current, run, seed)
+            return _render(request, page, _values(answers), errors, 422, step, token)
+        if going is not None:
+            # Each page reached is kept: where they stop shows, and a link resumes it.
+            token = await _keep(request, form, version, answers, going, token)
+            step = service.step(version, answers, going, run, seed)
+            return _render(request, page, _values(answers), {}, step=step, resume=token)
         answers = service.on_path(version, answers, run)
+    completes = partial_service.token_hash(token) if token else None
     try:
-        submission = await request.app.state.intake.submit(form.organization_id, form.id, answers)
+        submission = await request.app.state.intake.submit(
+            form.organization_id, form.id, answers, completes
+        )
+    except LinkUsed:
+        return _page(request, page.title, "These answers were sent already. Thank you.", 409)
     except ValidationFailed as invalid:
         errors = _errors(invalid)
         if current is None:
@@ -221,7 +257,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         run = flow.walk(version.layout, answers, today)
         first = _first_page_with(version, run, errors)
         step = service.step(version, answers, first, run, seed)
-        return _render(request, page, _values(answers), errors, status=422, step=step)
+        return _render(request, page, _values(answers), errors, 422, step, token)
     except FormNotAccepting:
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
@@ -235,23 +271,19 @@ def _errors(invalid: ValidationFailed) -> dict[str, str]:
     }
 
 
-def _move(
-    request: Request,
-    page: Page,
+def _destination(
     version: Compiled,
     answers: dict[str, Any],
     current: int,
     posted: FormData,
     run: flow.Run,
     today: date,
-    seed: str,
-) -> Response | None:
-    """Back or on from a page (`run`: the answers' walk); None when the page
-    was the last: submit."""
+) -> tuple[int | None, dict[str, str]]:
+    """Where a page's post goes (`run`: the answers' walk): back, or on once
+    the page's answers hold (else its errors, staying); None past the last
+    page: submit."""
     if posted.get("_go") == "back":
-        back = service.neighbour(run, current, -1)
-        step = service.step(version, answers, back or 0, run, seed)
-        return _render(request, page, _values(answers), {}, step=step)
+        return service.neighbour(run, current, -1) or 0, {}
     reached = service.on_path(version, answers, run)
     checked = validate_submission(version, reached, today)
     on_page = service.page_keys(version, current)
@@ -261,13 +293,119 @@ def _move(
         if e.pointer.removeprefix("/answers/") in on_page
     }
     if errors:
-        step = service.step(version, answers, current, run, seed)
-        return _render(request, page, _values(answers), errors, status=422, step=step)
-    following = service.neighbour(run, current, +1)
-    if following is None:
-        return None
-    step = service.step(version, answers, following, run, seed)
-    return _render(request, page, _values(answers), {}, step=step)
+        return current, errors
+    return service.neighbour(run, current, +1), {}
+
+
+def _token_of(posted: FormData) -> str | None:
+    raw = posted.get("_resume")
+    return raw if isinstance(raw, str) and partial_service.token_hash(raw) else None
+
+
+async def _keep(
+    request: Request,
+    form: Form,
+    version: Compiled,
+    answers: dict[str, Any],
+    page: int,
+    token: str | None,
+) -> str:
+    """Keep a respondent's answers so far and the page they are on; their
+    resume token."""
+    async with session_scope(request.app.state.sessionmaker) as session:
+        return await partial_service.save(
+            session,
+            form.organization_id,
+            form.id,
+            token,
+            answers,
+            page,
+            utcnow(),
+            version.definition.resume_days,
+        )
+
+
+def _resume_url(request: Request, form_id: str, token: str) -> str:
+    # The configured address, never the request's Host header (a client's to choose).
+    base = request.app.state.settings.public_url.rstrip("/")
+    return f"{base}/f/{form_id}/resume/{token}"
+
+
+def _saved(request: Request, form: Form, token: str) -> HTMLResponse:
+    """The page after "Save and continue later": the link, or where to mail it."""
+    mailer = request.app.state.mailer
+    context = {
+        "title": form.title,
+        "form_id": form.id,
+        "token": token,
+        "url": None if mailer.enabled else _resume_url(request, form.id, token),
+        "mail": mailer.enabled,
+    }
+    response = templates.TemplateResponse(request, "saved.html", context)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.get("/f/{form_id}/resume/{token}")
+async def resume_form(
+    request: Request,
+    session: ReadSessionDep,
+    form_id: FormId,
+    token: Annotated[str, PathParam(max_length=64)],
+) -> Response:
+    """A respondent's link back to a form with pages: it opens where they
+    left off, with their answers."""
+    if (limited := await _limited(request)) is not None:
+        return limited
+    form = await _open_form(request, session, form_id)
+    if isinstance(form, Response):
+        return form
+    try:
+        resumed = await partial_service.resume(
+            session, form.organization_id, form.id, token, utcnow()
+        )
+    except LinkUsed:
+        return _page(request, form.title, "These answers were sent already. Thank you.", 410)
+    except NotFound as missing:
+        return _page(request, "Link not valid", missing.detail, 404)
+    version = service.compiled_of(form)
+    answers = resumed.answers
+    run = flow.walk(version.layout, answers, utcnow().date())
+    page_number = min(resumed.page, len(version.layout.starts) - 1)
+    step = service.step(version, answers, page_number, run, service.new_seed())
+    page = Page(form.id, form.title, version.blocks)
+    return _render(request, page, _values(answers), {}, step=step, resume=token)
+
+
+@router.post("/f/{form_id}/resume-link")
+async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
+    """Mail a respondent the link back to their answers (when mail is set up)."""
+    received = await _received(request, session, form_id)
+    if isinstance(received, Response):
+        return received
+    posted, form = received
+    token = _token_of(posted)
+    email = str(posted.get("email") or "").strip()
+    mailer = request.app.state.mailer
+    if token is None or not mailer.enabled:
+        return _page(request, "Link not valid", "Save your answers again to get a link.", 400)
+    if not _EMAIL.fullmatch(email) or len(email) > 254:
+        return _page(request, form.title, "Enter an email address such as name@example.com.", 422)
+    url = _resume_url(request, form.id, token)
+    text = f"To go on with “{form.title}” where you left off, open:\n\n{url}\n"
+    try:
+        await mailer.send(email, f"Your link back to “{form.title}”", text)
+    except MailNotSent:
+        return _page(request, form.title, "The link could not be sent. Please try again.", 503)
+    return _page(
+        request,
+        form.title,
+        f"We sent a link to {email}. It opens the form where you left off.",
+        200,
+    )
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
 def _first_page_with(version: Compiled, run: flow.Run, errors: dict[str, str]) -> int:

@@ -9,6 +9,7 @@ from formsapi.models.idempotency_key import IdempotencyKey
 from formsapi.models.invitation import Invitation
 from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
+from formsapi.models.partial_response import PartialResponse
 from formsapi.models.password_reset import PasswordReset
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
@@ -36,6 +37,7 @@ __all__ = [
     "Invitation",
     "Membership",
     "Organization",
+    "PartialResponse",
     "PasswordReset",
     "Plan",
     "Role",

@@ -31,6 +31,8 @@ from formsapi.idempotency import repository as idempotency_repository
 from formsapi.idempotency.service import RETENTION, Outcome, kept
 from formsapi.kit.ids import is_plausible
 from formsapi.kit.time import utcnow
+from formsapi.partial import repository as partial_repository
+from formsapi.partial.service import LinkUsed
 from formsapi.submission import repository
 from formsapi.submission.repository import hour_of
 from formsapi.submission.service import (
@@ -62,6 +64,8 @@ class _Post:
     answers: dict[str, Any]
     claim: Claim | None
     checking: Checking | None
+    # The hash of the resume token of the partial response it completes.
+    partial: bytes | None
     # The stored submission; None when another request with its key was
     # stored first (its outcome is then replayed).
     done: asyncio.Future[Accepted | None] = field(
@@ -82,9 +86,17 @@ class Intake:
         self._waiting: dict[tuple[str, str], list[_Post]] = {}
         self._writers: dict[tuple[str, str], asyncio.Task[None]] = {}
 
-    async def submit(self, organization_id: str, form_id: str, answers: dict[str, Any]) -> Accepted:
-        """Store answers to a published form, once its batch has committed."""
-        accepted = await self._queue(organization_id, form_id, answers, None)
+    async def submit(
+        self,
+        organization_id: str,
+        form_id: str,
+        answers: dict[str, Any],
+        partial: bytes | None = None,
+    ) -> Accepted:
+        """Store answers to a published form, once its batch has committed;
+        with `partial`, the partial response they complete is closed in the
+        same transaction (LinkUsed when it was completed already)."""
+        accepted = await self._queue(organization_id, form_id, answers, None, partial)
         assert accepted is not None, "only a post with a key is answered by another"
         return accepted
 
@@ -96,7 +108,7 @@ class Intake:
         kept = await self._kept(organization_id, claim)
         if kept is not None:
             return kept
-        accepted = await self._queue(organization_id, form_id, answers, claim)
+        accepted = await self._queue(organization_id, form_id, answers, claim, None)
         if accepted is None:
             kept = await self._kept(organization_id, claim)
             if kept is None:  # taken by a request to another path, still running
@@ -114,13 +126,18 @@ class Intake:
             return await kept(session, organization_id, claim.key, claim.fingerprint, utcnow())
 
     async def _queue(
-        self, organization_id: str, form_id: str, answers: dict[str, Any], claim: Claim | None
+        self,
+        organization_id: str,
+        form_id: str,
+        answers: dict[str, Any],
+        claim: Claim | None,
+        partial: bytes | None,
     ) -> Accepted | None:
         if not is_plausible(form_id):
             raise FormNotFound(form_id)
         form = compiled.cached(organization_id, form_id)
         checking = None if form is None else check(form, answers, utcnow().date())
-        post = _Post(answers, claim, checking)
+        post = _Post(answers, claim, checking, partial)
         key = (organization_id, form_id)
         self._waiting.setdefault(key, []).append(post)
         if key not in self._writers:
@@ -187,6 +204,13 @@ class Intake:
                     for i, post in enumerate(accepted)
                     if post.checking is not None
                 ]
+                used = await _complete(session, organization_id, form_id, accepted, now)
+                if used:
+                    await session.rollback()
+                    for post in used:
+                        post.done.set_exception(LinkUsed())
+                    batch = [post for post in batch if post not in used]
+                    continue
                 taken = await _claim(session, organization_id, form_id, accepted, new, now)
                 if taken:
                     await session.rollback()
@@ -215,19 +239,48 @@ class Intake:
 def _next_batch(waiting: list[_Post]) -> list[_Post]:
     """The next batch, taken off `waiting`: a second post with the same
     Idempotency-Key waits for the next one, where it finds the first's
-    outcome kept."""
+    outcome kept; so does a second completing the same partial response,
+    which finds it completed."""
     batch: list[_Post] = []
     rest: list[_Post] = []
     keys: set[str] = set()
+    partials: set[bytes] = set()
     for post in waiting:
-        if len(batch) == MAX_BATCH or (post.claim is not None and post.claim.key in keys):
+        if (
+            len(batch) == MAX_BATCH
+            or (post.claim is not None and post.claim.key in keys)
+            or (post.partial is not None and post.partial in partials)
+        ):
             rest.append(post)
             continue
         batch.append(post)
         if post.claim is not None:
             keys.add(post.claim.key)
+        if post.partial is not None:
+            partials.add(post.partial)
     waiting[:] = rest
     return batch
+
+
+async def _complete(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    accepted: Sequence[_Post],
+    now: Any,
+) -> list[_Post]:
+    """Close the partial responses the batch's posts complete; the posts
+    whose partial was completed already (its link used twice). A partial no
+    longer kept (expired, purged) leaves its post an ordinary one."""
+    hashes = [post.partial for post in accepted if post.partial is not None]
+    if not hashes:
+        return []
+    closed = await partial_repository.complete(session, organization_id, form_id, hashes, now)
+    if len(closed) == len(hashes):
+        return []
+    left = [h for h in hashes if h not in closed]
+    used = await partial_repository.completed_among(session, organization_id, form_id, left)
+    return [post for post in accepted if post.partial in used]
 
 
 async def _claim(

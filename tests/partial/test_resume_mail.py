@@ -1,0 +1,62 @@
+"""With mail set up, "Save and continue later" mails the link instead of
+showing it."""
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.config import Settings
+from tests.conftest import Api
+from tests.factories import publish_over_api
+from tests.hosted.test_logic_pages import _hidden, _post
+from tests.mail import Inbox, smtp_server
+from tests.partial.test_partials import FORM
+
+PUBLIC = "https://forms.example.com"
+
+
+@pytest.fixture
+def mail() -> Iterator[tuple[str, Inbox]]:
+    with smtp_server() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(database_url: str, mail: tuple[str, Any]) -> Settings:
+    return Settings(
+        database_url=database_url,
+        redis_url=None,
+        smtp_url=mail[0],
+        public_url=PUBLIC,
+        rate_limit_standard=100_000,
+    )
+
+
+async def test_the_link_is_mailed_and_opens_the_form_where_they_left_off(
+    api: Api, session: AsyncSession, mail: tuple[str, Inbox]
+) -> None:
+    inbox = mail[1]
+    form_id, _, _ = await publish_over_api(api, session, FORM)
+    url = f"/f/{form_id}"
+    first = await api.get(url)
+    saved = await api.post(url, data=_post(first.text, {"name": "Flo"}, go="save"))
+    assert "/resume/" not in saved.text
+    assert "Email me the link" in saved.text
+    token = dict(_hidden(saved.text))["_resume"]
+
+    bad = await api.post(f"{url}/resume-link", data={"_resume": token, "email": "flo"})
+    assert bad.status_code == 422
+    mailed = await api.post(
+        f"{url}/resume-link", data={"_resume": token, "email": "flo@example.com"}
+    )
+    assert mailed.status_code == 200
+    [message] = inbox.to("flo@example.com")
+    link = inbox.link_in(message)
+    assert link.startswith(f"{PUBLIC}/f/{form_id}/resume/")  # never the Host header
+
+    resumed = await api.get(urlsplit(link).path)
+    assert resumed.status_code == 200
+    assert 'value="Flo"' in resumed.text
