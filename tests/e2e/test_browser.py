@@ -671,5 +671,65 @@ def test_the_hosted_pages_of_every_kind_pass_axe(browser: Browser, site: Site) -
         found[url] = axe_violations(checker)
         checker.get_by_role("button", name=re.compile("Next|Send")).click()  # errors shown
         found[f"{url} with errors"] = axe_violations(checker)
+    checker.goto(urls[1])  # the form with pages: its link to resume later
+    checker.get_by_role("button", name="Save and continue later").click()
+    found["saved"] = axe_violations(checker)
 
     assert found == {name: [] for name in found}
+
+
+RESUME_FORM = {
+    "title": "Grant application",
+    "blocks": [
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {"type": "page_break", "key": "about"},
+        {"type": "short_text", "key": "project", "title": "Project title", "required": True},
+        {"type": "long_text", "key": "summary", "title": "Summary", "required": True},
+    ],
+    "resumeDays": 14,
+}
+
+
+def test_a_respondent_saves_closes_the_browser_and_resumes_on_a_phone(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    secret = generate_key(page, site, "resume", "forms:write", "submissions:read")
+    form_id = publish(site, secret, RESUME_FORM)
+    page.context.close()
+
+    laptop = browser.new_context(viewport=LAPTOP)
+    page = laptop.new_page()
+    page.goto(f"{site.url}/f/{form_id}")
+    page.get_by_label("Your name").fill("Ada")
+    page.get_by_role("button", name="Next").click()
+    page.get_by_label("Project title").fill("Analytical engine")
+    shoot(page, "40-resume-before-saving")
+    page.get_by_role("button", name="Save and continue later").click()
+    expect(page.get_by_role("heading", name="Your answers are saved")).to_be_visible()
+    shoot(page, "41-resume-saved")
+    link = page.locator(".resume-link a").inner_text()
+    path = link[link.index("/f/") :]
+    laptop.close()  # the browser is gone, and its cookies with it
+
+    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
+    page = phone.new_page()
+    page.goto(f"{site.url}{path}")
+    expect(page.get_by_text("Page 2 of 2")).to_be_visible()
+    expect(page.get_by_label("Project title")).to_have_value("Analytical engine")
+    shoot(page, "42-resume-opened-phone")
+    page.get_by_label("Summary").fill("A machine that computes.")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
+    page.goto(f"{site.url}{path}")
+    expect(page.get_by_text("These answers were sent already")).to_be_visible()
+    shoot(page, "43-resume-used-phone")
+    phone.close()
+
+    [stored] = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
+    assert stored["answers"] == {
+        "name": "Ada",
+        "project": "Analytical engine",
+        "summary": "A machine that computes.",
+    }

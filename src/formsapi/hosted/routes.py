@@ -9,7 +9,7 @@ the sites the form's organization lists (none by default).
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -232,7 +232,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
             token = await _keep(request, form, version, answers, current, token)
-            return _saved(request, form, token)
+            return _saved(request, form, token, version.definition.resume_days)
         going, errors = _destination(version, answers, current, posted, run, today)
         if errors:
             step = service.step(version, answers, current, run, seed)
@@ -331,10 +331,13 @@ def _resume_url(request: Request, form_id: str, token: str) -> str:
     return f"{base}/f/{form_id}/resume/{token}"
 
 
-def _saved(request: Request, form: Form, token: str) -> HTMLResponse:
-    """The page after "Save and continue later": the link, or where to mail it."""
+def _saved(request: Request, form: Form, token: str, days: int) -> HTMLResponse:
+    """The page after "Save and continue later": the link, or where to mail it,
+    and until when it works (the form's resumeDays from now)."""
     mailer = request.app.state.mailer
+    until = utcnow() + timedelta(days=days)
     context = {
+        "until": f"{until.day} {until:%B %Y}",
         "title": form.title,
         "form_id": form.id,
         "token": token,
