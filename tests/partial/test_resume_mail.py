@@ -60,3 +60,29 @@ async def test_the_link_is_mailed_and_opens_the_form_where_they_left_off(
     resumed = await api.get(urlsplit(link).path)
     assert resumed.status_code == 200
     assert 'value="Flo"' in resumed.text
+
+
+async def test_links_mailed_are_bounded_per_address_and_only_for_answers_kept(
+    api: Api, session: AsyncSession, mail: tuple[str, Inbox]
+) -> None:
+    inbox = mail[1]
+    form_id, _, _ = await publish_over_api(api, session, FORM)
+    url = f"/f/{form_id}"
+    first = await api.get(url)
+    saved = await api.post(url, data=_post(first.text, {"name": "Gus"}, go="save"))
+    token = dict(_hidden(saved.text))["_resume"]
+
+    made_up = await api.post(
+        f"{url}/resume-link", data={"_resume": "A" * 43, "email": "victim@example.com"}
+    )
+    assert made_up.status_code == 404
+    statuses = [
+        (
+            await api.post(
+                f"{url}/resume-link", data={"_resume": token, "email": "victim@example.com"}
+            )
+        ).status_code
+        for _ in range(4)
+    ]
+    assert statuses == [200, 200, 200, 429]
+    assert len(inbox.to("victim@example.com")) == 3

@@ -394,6 +394,18 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
         return _page(request, "Link not valid", "Save your answers again to get a link.", 400)
     if not _EMAIL.fullmatch(email) or len(email) > 254:
         return _page(request, form.title, "Enter an email address such as name@example.com.", 422)
+    try:  # a link to answers kept now, or none: a made-up token mails nothing
+        async with request.app.state.read_sessionmaker() as reader:
+            await partial_service.resume(reader, form.organization_id, form.id, token, utcnow())
+    except LinkUsed:
+        return _page(request, form.title, "These answers were sent already. Thank you.", 410)
+    except NotFound as missing:
+        return _page(request, "Link not valid", missing.detail, 404)
+    wait = await request.app.state.resume_mail_throttle.attempt(email, client_ip(request))
+    if wait:
+        page = _page(request, form.title, "Too many links were sent. Try again later.", 429)
+        page.headers["Retry-After"] = str(wait)
+        return page
     url = _resume_url(request, form.id, token)
     text = f"To go on with “{form.title}” where you left off, open:\n\n{url}\n"
     try:

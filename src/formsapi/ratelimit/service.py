@@ -173,20 +173,18 @@ def _window_stats(item: RateLimitItem, window: list[Any] | None) -> WindowStats:
     return WindowStats(now + min(previous_reset_in, current_reset_in), remaining)
 
 
-class SignInThrottle:
-    """Sign-in attempts, counted per account and per address.
+class Throttle:
+    """Attempts at something that must stay rare, counted per email and per
+    address (PER_ACCOUNT, PER_ADDRESS).
 
-    Five attempts for one email in 15 minutes, or 20 from one address, make the
-    next one wait; an account's count clears when it signs in. Any email is
-    counted, existing or not, so the throttle reveals nothing about who has an
-    account. Counts live where the request limits live (Redis when set, through
-    the `limits` library's own client), so every worker shares them; a Redis
+    Counts live where the request limits live (Redis when set, through the
+    `limits` library's own client), so every worker shares them; a Redis
     outage falls back to this process, and the process's Redis circuit breaker
     and timeout bound what an outage costs, as for every Redis call.
     """
 
-    PER_ACCOUNT = RateLimitItemPerMinute(5, 15, namespace="signin-account")
-    PER_ADDRESS = RateLimitItemPerMinute(20, 15, namespace="signin-ip")
+    PER_ACCOUNT: RateLimitItem
+    PER_ADDRESS: RateLimitItem
 
     def __init__(self, settings: Settings, pipe: RedisPipe | None = None) -> None:
         storage: Storage = MemoryStorage()
@@ -256,6 +254,25 @@ class SignInThrottle:
             await strategy.clear(item, key)
 
         await self._run(clear)
+
+
+class SignInThrottle(Throttle):
+    """Sign-in attempts: five for one email in 15 minutes, or 20 from one
+    address, make the next one wait; an account's count clears when it signs
+    in. Any email is counted, existing or not, so the throttle reveals nothing
+    about who has an account."""
+
+    PER_ACCOUNT = RateLimitItemPerMinute(5, 15, namespace="signin-account")
+    PER_ADDRESS = RateLimitItemPerMinute(20, 15, namespace="signin-ip")
+
+
+class ResumeMailThrottle(Throttle):
+    """Links back to a form's saved answers, mailed to an address a
+    respondent types: three an hour to one address, ten from one client, so
+    the hosted page cannot be used to flood someone's inbox."""
+
+    PER_ACCOUNT = RateLimitItemPerMinute(3, 60, namespace="resume-mail-to")
+    PER_ADDRESS = RateLimitItemPerMinute(10, 60, namespace="resume-mail-ip")
 
 
 def _async_scheme(url: str) -> str:
