@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, model_validator
 
-from formsapi.form import logic
+from formsapi.form import logic, translation
 from formsapi.form.blocks import (
     KEY_PATTERN,
     LISTED,
@@ -29,8 +29,10 @@ from formsapi.form.blocks import (
     Question,
     SingleChoice,
     YesNo,
+    dump_blocks,
     parts,
 )
+from formsapi.form.translation import MAX_LANGUAGES, Language, Translation
 from formsapi.kit.schemas import CleanStr, Schema
 
 Key = Annotated[CleanStr, Field(pattern=KEY_PATTERN)]
@@ -101,6 +103,12 @@ class Ending(Schema):
         return self
 
 
+DEFAULT_LANGUAGE = "en"
+LANGUAGE_DESCRIPTION = "The language of the form's own texts (a BCP 47 tag)."
+TRANSLATIONS_DESCRIPTION = (
+    "The form's texts in other languages, by language tag: what a translation leaves "
+    "out shows in the form's own language."
+)
 RESUME_DAYS = 30
 MAX_RESUME_DAYS = 365
 
@@ -114,6 +122,10 @@ class Definition(Schema):
     )
     logic: list[LogicRule] = Field(default_factory=list, max_length=MAX_RULES)
     endings: list[Ending] = Field(default_factory=list, max_length=MAX_ENDINGS)
+    language: Language = Field(default=DEFAULT_LANGUAGE, description=LANGUAGE_DESCRIPTION)
+    translations: Annotated[dict[Language, Translation], Field(max_length=MAX_LANGUAGES)] = Field(
+        default_factory=dict, description=TRANSLATIONS_DESCRIPTION
+    )
     resume_days: int = Field(
         default=RESUME_DAYS,
         ge=1,
@@ -123,7 +135,13 @@ class Definition(Schema):
     )
 
     def dump(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+        dumped = self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+        # A translation as sent: the texts it gives, no empty lists of labels.
+        dumped["translations"] = {
+            tag: texts.model_dump(by_alias=True, exclude_defaults=True)
+            for tag, texts in self.translations.items()
+        }
+        return dumped
 
 
 def answer_keys(blocks: list[Block], definition: Definition) -> list[str]:
@@ -313,6 +331,10 @@ def check(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
                         "may recall answers in its path and query, not in its scheme or host",
                     )
                 )
+    endings = [ending.model_dump(by_alias=True, exclude_none=True) for ending in definition.endings]
+    errors += translation.check(
+        dump_blocks(blocks), endings, definition.language, definition.translations
+    )
     return errors
 
 

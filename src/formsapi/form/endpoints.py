@@ -63,6 +63,14 @@ async def get_form(
         int | None,
         Query(ge=1, le=2**31 - 1, description="An earlier version of the form's blocks."),
     ] = None,
+    lang: Annotated[
+        str | None,
+        Query(
+            max_length=35,
+            description="A language of the form's (`languages`): the title, blocks and endings "
+            "in it, each text a translation leaves out in the form's own.",
+        ),
+    ] = None,
 ) -> Response:
     """One form: its fields, its ordered question and layout blocks, and the JSON
     Schema (draft 2020-12) of the answers object those blocks define."""
@@ -71,7 +79,10 @@ async def get_form(
             await service.version_detail(session, principal.organization_id, form_id, version)
         )
     form = await service.get(session, principal.organization_id, form_id)
-    return json(service.detail(form))
+    shown = service.detail(form, lang)
+    response = json(shown)
+    response.headers["Content-Language"] = shown["contentLanguage"]
+    return response
 
 
 ERRORS_WRITE = problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429)
@@ -99,6 +110,8 @@ async def create_form(
             variables=body.variables,
             logic=body.logic,
             endings=body.endings,
+            language=body.language,
+            translations=body.translations,
             resume_days=body.resume_days,
         )
         form = await service.create(

@@ -6,17 +6,21 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from formsapi.form.blocks import Block
 from formsapi.form.definition import (
+    DEFAULT_LANGUAGE,
+    LANGUAGE_DESCRIPTION,
     MAX_ENDINGS,
     MAX_HIDDEN,
     MAX_RESUME_DAYS,
     MAX_RULES,
     MAX_VARIABLES,
     RESUME_DAYS,
+    TRANSLATIONS_DESCRIPTION,
     Ending,
     HiddenField,
     LogicRule,
     Variable,
 )
+from formsapi.form.translation import MAX_LANGUAGES, Language, Translation
 from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import FormStatus
 
@@ -51,6 +55,16 @@ class FormDetail(FormSummary):
     )
     logic: list[LogicRule] = Field(description="Rules: set a variable or jump, in order.")
     endings: list[Ending] = Field(description="Thank-you texts or redirects; default the last.")
+    language: str = Field(description=LANGUAGE_DESCRIPTION)
+    languages: list[str] = Field(description="The form's own language, then its translations'.")
+    translations: dict[str, Translation] = Field(description=TRANSLATIONS_DESCRIPTION)
+    missing_translations: dict[str, list[str]] = Field(
+        description="For each translation, the JSON pointers of the texts it leaves in the "
+        "form's own language."
+    )
+    content_language: str = Field(
+        description="The language of this response's title, blocks and endings (`?lang=`)."
+    )
     resume_days: int = Field(description=RESUME_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
@@ -126,6 +140,10 @@ class FormCreate(Schema):
     variables: list[Variable] = Field(default_factory=list, max_length=MAX_VARIABLES)
     logic: list[LogicRule] = Field(default_factory=list, max_length=MAX_RULES)
     endings: list[Ending] = Field(default_factory=list, max_length=MAX_ENDINGS)
+    language: Language = Field(default=DEFAULT_LANGUAGE, description=LANGUAGE_DESCRIPTION)
+    translations: Annotated[dict[Language, Translation], Field(max_length=MAX_LANGUAGES)] = Field(
+        default_factory=dict, description=TRANSLATIONS_DESCRIPTION
+    )
     resume_days: int = Field(
         default=RESUME_DAYS, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
@@ -142,6 +160,10 @@ class FormUpdate(Schema):
     variables: list[Variable] | None = Field(default=None, max_length=MAX_VARIABLES)
     logic: list[LogicRule] | None = Field(default=None, max_length=MAX_RULES)
     endings: list[Ending] | None = Field(default=None, max_length=MAX_ENDINGS)
+    language: Language | None = Field(default=None, description=LANGUAGE_DESCRIPTION)
+    translations: Annotated[dict[Language, Translation], Field(max_length=MAX_LANGUAGES)] | None = (
+        Field(default=None, description=TRANSLATIONS_DESCRIPTION)
+    )
     resume_days: int | None = Field(
         default=None, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )

@@ -11,14 +11,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.db import ReadSession
-from formsapi.errors import Conflict, FormNotFound, NotFound, ValidationFailed
+from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
-from formsapi.form import repository
+from formsapi.form import repository, translation
 from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
-from formsapi.form.definition import RESUME_DAYS, Definition
+from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
 from formsapi.form.schema import answers_schema
 from formsapi.form.schemas import FormUpdate
+from formsapi.form.translation import Translation
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
@@ -87,24 +88,51 @@ def _schema_of(form: Form) -> dict[str, Any]:
     return schema
 
 
-def _definition_wire(stored: dict[str, Any] | None) -> dict[str, Any]:
+def _definition_wire(stored: dict[str, Any] | None, blocks: list[dict[str, Any]]) -> dict[str, Any]:
     stored = stored or {}
+    lists = ("hiddenFields", "variables", "logic", "endings")
+    language = stored.get("language", DEFAULT_LANGUAGE)
+    translations = stored.get("translations") or {}
+    endings = stored.get("endings", [])
+    missing = {
+        tag: translation.missing(blocks, endings, Translation.model_validate(texts))
+        for tag, texts in translations.items()
+    }
     return {
-        **{
-            name: stored.get(name, []) for name in ("hiddenFields", "variables", "logic", "endings")
-        },
+        **{name: stored.get(name, []) for name in lists},
+        "language": language,
+        "languages": [language, *translations],
+        "translations": translations,
+        "missingTranslations": missing,
         "resumeDays": stored.get("resumeDays", RESUME_DAYS),
     }
 
 
-def detail(form: Form) -> dict[str, Any]:
+def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
+    """The form as the API shows it; with `lang`, its texts in that language
+    (BadRequest when the form has no such language)."""
+    wire = _definition_wire(form.definition, form.blocks)
+    # Stored blocks are already in their API shape; they pass through untouched.
+    title, blocks, endings = form.title, form.blocks, wire["endings"]
+    content_language = wire["language"]
+    if lang is not None:
+        picked = translation.pick(lang, wire["languages"])
+        if picked is None:
+            available = ", ".join(wire["languages"])
+            raise BadRequest(f"The form has no language '{lang}'; it has {available}.")
+        content_language = picked
+        if picked != wire["language"]:
+            texts = Translation.model_validate(wire["translations"][picked])
+            title, blocks, endings = translation.translate(title, blocks, endings, texts)
     return {
         **summary(form),
+        "title": title,
         "updatedAt": isoformat_z(form.updated_at),
         "version": form.version,
-        # Stored blocks are already in their API shape; they pass through untouched.
-        "blocks": form.blocks,
-        **_definition_wire(form.definition),
+        **wire,
+        "blocks": blocks,
+        "endings": endings,
+        "contentLanguage": content_language,
         "schema": _schema_of(form),
     }
 
@@ -153,12 +181,23 @@ def _check(blocks: list[Block], definition: Definition) -> None:
 
 def _stored(definition: Definition) -> dict[str, Any] | None:
     dumped = definition.dump()
+    # Defaults left out: a form without settings stays without a definition.
     if dumped.get("resumeDays") == RESUME_DAYS:
-        del dumped["resumeDays"]  # the default: a form without a setting stays without one
+        del dumped["resumeDays"]
+    if dumped.get("language") == DEFAULT_LANGUAGE:
+        del dumped["language"]
     return dumped if any(dumped.values()) else None
 
 
-DEFINITION_FIELDS = ("hidden_fields", "variables", "logic", "endings", "resume_days")
+DEFINITION_FIELDS = (
+    "hidden_fields",
+    "variables",
+    "logic",
+    "endings",
+    "language",
+    "translations",
+    "resume_days",
+)
 
 
 def definition_of(form: Form | FormVersion) -> Definition:
@@ -361,6 +400,6 @@ async def version_detail(
         **detail(form),
         "version": snapshot.version,
         "blocks": snapshot.blocks,
-        **_definition_wire(snapshot.definition),
+        **_definition_wire(snapshot.definition, snapshot.blocks),
         "schema": answers_schema(blocks, definition_of(snapshot), title=snapshot.title),
     }

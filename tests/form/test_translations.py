@@ -1,0 +1,98 @@
+"""A form's texts in several languages over the API: `?lang=` returns them,
+`languages` lists them, and `missingTranslations` says what each leaves in
+the form's own language."""
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tests.conftest import Api
+from tests.factories import publish_over_api
+
+FORM: dict[str, Any] = {
+    "title": "Workshop",
+    "blocks": [
+        {"type": "heading", "text": "About you"},
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {"type": "single_choice", "key": "plan", "title": "Who is coming?",
+         "options": [{"value": "me", "label": "Just me"}, {"value": "team", "label": "My team"}]},
+    ],
+    "endings": [{"key": "thanks", "title": "Thank you", "text": "See you there."}],
+    "language": "en",
+    "translations": {
+        "fr": {
+            "title": "Atelier",
+            "blocks": {
+                "0": {"text": "À propos de vous"},
+                "name": {"title": "Votre nom"},
+                "plan": {"title": "Qui vient ?", "options": {"me": "Moi seul"}},
+            },
+            "endings": {"thanks": {"title": "Merci"}},
+            "messages": {"next": "Suivant", "send": "Envoyer", "required": "est obligatoire"},
+        }
+    },
+}  # fmt: skip
+
+
+async def test_a_form_reads_in_a_language_it_has(api: Api, session: AsyncSession) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+
+    french = await api.get(f"/v1/forms/{form_id}?lang=fr-CA", secret)  # fr-CA: the French
+    assert french.status_code == 200, french.text
+    assert french.headers["content-language"] == "fr"
+    body = french.json()
+    assert body["contentLanguage"] == "fr"
+    assert body["title"] == "Atelier"
+    heading, name, plan = body["blocks"]
+    assert heading["text"] == "À propos de vous"
+    assert name["title"] == "Votre nom"
+    assert plan["title"] == "Qui vient ?"
+    # Values stay: answers never depend on the language.
+    assert plan["options"] == [
+        {"value": "me", "label": "Moi seul"},
+        {"value": "team", "label": "My team"},  # not translated: the form's own
+    ]
+    assert body["endings"] == [{"key": "thanks", "title": "Merci", "text": "See you there."}]
+    assert body["languages"] == ["en", "fr"]
+    assert body["missingTranslations"] == {"fr": ["/blocks/2/options/1/label", "/endings/0/text"]}
+
+    own = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert own["contentLanguage"] == "en"
+    assert own["title"] == "Workshop"
+    assert own["blocks"][1]["title"] == "Your name"
+    assert own["translations"]["fr"]["blocks"]["name"] == {"title": "Votre nom"}
+
+
+async def test_a_language_the_form_lacks_is_a_clear_400(api: Api, session: AsyncSession) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    for lang in ("de", "not a tag", "x" * 35):
+        response = await api.get(f"/v1/forms/{form_id}?lang={lang}", secret)
+        assert response.status_code == 400, response.text
+    assert "it has en, fr" in response.json()["detail"]
+
+
+async def test_a_translation_of_what_the_form_lacks_is_refused_with_its_pointer(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    wrong = {
+        "fr": {
+            "blocks": {
+                "nobody": {"title": "?"},
+                "plan": {"options": {"everyone": "Tous"}},
+                "name": {"minLabel": "Bas"},
+            },
+            "endings": {"bye": {"title": "Au revoir"}},
+        },
+        "en": {"title": "Workshop"},
+    }
+    response = await api.patch(f"/v1/forms/{form_id}", secret, json={"translations": wrong})
+    assert response.status_code == 422
+    pointers = {error["pointer"] for error in response.json()["errors"]}
+    assert pointers == {
+        "/translations/fr/blocks/nobody",
+        "/translations/fr/blocks/plan/options/everyone",
+        "/translations/fr/blocks/name/minLabel",
+        "/translations/fr/endings/bye",
+        "/translations/en",
+    }
