@@ -42,7 +42,12 @@ from formsapi.partial.endpoints import router as partials_router
 from formsapi.partial.retention import purge_partials
 from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
-from formsapi.ratelimit.service import RateLimiter, ResumeMailThrottle, SignInThrottle
+from formsapi.ratelimit.service import (
+    PartialThrottle,
+    RateLimiter,
+    ResumeMailThrottle,
+    SignInThrottle,
+)
 from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
@@ -147,6 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rate_limiter = rate_limiter
     app.state.sign_in_throttle = SignInThrottle(settings, redis)
     app.state.resume_mail_throttle = ResumeMailThrottle(settings, redis)
+    app.state.partial_throttle = PartialThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
+from formsapi.kit.redact import redact_link_tokens
 from formsapi.kit.time import shift
 from formsapi.models import Organization, PartialResponse
 from formsapi.partial.retention import purge_partials
@@ -197,3 +198,61 @@ async def test_an_erased_partial_leaves_nothing_and_its_link_stops(
     assert erased.status_code == 204
     assert (await api.get(_link(saved.text))).status_code == 404
     assert await _rows(session) == 0
+
+
+async def test_a_tab_left_open_after_sending_stores_nothing_more(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    url = f"/f/{form_id}"
+    first = await api.get(url)
+    second = await api.post(url, data=_post(first.text, {"name": "Hal"}))
+    done = await api.post(url, data=_post(second.text, {"email": "hal@example.com"}))
+    assert done.status_code == 303
+
+    # The same page moved back and on again from the stale tab.
+    back = await api.post(url, data=_post(second.text, {}, go="back"))
+    assert back.status_code == 409
+    assert (await api.get(f"/v1/forms/{form_id}/partials", secret)).json()["data"] == []
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
+
+
+async def test_the_furthest_page_reached_is_listed_and_the_link_opens_where_they_were(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    url = f"/f/{form_id}"
+    first = await api.get(url)
+    second = await api.post(url, data=_post(first.text, {"name": "Ida"}))
+    back = await api.post(url, data=_post(second.text, {}, go="back"))
+    saved = await api.post(url, data=_post(back.text, {"name": "Ida"}, go="save"))
+
+    [partial] = (await api.get(f"/v1/forms/{form_id}/partials", secret)).json()["data"]
+    assert partial["lastPage"] == 2
+    resumed = await api.get(_link(saved.text))
+    assert "Page 1 of 2" in resumed.text
+    assert resumed.headers["referrer-policy"] == "no-referrer"
+
+
+async def test_what_a_script_sends_to_fill_the_database_is_refused(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, _, _ = await publish_over_api(api, session, FORM)
+    one_page, _, _ = await publish_over_api(
+        api, session, {**FORM, "blocks": FORM["blocks"][:1], "logic": []}
+    )
+    url = f"/f/{form_id}"
+    first = await api.get(url)
+
+    huge = await api.post(url, data=_post(first.text, {"name": "x" * 300_000}, go="save"))
+    assert huge.status_code == 413
+    single = await api.post(f"/f/{one_page}", data={"_page": "0", "_go": "save", "name": "Jo"})
+    assert single.status_code == 400
+    assert await _rows(session) == 0
+
+
+def test_resume_links_are_kept_out_of_logged_paths() -> None:
+    path = "/f/frm_1/resume/L0S4hllMhvhv26nN_ahC7yrQXH49wytcfA3at2Xy0uY"
+    assert redact_link_tokens(f'"GET {path} HTTP/1.1" 200') == (
+        '"GET /f/frm_1/resume/[redacted] HTTP/1.1" 200'
+    )

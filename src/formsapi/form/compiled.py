@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from formsapi.form.blocks import Block, BlockList
-from formsapi.form.definition import Definition, Layout
+from formsapi.form import translation
+from formsapi.form.blocks import Block, BlockList, dump_blocks
+from formsapi.form.definition import Definition, Ending, Layout
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,36 @@ class Compiled:
     @cached_property
     def layout(self) -> Layout:
         return Layout(self.blocks, self.definition)
+
+    @cached_property
+    def languages(self) -> list[str]:
+        """The form's own language, then those it is translated into."""
+        return [self.definition.language, *self.definition.translations]
+
+    def in_language(self, language: str) -> "Compiled":
+        """This version with its texts (blocks, endings) in `language`, each
+        text a translation leaves out in the form's own; keys, values and
+        logic are the same, so answers check alike in every language."""
+        texts = self.definition.translations.get(language)
+        if texts is None:
+            return self
+        shown = self._translated.get(language)
+        if shown is None:
+            endings = [
+                e.model_dump(by_alias=True, exclude_none=True) for e in self.definition.endings
+            ]
+            _, blocks, endings = translation.translate("", dump_blocks(self.blocks), endings, texts)
+            definition = self.definition.model_copy(
+                update={"endings": [Ending.model_validate(e) for e in endings]}
+            )
+            shown = self._translated[language] = Compiled(
+                self.version, BlockList.validate_python(blocks), definition
+            )
+        return shown
+
+    @cached_property
+    def _translated(self) -> dict[str, "Compiled"]:
+        return {}
 
     @cached_property
     def has_logic(self) -> bool:

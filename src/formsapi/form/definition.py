@@ -32,7 +32,7 @@ from formsapi.form.blocks import (
     dump_blocks,
     parts,
 )
-from formsapi.form.translation import MAX_LANGUAGES, Language, Translation
+from formsapi.form.translation import MAX_LANGUAGES, Language, Message, Translation
 from formsapi.kit.schemas import CleanStr, Schema
 
 Key = Annotated[CleanStr, Field(pattern=KEY_PATTERN)]
@@ -125,6 +125,10 @@ class Definition(Schema):
     language: Language = Field(default=DEFAULT_LANGUAGE, description=LANGUAGE_DESCRIPTION)
     translations: Annotated[dict[Language, Translation], Field(max_length=MAX_LANGUAGES)] = Field(
         default_factory=dict, description=TRANSLATIONS_DESCRIPTION
+    )
+    messages: dict[Message, Annotated[CleanStr, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=dict,
+        description="The hosted page's own words (buttons, 'is required') in the form's language.",
     )
     resume_days: int = Field(
         default=RESUME_DAYS,

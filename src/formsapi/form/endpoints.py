@@ -112,6 +112,7 @@ async def create_form(
             endings=body.endings,
             language=body.language,
             translations=body.translations,
+            messages=body.messages,
             resume_days=body.resume_days,
         )
         form = await service.create(

@@ -20,10 +20,15 @@ from formsapi.form.definition import (
     LogicRule,
     Variable,
 )
-from formsapi.form.translation import MAX_LANGUAGES, Language, Translation
+from formsapi.form.translation import MAX_LANGUAGES, Language, Message, Translation
 from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import FormStatus
 
+MESSAGES_DESCRIPTION = (
+    "The hosted page's own words in the form's language, by name: next, back, send, save, "
+    "required, language (translations carry theirs)."
+)
+MessageText = Annotated[CleanStr, Field(min_length=1, max_length=200)]
 RESUME_DESCRIPTION = (
     "Days a respondent's unfinished answers to a form with pages, and the link that "
     "resumes them, are kept after their last change (1 to 365; default 30)."
@@ -65,6 +70,7 @@ class FormDetail(FormSummary):
     content_language: str = Field(
         description="The language of this response's title, blocks and endings (`?lang=`)."
     )
+    messages: dict[Message, str] = Field(description=MESSAGES_DESCRIPTION)
     resume_days: int = Field(description=RESUME_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
@@ -143,6 +149,9 @@ class FormCreate(Schema):
     language: Language = Field(default=DEFAULT_LANGUAGE, description=LANGUAGE_DESCRIPTION)
     translations: Annotated[dict[Language, Translation], Field(max_length=MAX_LANGUAGES)] = Field(
         default_factory=dict, description=TRANSLATIONS_DESCRIPTION
+    )
+    messages: dict[Message, MessageText] = Field(
+        default_factory=dict, description=MESSAGES_DESCRIPTION
     )
     resume_days: int = Field(
         default=RESUME_DAYS, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION

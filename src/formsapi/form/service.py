@@ -104,6 +104,7 @@ def _definition_wire(stored: dict[str, Any] | None, blocks: list[dict[str, Any]]
         "languages": [language, *translations],
         "translations": translations,
         "missingTranslations": missing,
+        "messages": stored.get("messages", {}),
         "resumeDays": stored.get("resumeDays", RESUME_DAYS),
     }
 
@@ -186,6 +187,8 @@ def _stored(definition: Definition) -> dict[str, Any] | None:
         del dumped["resumeDays"]
     if dumped.get("language") == DEFAULT_LANGUAGE:
         del dumped["language"]
+    if not dumped.get("messages"):
+        dumped.pop("messages", None)
     return dumped if any(dumped.values()) else None
 
 
@@ -196,6 +199,7 @@ DEFINITION_FIELDS = (
     "endings",
     "language",
     "translations",
+    "messages",
     "resume_days",
 )
 

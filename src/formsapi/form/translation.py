@@ -74,6 +74,14 @@ class Translation(Schema):
     )
 
 
+# What the language switcher of the hosted page shows for a tag it knows.
+NAMES = {
+    "ar": "العربية", "de": "Deutsch", "en": "English", "es": "Español", "fr": "Français",
+    "it": "Italiano", "ja": "日本語", "nl": "Nederlands", "pl": "Polski", "pt": "Português",
+    "sv": "Svenska", "tr": "Türkçe", "uk": "Українська", "zh": "中文",
+}  # fmt: skip
+
+
 def _name(block: dict[str, Any], position: int) -> str:
     return (
         str(block.get("key") or position)

@@ -8,8 +8,10 @@ the sites the form's organization lists (none by default).
 """
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date, timedelta
+from email.headerregistry import Address
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -25,10 +27,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formsapi.db import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
-from formsapi.errors import FormNotFound, NotFound, RateLimited, ValidationFailed
-from formsapi.form import flow
+from formsapi.errors import (
+    FormNotFound,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    ValidationFailed,
+)
+from formsapi.form import flow, translation
 from formsapi.form.blocks import Block, parts
 from formsapi.form.compiled import Compiled
+from formsapi.form.definition import DEFAULT_LANGUAGE
+from formsapi.form.translation import MESSAGES
 from formsapi.hosted import service
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
@@ -98,11 +108,44 @@ def _closed(request: Request, title: str) -> HTMLResponse:
 @dataclass(frozen=True, slots=True)
 class Page:
     """What the template shows of a form: plain values, which outlive a rollback
-    (ORM objects expire on one)."""
+    (ORM objects expire on one), in the language chosen."""
 
     id: str
     title: str
     blocks: list[Block]
+    lang: str = DEFAULT_LANGUAGE
+    # The switcher's choices (tag, name); empty for a form in one language.
+    languages: tuple[tuple[str, str], ...] = ()
+    messages: Mapping[str, str] = field(default_factory=lambda: MESSAGES)
+
+
+def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
+    """The language of a page: the one switched to, or carried from page to
+    page, or the link's `?lang=`, or the browser's Accept-Language, or the
+    form's own."""
+    available = version.languages
+    if len(available) > 1:
+        sent = [posted.get("_switch"), posted.get("_lang")] if posted is not None else []
+        for wanted in (*sent, request.query_params.get("lang")):
+            if isinstance(wanted, str) and (found := translation.pick(wanted, available)):
+                return found
+        header = request.headers.get("accept-language", "")[:500]
+        return translation.negotiate(header, available) or available[0]
+    return available[0]
+
+
+def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
+    """The version in `lang`, and the page that shows it."""
+    shown = version.in_language(lang)
+    texts = version.definition.translations.get(lang)
+    given = texts.messages if texts is not None else version.definition.messages
+    messages = {**MESSAGES, **{str(name): text for name, text in given.items()}}
+    title = texts.title if texts is not None and texts.title else form.title
+    choices = tuple(
+        (tag, translation.NAMES.get(tag.split("-")[0], tag)) for tag in version.languages
+    )
+    page = Page(form.id, title, shown.blocks, lang, choices if len(choices) > 1 else (), messages)
+    return shown, page
 
 
 def _render(
@@ -116,6 +159,8 @@ def _render(
 ) -> HTMLResponse:
     blocks = step.blocks if step else page.blocks
     titles = {key: part.title for key, part in parts(blocks)}  # recalled
+    required = page.messages["required"]
+    errors = {key: required if text == "is required" else text for key, text in errors.items()}
     context = {
         "form": page,
         "blocks": blocks,
@@ -173,10 +218,10 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     if isinstance(form, Response):
         return form
     version = service.compiled_of(form)
+    shown, page = _shown(form, version, _language(request, version))
     carried = service.carried_from(version, request.query_params, prefill=True)
     run = flow.walk(version.layout, carried, utcnow().date())
-    step = service.step(version, carried, 0, run, service.new_seed())
-    page = Page(form.id, form.title, version.blocks)
+    step = service.step(shown, carried, 0, run, service.new_seed())
     return _render(request, page, _values(carried), {}, step=step)
 
 
@@ -219,7 +264,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     if service.is_spam(posted):
         return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     version = service.compiled_of(form)
-    page = Page(form.id, form.title, version.blocks)
+    shown, page = _shown(form, version, _language(request, version, posted))
     today = utcnow().date()
     answers = {
         **service.answers_from(version.blocks, posted),
@@ -228,20 +273,30 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     current = _page_of(posted, version)
     seed = service.seed_of(posted)
     token = _token_of(posted)
+    if posted.get("_switch"):  # the same page, in the language switched to
+        run = flow.walk(version.layout, answers, today)
+        step = service.step(shown, answers, current, run, seed) if current is not None else None
+        return _render(request, page, _values(answers), {}, step=step, resume=token)
     if current is not None:
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
-            token = await _keep(request, form, version, answers, current, token)
-            return _saved(request, form, token, version.definition.resume_days)
+            if len(version.layout.starts) < 2:
+                return _page(request, page.title, "This form has one page: send it.", 400)
+            kept = await _keep(request, form, version, answers, current, token)
+            if isinstance(kept, Response):
+                return kept
+            return _saved(request, form, kept, version.definition.resume_days)
         going, errors = _destination(version, answers, current, posted, run, today)
         if errors:
-            step = service.step(version, answers, current, run, seed)
+            step = service.step(shown, answers, current, run, seed)
             return _render(request, page, _values(answers), errors, 422, step, token)
         if going is not None:
             # Each page reached is kept: where they stop shows, and a link resumes it.
-            token = await _keep(request, form, version, answers, going, token)
-            step = service.step(version, answers, going, run, seed)
-            return _render(request, page, _values(answers), {}, step=step, resume=token)
+            kept = await _keep(request, form, version, answers, going, token)
+            if isinstance(kept, Response):
+                return kept
+            step = service.step(shown, answers, going, run, seed)
+            return _render(request, page, _values(answers), {}, step=step, resume=kept)
         answers = service.on_path(version, answers, run)
     completes = partial_service.token_hash(token) if token else None
     try:
@@ -256,13 +311,13 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             return _render(request, page, posted, errors, status=422)
         run = flow.walk(version.layout, answers, today)
         first = _first_page_with(version, run, errors)
-        step = service.step(version, answers, first, run, seed)
+        step = service.step(shown, answers, first, run, seed)
         return _render(request, page, _values(answers), errors, 422, step, token)
     except FormNotAccepting:
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
         return _unavailable(request)
-    return _ending(request, form, version, submission.answers, submission.ending)
+    return _ending(request, form, shown, submission.answers, submission.ending, page.lang)
 
 
 def _errors(invalid: ValidationFailed) -> dict[str, str]:
@@ -309,20 +364,32 @@ async def _keep(
     answers: dict[str, Any],
     page: int,
     token: str | None,
-) -> str:
-    """Keep a respondent's answers so far and the page they are on; their
-    resume token."""
-    async with session_scope(request.app.state.sessionmaker) as session:
-        return await partial_service.save(
-            session,
-            form.organization_id,
-            form.id,
-            token,
-            answers,
-            page,
-            utcnow(),
-            version.definition.resume_days,
-        )
+) -> str | Response:
+    """Keep a respondent's answers so far and the page they are on: their
+    resume token, or the page saying why not. A respondent's first page
+    counts against their address's allowance of new partials."""
+    if token is None:
+        wait = await request.app.state.partial_throttle.attempt(form.id, client_ip(request))
+        if wait:
+            refused = _page(request, form.title, "Please wait a minute and try again.", 429)
+            refused.headers["Retry-After"] = str(wait)
+            return refused
+    try:
+        async with session_scope(request.app.state.sessionmaker) as session:
+            return await partial_service.save(
+                session,
+                form.organization_id,
+                form.id,
+                token,
+                answers,
+                page,
+                utcnow(),
+                version.definition.resume_days,
+            )
+    except LinkUsed:
+        return _page(request, form.title, "These answers were sent already. Thank you.", 409)
+    except PayloadTooLarge as large:
+        return _page(request, form.title, large.detail, 413)
 
 
 def _resume_url(request: Request, form_id: str, token: str) -> str:
@@ -372,12 +439,14 @@ async def resume_form(
     except NotFound as missing:
         return _page(request, "Link not valid", missing.detail, 404)
     version = service.compiled_of(form)
+    shown, page = _shown(form, version, _language(request, version))
     answers = resumed.answers
     run = flow.walk(version.layout, answers, utcnow().date())
     page_number = min(resumed.page, len(version.layout.starts) - 1)
-    step = service.step(version, answers, page_number, run, service.new_seed())
-    page = Page(form.id, form.title, version.blocks)
-    return _render(request, page, _values(answers), {}, step=step, resume=token)
+    step = service.step(shown, answers, page_number, run, service.new_seed())
+    response = _render(request, page, _values(answers), {}, step=step, resume=token)
+    response.headers["Referrer-Policy"] = "no-referrer"  # its address holds the secret
+    return response
 
 
 @router.post("/f/{form_id}/resume-link")
@@ -392,7 +461,7 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
     mailer = request.app.state.mailer
     if token is None or not mailer.enabled:
         return _page(request, "Link not valid", "Save your answers again to get a link.", 400)
-    if not _EMAIL.fullmatch(email) or len(email) > 254:
+    if not _is_address(email):
         return _page(request, form.title, "Enter an email address such as name@example.com.", 422)
     try:  # a link to answers kept now, or none: a made-up token mails nothing
         async with request.app.state.read_sessionmaker() as reader:
@@ -420,7 +489,20 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
     )
 
 
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# No part can match in two ways: linear in the input, whatever it holds.
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
+
+
+def _is_address(text: str) -> bool:
+    """Whether a typed address is one mail can be sent to: bounded first,
+    then its shape, then as the mail header will hold it."""
+    if len(text) > 254 or not _EMAIL.fullmatch(text):
+        return False
+    try:
+        Address(addr_spec=text)
+    except Exception:  # the email package raises its defects, and AttributeError on some
+        return False
+    return True
 
 
 def _first_page_with(version: Compiled, run: flow.Run, errors: dict[str, str]) -> int:
@@ -437,19 +519,23 @@ def _ending(
     version: Compiled,
     stored: dict[str, Any],
     key: str | None,
+    lang: str,
 ) -> Response:
     """Where a respondent lands: the ending the logic chose, with what they
     answered recalled (escaped on the page, URL-encoded in a redirect), as
-    stored (variables under vars.*)."""
+    stored (variables under vars.*), in their language."""
     ending = service.ending_of(version, key)
+    # The language rides along to the thank-you page of a form that has several.
+    in_lang = f"lang={quote(lang)}" if len(version.languages) > 1 else ""
     if ending is None:
-        return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
+        return RedirectResponse(f"/f/{form.id}/thanks{'?' if in_lang else ''}{in_lang}", 303)
     values = service.recall_values(version, stored, {})
     if ending.redirect is not None:
         return RedirectResponse(service.recall(ending.redirect, values, encode=True), 303)
     text = f"{ending.title or ''}{ending.text or ''}"
     if "{{" not in text:  # nothing of theirs: a page to reload safely
-        return RedirectResponse(f"/f/{form.id}/thanks?ending={quote(ending.key)}", 303)
+        ending_url = f"/f/{form.id}/thanks?ending={quote(ending.key)}"
+        return RedirectResponse(f"{ending_url}&{in_lang}" if in_lang else ending_url, 303)
     return _page(
         request,
         service.recall(ending.title or "Thank you", values),
@@ -466,7 +552,9 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     if form is None:
         return _unavailable(request)
     key = request.query_params.get("ending")
-    ending = service.ending_of(service.compiled_of(form), key) if key else None
+    version = service.compiled_of(form)
+    shown = version.in_language(_language(request, version))
+    ending = service.ending_of(shown, key) if key else None
     if ending is not None and ending.redirect is None:
         # A link carries no answers: recall shows its fallbacks, never {{...}}.
         title = service.recall(ending.title or "Thank you", {})
@@ -501,7 +589,8 @@ class HostedPageHeaders:
                 headers = MutableHeaders(scope=message)
                 headers["Content-Security-Policy"] = _CSP + (" ".join(origins) or "'none'")
                 headers["X-Content-Type-Options"] = "nosniff"
-                headers["Referrer-Policy"] = "same-origin"
+                if "referrer-policy" not in headers:  # the resume page sends none
+                    headers["Referrer-Policy"] = "same-origin"
                 if not origins:
                     headers["X-Frame-Options"] = "DENY"  # for browsers without CSP 3
             await send(message)

@@ -1,9 +1,9 @@
-"""Secrets that travel in paths (invitation and password reset links), kept
-out of every log line that quotes a path."""
+"""Secrets that travel in paths (invitation, password reset and resume
+links), kept out of every log line that quotes a path."""
 
 import re
 
-_LINK_TOKEN = re.compile(r"/(invitations|reset-password)/[^\s?&\"/]+")
+_LINK_TOKEN = re.compile(r"/(invitations|reset-password|resume)/[^\s?&\"/]+")
 
 
 def redact_link_tokens(text: str) -> str:

@@ -16,13 +16,9 @@ class PartialResponse(Base):
 
     __tablename__ = "partial_responses"
     __table_args__ = (
-        # A form's partials, most recently updated first (the API's list).
-        Index(
-            "ix_partial_responses_organization_id_form_id_updated_at",
-            "organization_id",
-            "form_id",
-            "updated_at",
-        ),
+        # A form's partials, most recently updated first (the API's list),
+        # and the cascade of a form's delete.
+        Index("ix_partial_responses_form_id_updated_at", "form_id", "updated_at"),
         # The purge, across organizations.
         Index("ix_partial_responses_expires_at", "expires_at"),
     )
@@ -34,9 +30,9 @@ class PartialResponse(Base):
     token_hash: Mapped[bytes] = mapped_column(LargeBinary(32), unique=True)
     # The answers so far, as the hosted page posted them; None once completed.
     answers: Mapped[dict[str, Any] | None] = mapped_column(JSONColumn, nullable=True)
-    page: Mapped[int] = mapped_column(Integer, default=0)  # the last page reached
+    page: Mapped[int] = mapped_column(Integer, default=0)  # where a link opens the form
+    reached: Mapped[int] = mapped_column(Integer, default=0)  # the furthest page seen
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
-    submission_id: Mapped[str | None] = mapped_column(String(40), nullable=True)

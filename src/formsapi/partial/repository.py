@@ -4,17 +4,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, func, select, update
+from sqlalchemy import Row, case, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import PartialResponse
 from formsapi.tenancy import scoped, unscoped
 
-PartialRow = Row[str, dict[str, Any] | None, int, datetime, datetime, datetime, datetime | None]
+PartialRow = Row[
+    str, dict[str, Any] | None, int, int, datetime, datetime, datetime, datetime | None
+]
 _COLUMNS = (
     PartialResponse.id,
     PartialResponse.answers,
     PartialResponse.page,
+    PartialResponse.reached,
     PartialResponse.started_at,
     PartialResponse.updated_at,
     PartialResponse.expires_at,
@@ -59,7 +62,13 @@ async def save(
             PartialResponse.completed_at.is_(None),
             PartialResponse.expires_at > now,
         )
-        .values(answers=answers, page=page, updated_at=now, expires_at=expires_at)
+        .values(
+            answers=answers,
+            page=page,
+            reached=case((PartialResponse.reached < page, page), else_=PartialResponse.reached),
+            updated_at=now,
+            expires_at=expires_at,
+        )
         .execution_options(synchronize_session=False)
     )
     connection = await session.connection()

@@ -16,7 +16,9 @@ class PartialOut(Schema):
         description="When it is purged with its answers, unless they go on: the form's "
         "`resumeDays` after `updatedAt`."
     )
-    last_page: int = Field(ge=1, description="The page they were on last, counting from 1.")
+    last_page: int = Field(
+        ge=1, description="The furthest page they reached, counting from 1 (where they stopped)."
+    )
     answers: dict[str, Any] | None = Field(
         default=None,
         description="Their answers so far, as the hosted page took them: only for keys with "

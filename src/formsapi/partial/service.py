@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.errors import Conflict, NotFound
+from formsapi.errors import Conflict, NotFound, PayloadTooLarge
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import isoformat_z
 from formsapi.models import PartialResponse
@@ -26,6 +27,9 @@ from formsapi.partial.repository import PartialRow
 
 # The token's length in URL-safe base64: 32 random bytes.
 TOKEN_LENGTH = 43
+# Answers kept for a respondent, encoded, at most: a form's own answers fit
+# (a long text holds 10,000 characters), a script's megabyte does not.
+MAX_ANSWERS_BYTES = 256 * 1024
 
 
 def new_token() -> str:
@@ -67,13 +71,18 @@ async def save(
     """Keep a respondent's answers so far and the page they reached; the
     token of their link (a new one when they had none, or theirs had expired
     or was used)."""
+    if len(orjson.dumps(answers)) > MAX_ANSWERS_BYTES:
+        raise PayloadTooLarge("These answers are too long to save.")
     expires_at = now + timedelta(days=keep_days)
     hashed = token_hash(token) if token else None
-    if hashed is not None and await repository.save(
-        session, organization_id, form_id, hashed, answers, page, now, expires_at
-    ):
-        assert token is not None
-        return token
+    if hashed is not None:
+        if await repository.save(
+            session, organization_id, form_id, hashed, answers, page, now, expires_at
+        ):
+            assert token is not None
+            return token
+        if await repository.completed_among(session, organization_id, form_id, [hashed]):
+            raise LinkUsed  # a tab left open after sending: no second copy of the answers
     token = new_token()
     await repository.add(
         session,
@@ -84,6 +93,7 @@ async def save(
             token_hash=token_hash(token),
             answers=answers,
             page=page,
+            reached=page,
             started_at=now,
             updated_at=now,
             expires_at=expires_at,
@@ -115,7 +125,7 @@ def view(row: PartialRow, with_answers: bool) -> dict[str, Any]:
         "startedAt": isoformat_z(row.started_at),
         "updatedAt": isoformat_z(row.updated_at),
         "expiresAt": isoformat_z(row.expires_at),
-        "lastPage": row.page + 1,
+        "lastPage": row.reached + 1,
     }
     if with_answers:
         shown["answers"] = row.answers or {}

@@ -266,6 +266,15 @@ class SignInThrottle(Throttle):
     PER_ADDRESS = RateLimitItemPerMinute(20, 15, namespace="signin-ip")
 
 
+class PartialThrottle(Throttle):
+    """New partial responses (a respondent's first page kept): 200 an hour
+    from one client, and 100,000 an hour into one form, so a script cannot
+    fill the database with unfinished answers."""
+
+    PER_ACCOUNT = RateLimitItemPerMinute(100_000, 60, namespace="partial-form")
+    PER_ADDRESS = RateLimitItemPerMinute(200, 60, namespace="partial-ip")
+
+
 class ResumeMailThrottle(Throttle):
     """Links back to a form's saved answers, mailed to an address a
     respondent types: three an hour to one address, ten from one client, so

@@ -31,16 +31,28 @@ MIN_PASSWORD_LENGTH = 10
 MAX_PASSWORD_LENGTH = 1024  # argon2 takes any length; a cap keeps hashing cheap to refuse
 RESET_LIFETIME = timedelta(hours=1)
 _password_hash = PasswordHash((Argon2Hasher(),))  # argon2id with the library's defaults
-# Verified when no account matches, so an unknown email costs what a wrong password does.
-_DUMMY_HASH = _password_hash.hash("no account has this password")
+# Verified when no account matches, so an unknown email costs what a wrong
+# password does. Made on first use (off the loop), not at import: every
+# `formsapi` process imports this module, servers, workers and one-off
+# commands alike, and a hash with the defaults costs a quarter of a second
+# of CPU that most of them never need.
+_dummy_hash: str | None = None
 
 
 def use_hasher(hasher: Argon2Hasher) -> None:
     """Hash with other argon2 parameters: the tests' cheap ones. Hashes made
     earlier still verify (the parameters travel in each hash)."""
-    global _password_hash, _DUMMY_HASH
+    global _password_hash, _dummy_hash
     _password_hash = PasswordHash((hasher,))
-    _DUMMY_HASH = _password_hash.hash("no account has this password")
+    _dummy_hash = None
+
+
+def _verify_without_account(password: str) -> bool:
+    """A wrong password's work, done against the dummy hash."""
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = _password_hash.hash("no account has this password")
+    return _password_hash.verify(password, _dummy_hash)
 
 
 # An address as mail headers and our lookups take it: no whitespace, control
@@ -132,7 +144,7 @@ async def verify_password(user: User | None, password: str) -> bool:
     """Whether `password` is `user`'s. No user, an account without a password and
     a wrong password take the same time and answer alike."""
     if user is None or user.password_hash is None or len(password) > MAX_PASSWORD_LENGTH:
-        await _off_loop(_password_hash.verify, password[:MAX_PASSWORD_LENGTH], _DUMMY_HASH)
+        await _off_loop(_verify_without_account, password[:MAX_PASSWORD_LENGTH])
         return False
     return await _off_loop(_password_hash.verify, password, user.password_hash)
 

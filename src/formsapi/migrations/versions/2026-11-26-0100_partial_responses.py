@@ -29,11 +29,11 @@ def upgrade() -> None:
             "answers", sa.JSON().with_variant(postgresql.JSONB(), "postgresql"), nullable=True
         ),
         sa.Column("page", sa.Integer(), nullable=False),
+        sa.Column("reached", sa.Integer(), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("completed_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("submission_id", sa.String(length=40), nullable=True),
         sa.ForeignKeyConstraint(
             ["form_id"],
             ["forms.id"],
@@ -50,9 +50,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("token_hash", name=op.f("uq_partial_responses_token_hash")),
     )
     op.create_index(
-        "ix_partial_responses_organization_id_form_id_updated_at",
-        "partial_responses",
-        ["organization_id", "form_id", "updated_at"],
+        "ix_partial_responses_form_id_updated_at", "partial_responses", ["form_id", "updated_at"]
     )
     op.create_index("ix_partial_responses_expires_at", "partial_responses", ["expires_at"])
 

@@ -1,0 +1,68 @@
+"""The hosted page in the respondent's language: from the link's `?lang=`,
+else the browser's Accept-Language, with a switch on every page that keeps
+the answers; values stored whatever the language."""
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.config import Settings
+from tests.conftest import Api
+from tests.factories import publish_over_api
+from tests.form.test_translations import FORM
+from tests.hosted.test_logic_pages import _post
+
+PAGED = {
+    **FORM,
+    "blocks": [*FORM["blocks"][:2], {"type": "page_break", "key": "more"}, FORM["blocks"][2]],
+}
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, rate_limit_standard=100_000)
+
+
+async def test_the_browsers_language_is_chosen_and_the_link_can_say_another(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, _, _ = await publish_over_api(api, session, PAGED)
+    url = f"/f/{form_id}"
+
+    french = await api.get(url, headers={"Accept-Language": "de-DE, fr-CH;q=0.9, en;q=0.5"})
+    assert '<html lang="fr">' in french.text
+    assert "<h1>Atelier</h1>" in french.text
+    assert "Votre nom" in french.text
+    assert "À propos de vous" in french.text
+    assert ">Suivant</button>" in french.text
+    assert 'value="en" lang="en"' in french.text  # the switch to English
+
+    english = await api.get(f"{url}?lang=en", headers={"Accept-Language": "fr"})
+    assert "<h1>Workshop</h1>" in english.text
+    assert ">Next</button>" in english.text
+
+    # Nothing typed: the page's own word for "required".
+    missing = await api.post(url, data=_post(french.text, {}))
+    assert missing.status_code == 422
+    assert "Votre nom: est obligatoire" in missing.text
+
+
+async def test_switching_language_keeps_the_answers_and_stores_values(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, PAGED)
+    url = f"/f/{form_id}"
+    french = await api.get(f"{url}?lang=fr")
+    second = await api.post(url, data=_post(french.text, {"name": "Ada"}))
+    assert "Qui vient ?" in second.text
+    assert "Moi seul" in second.text
+
+    switched = await api.post(url, data={**_post(second.text, {"plan": "me"}), "_switch": ["en"]})
+    assert switched.status_code == 200
+    assert "Who is coming?" in switched.text
+    assert 'value="me" checked' in switched.text  # the answer kept across the switch
+    assert "Page 2 of 2" in switched.text
+
+    done = await api.post(url, data=_post(switched.text, {"plan": "me"}))
+    assert done.status_code == 303
+    [stored] = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"]
+    assert stored["answers"] == {"name": "Ada", "plan": "me"}  # values, not labels
