@@ -733,3 +733,60 @@ def test_a_respondent_saves_closes_the_browser_and_resumes_on_a_phone(
         "project": "Analytical engine",
         "summary": "A machine that computes.",
     }
+
+
+LANGUAGES_FORM = {
+    "title": "Workshop",
+    "blocks": [
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {"type": "page_break", "key": "more"},
+        {"type": "single_choice", "key": "plan", "title": "Who is coming?", "required": True,
+         "options": [{"value": "me", "label": "Just me"}, {"value": "team", "label": "My team"}]},
+    ],
+    "translations": {
+        "fr": {"title": "Atelier",
+               "blocks": {"name": {"title": "Votre nom"},
+                          "plan": {"title": "Qui vient ?",
+                                   "options": {"me": "Moi seul", "team": "Mon équipe"}}},
+               "messages": {"next": "Suivant", "back": "Retour", "send": "Envoyer",
+                            "save": "Enregistrer et finir plus tard",
+                            "required": "est obligatoire", "language": "Langue",
+                            "page": "Page {number} sur {total}",
+                            "fix_one": "Corrigez 1 réponse",
+                            "fix_many": "Corrigez {count} réponses"}},
+    },
+}  # fmt: skip
+
+
+def test_a_respondent_reads_the_form_in_their_language_and_switches(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    secret = generate_key(page, site, "languages", "forms:write", "submissions:read")
+    form_id = publish(site, secret, LANGUAGES_FORM)
+    page.context.close()
+
+    for viewport, suffix in ((LAPTOP, ""), (PHONE, "-phone")):
+        french = browser.new_context(viewport=viewport, locale="fr-FR")
+        page = french.new_page()
+        page.goto(f"{site.url}/f/{form_id}")
+        expect(page.get_by_role("heading", name="Atelier")).to_be_visible()
+        page.get_by_role("button", name="Suivant").click()
+        expect(page.get_by_role("alert")).to_contain_text("Corrigez 1 réponse")
+        expect(page.get_by_role("alert")).to_contain_text("Votre nom: est obligatoire")
+        expect(page.get_by_text("Page 1 sur 2")).to_be_visible()
+        shoot(page, f"44-language-french-error{suffix}")
+        page.get_by_label("Votre nom").fill("Ada")
+        page.get_by_role("button", name="Suivant").click()
+        page.get_by_label("Moi seul").check()
+        page.get_by_role("button", name="English").click()
+        expect(page.get_by_text("Who is coming?")).to_be_visible()
+        expect(page.get_by_label("Just me")).to_be_checked()
+        shoot(page, f"45-language-switched{suffix}")
+        page.get_by_role("button", name="Send").click()
+        expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
+        french.close()
+
+    listed = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
+    assert [s["answers"] for s in listed] == [{"name": "Ada", "plan": "me"}] * 2

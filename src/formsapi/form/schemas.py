@@ -26,7 +26,8 @@ from formsapi.models import FormStatus
 
 MESSAGES_DESCRIPTION = (
     "The hosted page's own words in the form's language, by name: next, back, send, save, "
-    "required, language (translations carry theirs)."
+    "required, language, page ('Page {number} of {total}'), fix_one, fix_many ('Please "
+    "correct {count} answers'); translations carry theirs."
 )
 MessageText = Annotated[CleanStr, Field(min_length=1, max_length=200)]
 RESUME_DESCRIPTION = (

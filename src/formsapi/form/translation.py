@@ -35,8 +35,13 @@ MESSAGES: dict[str, str] = {
     "save": "Save and continue later",
     "required": "is required",
     "language": "Language",
+    "page": "Page {number} of {total}",
+    "fix_one": "Please correct 1 answer",
+    "fix_many": "Please correct {count} answers",
 }
-Message = Literal["next", "back", "send", "save", "required", "language"]
+Message = Literal[
+    "next", "back", "send", "save", "required", "language", "page", "fix_one", "fix_many"
+]
 
 # A block's texts, as the API names them, and its labelled lists.
 _TEXTS = ("title", "description", "placeholder", "text", "minLabel", "maxLabel")
