@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from formsapi.db import ReadSession, WriteSession
 from formsapi.errors import Conflict, FormNotFound
 from formsapi.event import service as event_service
 from formsapi.form import compiled
@@ -78,8 +79,8 @@ class Intake:
 
     def __init__(
         self,
-        sessionmaker: async_sessionmaker[AsyncSession],
-        read_sessionmaker: async_sessionmaker[AsyncSession],
+        sessionmaker: async_sessionmaker[WriteSession],
+        read_sessionmaker: async_sessionmaker[ReadSession],
     ) -> None:
         self._sessionmaker = sessionmaker
         self._read_sessionmaker = read_sessionmaker
