@@ -68,6 +68,11 @@ MODELS: dict[type[BaseModel], str] = {
     models.Changes: "Changes",
     models.SubmissionCreate: "SubmissionCreate",
     models.SubmissionPatch: "SubmissionPatch",
+    models.Partial: "PartialOut",
+    models.PartialsPage: "Page_PartialOut_",
+    models.Translation: "Translation",
+    models.BlockTexts: "BlockTexts",
+    models.EndingTexts: "EndingTexts",
     models.Event: "EventOut",
     models.EventsPage: "Events",
     models.WebhookEndpoint: "WebhookEndpointOut",
@@ -293,6 +298,7 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
     resources = {
         "forms": (_sync.Forms, _async.AsyncForms),
         "submissions": (_sync.Submissions, _async.AsyncSubmissions),
+        "partials": (_sync.Partials, _async.AsyncPartials),
         "events": (_sync.Events, _async.AsyncEvents),
         "webhook_endpoints": (_sync.WebhookEndpoints, _async.AsyncWebhookEndpoints),
     }
@@ -307,7 +313,8 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
 # given: the parameters the client can send to each operation.
 QUERIES: dict[str, list[_core.Call[Any]]] = {
     "forms.list": [_calls.forms_list(1, 50)],
-    "forms.get": [_calls.forms_get("frm_1", 2)],
+    "forms.get": [_calls.forms_get("frm_1", 2, "fr")],
+    "partials.list": [_calls.partials_list("frm_1", 1, 50)],
     "forms.delete": [_calls.forms_delete("frm_1", True)],
     "submissions.list": [_calls.submissions_list("frm_1", 1, 50, "2026-11-01")],
     "submissions.changes": [

@@ -27,6 +27,7 @@ from formsapi_client.models import (
     FormsPage,
     FormStatus,
     FormSummary,
+    PartialsPage,
     Recovered,
     SecretRotated,
     Submission,
@@ -63,6 +64,7 @@ class AsyncClient:
         )
         self.forms = AsyncForms(self)
         self.submissions = AsyncSubmissions(self)
+        self.partials = AsyncPartials(self)
         self.events = AsyncEvents(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
 
@@ -135,9 +137,12 @@ class AsyncForms(_Resource):
                 return
             page += 1
 
-    async def get(self, form_id: str, version: int | None = None) -> FormDetail:
-        """One form with its blocks and schema (an earlier `version`'s blocks if given)."""
-        return await self._client._run(calls.forms_get(form_id, version))
+    async def get(
+        self, form_id: str, version: int | None = None, lang: str | None = None
+    ) -> FormDetail:
+        """One form with its blocks and schema (an earlier `version`'s blocks
+        if given; its texts in `lang`, one of its `languages`, if given)."""
+        return await self._client._run(calls.forms_get(form_id, version, lang))
 
     async def create(
         self,
@@ -286,6 +291,18 @@ class AsyncExport:
         except httpx.TransportError as error:
             raise reader.cut_short(repr(error)) from error
         reader.finish()
+
+
+class AsyncPartials(_Resource):
+    """Respondents on their way through a form with pages (drop-off)."""
+
+    async def list(self, form_id: str, page: int = 1, limit: int = 50) -> PartialsPage:
+        """One page of the form's partial responses, most recently active first."""
+        return await self._client._run(calls.partials_list(form_id, page, limit))
+
+    async def delete(self, form_id: str, partial_id: str) -> None:
+        """Erase one: its answers go, and its resume link stops working."""
+        await self._client._run(calls.partials_delete(form_id, partial_id))
 
 
 class AsyncEvents(_Resource):

@@ -22,6 +22,7 @@ from formsapi_client.models import (
     FormsPage,
     FormStatus,
     FormUpdate,
+    PartialsPage,
     Recover,
     Recovered,
     SecretRotated,
@@ -50,6 +51,7 @@ def _logic(logic: Logic | None) -> dict[str, Any]:
 _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
 _submissions_page = from_model(SubmissionsPage)
+_partials_page = from_model(PartialsPage)
 _submission = from_model(SubmissionDetail)
 _changes = from_model(Changes)
 try:  # twice as fast as the standard library's on a feed page, when it is there
@@ -88,8 +90,9 @@ def forms_list(page: int, limit: int) -> Call[FormsPage]:
     return call("forms.list", _forms_page, params={"page": page, "limit": limit})
 
 
-def forms_get(form_id: str, version: int | None) -> Call[FormDetail]:
-    return call("forms.get", _form, ids={"formId": form_id}, params={"version": version})
+def forms_get(form_id: str, version: int | None, lang: str | None = None) -> Call[FormDetail]:
+    params = {"version": version, "lang": lang}
+    return call("forms.get", _form, ids={"formId": form_id}, params=params)
 
 
 def forms_create(
@@ -189,6 +192,18 @@ def submissions_changes_json(form_id: str, after: int, limit: int) -> Call[Any]:
 def submissions_export(form_id: str) -> Call[None]:
     # Streamed: the clients read the body themselves (ExportReader).
     return call("submissions.export", nothing, ids={"formId": form_id})
+
+
+# Partial responses
+
+
+def partials_list(form_id: str, page: int, limit: int) -> Call[PartialsPage]:
+    params = {"page": page, "limit": limit}
+    return call("partials.list", _partials_page, ids={"formId": form_id}, params=params)
+
+
+def partials_delete(form_id: str, partial_id: str) -> Call[None]:
+    return call("partials.delete", nothing, ids={"formId": form_id, "partialId": partial_id})
 
 
 # Events

@@ -68,6 +68,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     "submissions.get": ("GET", "/forms/{formId}/submissions/{submissionId}"),
     "submissions.edit": ("PATCH", "/forms/{formId}/submissions/{submissionId}"),
     "submissions.delete": ("DELETE", "/forms/{formId}/submissions/{submissionId}"),
+    "partials.list": ("GET", "/forms/{formId}/partials"),
+    "partials.delete": ("DELETE", "/forms/{formId}/partials/{partialId}"),
     "events.list": ("GET", "/events"),
     "webhook_endpoints.list": ("GET", "/webhook-endpoints"),
     "webhook_endpoints.create": ("POST", "/webhook-endpoints"),

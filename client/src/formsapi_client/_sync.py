@@ -27,6 +27,7 @@ from formsapi_client.models import (
     FormsPage,
     FormStatus,
     FormSummary,
+    PartialsPage,
     Recovered,
     SecretRotated,
     Submission,
@@ -63,6 +64,7 @@ class Client:
         )
         self.forms = Forms(self)
         self.submissions = Submissions(self)
+        self.partials = Partials(self)
         self.events = Events(self)
         self.webhook_endpoints = WebhookEndpoints(self)
 
@@ -134,9 +136,10 @@ class Forms(_Resource):
                 return
             page += 1
 
-    def get(self, form_id: str, version: int | None = None) -> FormDetail:
-        """One form with its blocks and schema (an earlier `version`'s blocks if given)."""
-        return self._client._run(calls.forms_get(form_id, version))
+    def get(self, form_id: str, version: int | None = None, lang: str | None = None) -> FormDetail:
+        """One form with its blocks and schema (an earlier `version`'s blocks
+        if given; its texts in `lang`, one of its `languages`, if given)."""
+        return self._client._run(calls.forms_get(form_id, version, lang))
 
     def create(
         self,
@@ -277,6 +280,18 @@ class Export:
         except httpx.TransportError as error:
             raise reader.cut_short(repr(error)) from error
         reader.finish()
+
+
+class Partials(_Resource):
+    """Respondents on their way through a form with pages (drop-off)."""
+
+    def list(self, form_id: str, page: int = 1, limit: int = 50) -> PartialsPage:
+        """One page of the form's partial responses, most recently active first."""
+        return self._client._run(calls.partials_list(form_id, page, limit))
+
+    def delete(self, form_id: str, partial_id: str) -> None:
+        """Erase one: its answers go, and its resume link stops working."""
+        self._client._run(calls.partials_delete(form_id, partial_id))
 
 
 class Events(_Resource):

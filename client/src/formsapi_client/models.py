@@ -333,6 +333,35 @@ class Ending(_Open):
     redirect: str | None = None
 
 
+class BlockTexts(Model):
+    """A block's texts in another language; lists' labels by value."""
+
+    title: str | None = None
+    description: str | None = None
+    placeholder: str | None = None
+    text: str | None = None
+    min_label: str | None = None
+    max_label: str | None = None
+    options: dict[str, str] = Field(default_factory=dict)
+    rows: dict[str, str] = Field(default_factory=dict)
+    columns: dict[str, str] = Field(default_factory=dict)
+
+
+class EndingTexts(Model):
+    title: str | None = None
+    text: str | None = None
+
+
+class Translation(Model):
+    """A form's texts in one language: blocks by question key (or position
+    for headings and paragraphs), endings by key, the hosted page's words."""
+
+    title: str | None = None
+    blocks: dict[str, BlockTexts] = Field(default_factory=dict)
+    endings: dict[str, EndingTexts] = Field(default_factory=dict)
+    messages: dict[str, str] = Field(default_factory=dict)
+
+
 class FormDetail(FormSummary):
     updated_at: datetime
     version: int
@@ -341,6 +370,13 @@ class FormDetail(FormSummary):
     variables: list[Variable]
     logic: list[LogicRule]
     endings: list[Ending]
+    language: str
+    languages: list[str]
+    translations: dict[str, Translation]
+    missing_translations: dict[str, list[str]]
+    content_language: str  # the language of this response's texts
+    messages: dict[str, str]
+    resume_days: int
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -356,6 +392,10 @@ class FormCreate(Model):
     variables: list[Variable] | None = None
     logic: list[LogicRule] | None = None
     endings: list[Ending] | None = None
+    language: str | None = None
+    translations: dict[str, Translation] | None = None
+    messages: dict[str, str] | None = None
+    resume_days: int | None = None
 
 
 class FormUpdate(Model):
@@ -366,6 +406,10 @@ class FormUpdate(Model):
     variables: list[Variable] | None = None
     logic: list[LogicRule] | None = None
     endings: list[Ending] | None = None
+    language: str | None = None
+    translations: dict[str, Translation] | None = None
+    messages: dict[str, str] | None = None
+    resume_days: int | None = None
     status: FormStatus | None = None
 
 
@@ -395,6 +439,21 @@ class SubmissionDeleted(Model):
 
 
 class SubmissionsPage(_Page[Submission]):
+    pass
+
+
+class Partial(Model):
+    """A respondent on their way through a form with pages."""
+
+    id: str
+    started_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    last_page: int  # the furthest page reached, from 1
+    answers: dict[str, Answer] | None = None  # with submissions:read
+
+
+class PartialsPage(_Page[Partial]):
     pass
 
 

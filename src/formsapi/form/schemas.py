@@ -174,6 +174,9 @@ class FormUpdate(Schema):
     translations: Annotated[dict[Language, Translation], Field(max_length=MAX_LANGUAGES)] | None = (
         Field(default=None, description=TRANSLATIONS_DESCRIPTION)
     )
+    messages: dict[Message, MessageText] | None = Field(
+        default=None, description=MESSAGES_DESCRIPTION
+    )
     resume_days: int | None = Field(
         default=None, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
