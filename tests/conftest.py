@@ -23,6 +23,7 @@ from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.sql import ClauseElement, Executable
 
 from formsapi import tenancy
 from formsapi.app import create_app, release
@@ -41,6 +42,46 @@ POSTGRES_URL = os.environ.get(
     "FORMSAPI_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("FORMSAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+# The files that take longest, longest first (seconds of a two-worker run's
+# --durations, summed per file). The workers take whole files in the order of
+# the collection (`--dist loadfile --no-loadscope-reorder`); xdist's own order,
+# most tests first, left files of a few long tests (the benchmark kit, the
+# fuzz run) to the end, one worker running them while the other sat idle.
+# A file missing here only loses its head start.
+SLOWEST_FILES = (
+    "tests/test_bench.py",
+    "tests/test_hostile_urls.py",
+    "tests/e2e/test_browser.py",
+    "tests/client/test_sync_tool_watch.py",
+    "tests/test_fuzz.py",
+    "tests/test_bench_sync.py",
+    "tests/test_webhooks_chaos.py",
+    "tests/test_server.py",
+    "tests/test_export_draining.py",
+    "tests/webhook/test_isolation.py",
+    "tests/test_sync.py",
+    "tests/cli/test_cli.py",
+    "tests/webhook/test_delivery.py",
+    "tests/client/test_sync_tool.py",
+    "tests/submission/test_intake_killed.py",
+    "tests/submission/test_endpoints.py",
+    "tests/web/test_members.py",
+    "tests/form/test_question_types.py",
+    "tests/form/test_logic_api.py",
+    "tests/event/test_event_order.py",
+    "tests/client/test_rate_limits.py",
+    "tests/client/test_async.py",
+    "tests/web/test_webhooks.py",
+    "tests/web/test_sign_in.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest files first, the rest in the order collected."""
+    rank = {path: n for n, path in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def service_unavailable(reason: str) -> NoReturn:
@@ -69,10 +110,40 @@ async def _reset(engine: AsyncEngine) -> None:
 _UNSCOPED: list[str] = []
 
 
+# The verdict on each shape of statement, for the session: statements of one
+# shape (SQLAlchemy's compilation cache key: the same key, the same SQL) touch
+# and filter the same tables. Walking every statement's tree on every
+# execution cost a few percent of the suite's CPU.
+_VERDICTS: dict[tuple[Any, ...], list[str]] = {}
+
+
+def _shape(statement: object, options: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What the verdict on `statement` depends on, or None when SQLAlchemy
+    cannot key it (it is then judged every time)."""
+    if not isinstance(statement, ClauseElement):
+        return None
+    try:
+        key = statement._generate_cache_key()  # memoized: compiling asks for it too
+    except Exception:  # a construct that cannot be keyed: judged every time
+        return None
+    if key is None:
+        return None
+    marked = tenancy.UNSCOPED in options or (
+        isinstance(statement, Executable) and tenancy.UNSCOPED in statement.get_execution_options()
+    )
+    return (key.key, marked, "compiled_cache" in options)
+
+
 def _check_tenant_scope(
     connection: object, statement: object, multiparams: object, params: object, options: Any
 ) -> None:
-    tables = tenancy.violations(statement, dict(options))
+    options = dict(options)
+    shape = _shape(statement, options)
+    tables = _VERDICTS.get(shape) if shape is not None else None
+    if tables is None:
+        tables = tenancy.violations(statement, options)
+        if shape is not None:
+            _VERDICTS[shape] = tables
     if tables:
         try:
             text = str(statement)
@@ -111,7 +182,7 @@ def postgres_url(worker_id: str) -> str:
     url = POSTGRES_URL
     if worker_id != "master":
         url = f"{POSTGRES_URL}_{worker_id}"
-        asyncio.run(_create_database(url))
+    asyncio.run(_create_database(url))
     # Start from an empty schema: earlier runs or other branches may have left tables.
     engine = create_engine(url)
     asyncio.run(_reset(engine))
@@ -120,12 +191,23 @@ def postgres_url(worker_id: str) -> str:
     return url
 
 
-async def _create_database(url: str) -> None:
+# A test database's commits return without waiting for the WAL to reach the
+# disk: only a crash of PostgreSQL itself could lose one, and no test crashes
+# it (the tests that kill a process kill our server, whose acknowledged
+# commits PostgreSQL still holds). A commit costs a third of the time.
+_TEST_DATABASE_SETTINGS = {"synchronous_commit": "off"}
+
+
+async def _create_database(url: str, **settings: str) -> None:
+    """The database at `url`, created if missing, with `settings` (SET name =
+    value) and the test databases' own."""
     server, name = url.rsplit("/", 1)
     connection = await asyncpg.connect(f"{server}/postgres")
     try:
         if not await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
             await connection.execute(f'CREATE DATABASE "{name}"')
+        for setting, value in {**_TEST_DATABASE_SETTINGS, **settings}.items():
+            await connection.execute(f"ALTER DATABASE \"{name}\" SET {setting} = '{value}'")
     finally:
         await connection.close()
 
@@ -152,14 +234,7 @@ def scratch_postgres(postgres_url: str, **settings: str) -> Iterator[str]:
     _SCRATCH_IN_USE.add(name)
 
     async def prepare() -> None:
-        admin = await asyncpg.connect(f"{server}/postgres")
-        try:
-            if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
-                await admin.execute(f'CREATE DATABASE "{name}"')
-            for setting, value in settings.items():
-                await admin.execute(f"ALTER DATABASE \"{name}\" SET {setting} = '{value}'")
-        finally:
-            await admin.close()
+        await _create_database(f"{server}/{name}", **settings)
         scratch = await asyncpg.connect(f"{server}/{name}")
         try:
             await scratch.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
@@ -190,16 +265,37 @@ def database_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue(name))
 
 
+# Past this many rows a table is truncated on PostgreSQL rather than deleted from.
+_BULK = 1000
+
+
+async def _empty_every_table(engine: AsyncEngine) -> None:
+    """Every table empty, as the test before may have left them. One statement
+    finds the tables holding rows (a test writes to a few of some twenty), and
+    only those are emptied, children first. On PostgreSQL a TRUNCATE costs a
+    tenth of a second whatever it empties (new files for every table and
+    index), a DELETE of a test's few rows a millisecond: a table is
+    truncated only when it holds many rows."""
+    tables = [table.name for table in reversed(Base.metadata.sorted_tables)]
+    counted = " UNION ALL ".join(
+        f"SELECT '{table}', (SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT {_BULK + 1}) AS r)"  # noqa: S608
+        for table in tables
+    )
+    async with engine.begin() as connection:
+        held = {name: rows for name, rows in await connection.execute(text(counted)) if rows}
+        bulky = [table for table in tables if held.get(table, 0) > _BULK]
+        if bulky and engine.dialect.name == "postgresql":
+            await connection.execute(text(f"TRUNCATE {', '.join(bulky)} CASCADE"))
+            held = {name: rows for name, rows in held.items() if name not in bulky}
+        for table in tables:
+            if table in held:
+                await connection.execute(text(f"DELETE FROM {table}"))  # noqa: S608
+
+
 @pytest.fixture
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(database_url)
-    tables = [table.name for table in reversed(Base.metadata.sorted_tables)]
-    async with engine.begin() as connection:
-        if engine.dialect.name == "postgresql":
-            await connection.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
-        else:
-            for table in tables:
-                await connection.execute(text(f"DELETE FROM {table}"))  # noqa: S608
+    await _empty_every_table(engine)
     yield engine
     await engine.dispose()
 

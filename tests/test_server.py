@@ -20,6 +20,7 @@ from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_s
 
 CURL_LINE = re.compile(r"curl -H 'Authorization: Bearer (fapi_[0-9A-Za-z]+)' (\S+)/v1/forms")
 CLIENT_IP = "203.0.113.7"
+REVOKER_IP = "203.0.113.8"  # the revocation test's: CLIENT_IP's count is the first test's
 
 Serve = Callable[..., list[Server]]
 
@@ -66,6 +67,34 @@ def tenant(
         cli(directory, url, "user", "create", "--email", "ops@example.com", stdin=PASSWORD + "\n")
         _, secret = member_key(directory, url, "Acme", "viewer")
         yield Tenant(url, secret)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two servers sharing one Redis prefix, behind a trusted proxy (the
+    client's address is the last X-Forwarded-For)."""
+
+    servers: tuple[Server, Server]
+    shared: dict[str, str]  # what the CLI needs to reach the same deployment
+
+
+@pytest.fixture(scope="module")
+def pair(
+    tenant: Tenant, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pair]:
+    """The pair the file's tests that need nothing else of their servers use,
+    started once an engine (a start costs seconds of CPU): each test uses
+    client addresses of its own, so their rate-limit counts stay apart."""
+    shared = {"redis_url": redis_url, "redis_prefix": f"formsapi-test-{uuid.uuid4().hex}"}
+    env = clean_env(database_url=tenant.database_url, trusted_proxies="127.0.0.1", **shared)
+    directory = tmp_path_factory.mktemp("pair")
+    servers = (start_server(directory, env, "a"), start_server(directory, env, "b"))
+    try:
+        for server in servers:
+            server.wait_until_healthy()
+        yield Pair(servers, shared)
+    finally:
+        stop_servers(list(servers))
 
 
 def member_key(
@@ -124,15 +153,9 @@ def assert_rate_limited(response: httpx.Response, limit: int) -> None:
 
 
 def test_two_servers_share_one_limit_per_client_ip_through_redis(
-    serve: Serve, tenant: Tenant, redis_url: str
+    pair: Pair, tenant: Tenant
 ) -> None:
-    env = clean_env(
-        database_url=tenant.database_url,
-        redis_url=redis_url,
-        redis_prefix=f"formsapi-test-{uuid.uuid4().hex}",
-        trusted_proxies="127.0.0.1",
-    )
-    a, b = serve(env, env)
+    a, b = pair.servers
 
     with httpx.Client(timeout=10) as client:
         sent = 0
@@ -155,11 +178,9 @@ def test_two_servers_share_one_limit_per_client_ip_through_redis(
 
 
 def test_a_key_revoked_through_the_cli_is_refused_by_every_server_at_once(
-    serve: Serve, tenant: Tenant, redis_url: str, tmp_path: Path
+    pair: Pair, tenant: Tenant, tmp_path: Path
 ) -> None:
-    shared = {"redis_url": redis_url, "redis_prefix": f"formsapi-test-{uuid.uuid4().hex}"}
-    env = clean_env(database_url=tenant.database_url, **shared)
-    a, b = serve(env, env)
+    a, b = pair.servers
     org, secret = member_key(tmp_path, tenant.database_url, "Revokers", "owner")
     key_id = next(
         line.split("\t")[0]
@@ -168,12 +189,12 @@ def test_a_key_revoked_through_the_cli_is_refused_by_every_server_at_once(
 
     with httpx.Client(timeout=10) as client:
         for server in (a, b):  # each worker has now cached the key
-            assert get_forms(client, server, secret, CLIENT_IP).status_code == 200
+            assert get_forms(client, server, secret, REVOKER_IP).status_code == 200
 
-        cli(tmp_path, tenant.database_url, "key", "revoke", key_id, **shared)
+        cli(tmp_path, tenant.database_url, "key", "revoke", key_id, **pair.shared)
 
         for server in (a, b):
-            response = get_forms(client, server, secret, CLIENT_IP)
+            response = get_forms(client, server, secret, REVOKER_IP)
             assert response.status_code == 401, response.text
             assert "revoked" in response.json()["detail"]
 
@@ -235,10 +256,8 @@ def test_serve_demo_prints_a_curl_line_whose_key_works(serve: Serve, tmp_path: P
         assert client.get(f"{base_url}/v1/forms").status_code == 401
 
 
-def test_the_hosted_page_takes_a_real_form_post(
-    serve: Serve, tenant: Tenant, tmp_path: Path
-) -> None:
-    [server] = serve(clean_env(database_url=tenant.database_url))
+def test_the_hosted_page_takes_a_real_form_post(pair: Pair, tenant: Tenant, tmp_path: Path) -> None:
+    server = pair.servers[0]  # asked directly: its client address is the peer's, 127.0.0.1
     _, secret = member_key(
         tmp_path,
         tenant.database_url,

@@ -14,6 +14,7 @@ import glob
 import os
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,38 +37,80 @@ FORMS = 3
 SKEW = "-2"  # seconds, as libfaketime reads it
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
-    with shared_database(request, tmp_path) as url:
-        yield asyncio.run(tenant(url, forms=FORMS))
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A migrated database per engine, shared by this file's tests (each has
+    an organization of its own), as are the servers on it."""
+    with shared_database(request, tmp_path_factory.mktemp("sync")) as url:
+        yield url
 
 
 @pytest.fixture
-def servers(setup: Setup, tmp_path: Path) -> Iterator[list[Server]]:
+def setup(database: str) -> Setup:
+    return asyncio.run(tenant(database, forms=FORMS))
+
+
+@dataclass
+class Pair:
     """Two servers on the database: the first on this host's clock, the
-    second two seconds behind."""
+    second two seconds behind. Started once for the file's tests on an
+    engine (a start costs seconds of CPU); one a test killed is started
+    again for the next."""
+
+    directory: Path
+    envs: list[dict[str, str]]
+    servers: list[Server] = field(default_factory=list)
+    starts: int = 0
+
+    def running(self) -> list[Server]:
+        if not self.servers:
+            self.servers = [self._start(n) for n in range(len(self.envs))]
+        else:
+            self.servers = [
+                server if server.process.poll() is None else self._start(n)
+                for n, server in enumerate(self.servers)
+            ]
+        for server in self.servers:
+            server.wait_until_healthy()
+        return list(self.servers)
+
+    def _start(self, n: int) -> Server:
+        self.starts += 1
+        name = f"{('on-time', 'behind')[n]}-{self.starts}"
+        return start_server(self.directory, self.envs[n], name, ("--no-access-log",))
+
+
+@pytest.fixture(scope="module")
+def pair(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     libraries = glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
     if not libraries:
         service_unavailable("libfaketime (apt-get install faketime)")
-    env = clean_env(database_url=setup.database_url, rate_limit_enabled="false")
+    env = clean_env(database_url=database, rate_limit_enabled="false")
     # Preloaded rather than through the `faketime` command, whose child would
     # outlive it when it is killed. Timeouts and asyncio keep the real
-    # monotonic clock: only the wall clock drifts.
+    # monotonic clock: only the wall clock drifts. And so do the timed waits
+    # on condition variables (FORCE_MONOTONIC_FIX off): with the fix, which
+    # libfaketime turns on by itself for this glibc, the interpreter's lock
+    # handoffs between threads woke early, over and over, and the server
+    # answered a fifth as many requests a second.
     skewed = env | {
         "LD_PRELOAD": libraries[0],
         "FAKETIME": SKEW,
         "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        "FAKETIME_FORCE_MONOTONIC_FIX": "0",
     }
-    started = [
-        start_server(tmp_path, env, "on-time", ("--no-access-log",)),
-        start_server(tmp_path, skewed, "behind", ("--no-access-log",)),
-    ]
+    started = Pair(tmp_path_factory.mktemp("servers"), [env, skewed])
     try:
-        for server in started:
-            server.wait_until_healthy()
         yield started
     finally:
-        stop_servers(started)
+        stop_servers(started.servers)
+
+
+@pytest.fixture
+def servers(pair: Pair) -> list[Server]:
+    return pair.running()
 
 
 class FeedClient:

@@ -17,9 +17,10 @@ from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client, UnreadableResponse
 from formsapi_client.sync.runner import Sync
 from formsapi_client.sync.store import Page, Store, TargetBusy
+from tests import cli_runner
 from tests.client.conftest import Live
 from tests.client.proxy import Answer, Proxy
-from tests.client.sync_tool import SYNC, copied, everything, form_table, on_server, sync, sync_env
+from tests.client.sync_tool import copied, everything, form_table, on_server, sync, sync_env
 from tests.conftest import scratch_postgres
 from tests.shared_database import Setup
 from tests.writers import ANSWERS
@@ -183,14 +184,7 @@ def test_mistakes_get_one_clear_line_and_a_status(tmp_path: Path, live: Live, se
     env = sync_env(setup)
 
     def run(*args: str, **changes: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(SYNC), *args],
-            env={**env, **changes},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return cli_runner.run_sync_tool(list(args), {**env, **changes}, tmp_path)
 
     with Proxy(live.base_url).running() as portal:
         portal.plans = [Answer("text/html", b"<html>Sign in to the Wi-Fi</html>")]

@@ -20,6 +20,7 @@ from tests.client.sync_tool import (
     on_server,
     progress,
     sync,
+    sync_process,
     watch,
 )
 from tests.shared_database import Setup
@@ -52,7 +53,7 @@ async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
     loop = asyncio.get_running_loop()
     # Something to copy first, then the copy, then the writers with it watching.
     await asyncio.gather(*(writers.write(loop.time() + 0.5) for _ in range(10)))
-    first = await asyncio.to_thread(sync, live, setup, target)
+    first = sync(live, setup, target)
     assert first.returncode == 0, first.stderr
     assert copied(target) == on_server(live, setup)
 
@@ -70,7 +71,8 @@ async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
                 moved = await asyncio.to_thread(commits_after, target, progress(target))
                 assert moved, log.read_text()
                 if kill == 0:  # it holds the copy: a second run is turned away
-                    busy = await asyncio.to_thread(sync, live, setup, target)
+                    # A process of its own: the writers go on meanwhile.
+                    busy = await asyncio.to_thread(sync_process, live, setup, target)
                     assert busy.returncode == 5, busy.stderr
                     assert "Another formsapi-sync is writing to" in busy.stderr
                 await asyncio.sleep(rng.uniform(0, 0.5))
