@@ -33,6 +33,10 @@ from formsapi.errors import PROBLEM_JSON, NotReady
 from formsapi.event import service as event_service
 from formsapi.event.endpoints import router as events_router
 from formsapi.event.retention import purge_events
+from formsapi.file import service as file_service
+from formsapi.file.endpoints import links_router
+from formsapi.file.endpoints import router as files_router
+from formsapi.file.storage import Storages
 from formsapi.form.endpoints import router as forms_router
 from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
@@ -47,6 +51,7 @@ from formsapi.ratelimit.service import (
     RateLimiter,
     ResumeMailThrottle,
     SignInThrottle,
+    UploadThrottle,
 )
 from formsapi.request_body import RequestBody
 from formsapi.submission.endpoints import router as submissions_router
@@ -117,15 +122,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
+        # Files of deleted submissions, and uploads no submission took: often,
+        # since bytes in an object store wait for this to go.
+        files = {"files": partial(file_service.purge, sessionmaker, app.state.storages)}
+        purging_files = asyncio.create_task(keep_sweeping(files, every=60.0))
         stop = asyncio.Event()
         delivering = _start_worker(app, stop)
         try:
             yield
         finally:
             stop.set()
-            purging.cancel()
-            with suppress(asyncio.CancelledError):
-                await purging
+            for task in (purging, purging_files):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
             if delivering is not None:
                 await delivering
             await release(app)
@@ -148,11 +158,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
     app.state.last_use = LastUse(app.state.read_sessionmaker)
     app.state.intake = Intake(app.state.sessionmaker, app.state.read_sessionmaker)
+    app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)
     app.state.redis = redis
     app.state.rate_limiter = rate_limiter
     app.state.sign_in_throttle = SignInThrottle(settings, redis)
     app.state.resume_mail_throttle = ResumeMailThrottle(settings, redis)
     app.state.partial_throttle = PartialThrottle(settings, redis)
+    app.state.upload_throttle = UploadThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
@@ -217,9 +229,11 @@ def _shared_routes() -> list[BaseRoute]:
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
     v1.include_router(partials_router)
+    v1.include_router(files_router)
     v1.include_router(events_router)
     v1.include_router(webhooks_router)
     builder.include_router(v1)
+    builder.include_router(links_router)
     hosted.install(builder)
     web.install_routes(builder)
     return list(builder.router.routes)

@@ -34,6 +34,27 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024)
     body_timeout: float = Field(default=10.0, gt=0)
 
+    # Uploads to file questions: bytes per file at most, whatever a form
+    # allows; where they are kept (the database in chunks, or an
+    # S3-compatible store: FORMSAPI_S3_* below, credentials as boto3 finds
+    # them, e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).
+    upload_max_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
+    upload_storage: Literal["database", "s3"] = "database"
+    s3_bucket: str | None = None
+    s3_endpoint_url: str | None = None  # unset: AWS itself
+    s3_region: str = "us-east-1"
+    s3_prefix: str = "formsapi/files/"
+    # An upload that sends nothing for upload_idle_timeout seconds is cut
+    # (408), and so is one that, past that time, averages under
+    # upload_min_rate bytes a second: a trickle holds nothing for long.
+    upload_idle_timeout: float = Field(default=30.0, gt=0, le=3600)
+    upload_min_rate: int = Field(default=16 * 1024, ge=1)
+    # Uploads no submission took are purged after this many hours (a saved
+    # partial response that names them keeps them as long as it is kept).
+    upload_orphan_hours: float = Field(default=24.0, gt=0, le=24 * 365)
+    # Signed download links live at most this many seconds (default 7 days).
+    file_link_max_seconds: int = Field(default=7 * 86400, ge=60, le=365 * 86400)
+
     # The change feed reports a delete for this many days; a client whose
     # cursor is older must copy the form again (410).
     tombstone_days: int = Field(default=30, ge=1, le=36500)
@@ -105,7 +126,7 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("redis_url", "smtp_url", mode="before")
+    @field_validator("redis_url", "smtp_url", "s3_bucket", "s3_endpoint_url", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return value or None

@@ -10,12 +10,19 @@ streaming response waits on it for the client's disconnect).
 """
 
 import asyncio
+import re
+from collections.abc import AsyncIterator
 
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from formsapi.errors import PayloadTooLarge
+from formsapi.errors import PayloadTooLarge, RequestTimeout
 from formsapi.problems import problem_response
+
+# Uploads: bounded by their own route (`streamed`), by the question's size
+# and a pace rather than one deadline, since a large file takes minutes.
+UPLOADS = re.compile(r"/(?:v1/forms|f)/[^/]+/files")
 
 
 class RequestBody:
@@ -25,7 +32,9 @@ class RequestBody:
         self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or (
+            scope["method"] == "POST" and UPLOADS.fullmatch(scope["path"])
+        ):
             await self.app(scope, receive, send)
             return
         for name, value in scope["headers"]:
@@ -67,3 +76,27 @@ class RequestBody:
             return message
 
         await self.app(scope, bounded, send)
+
+
+async def streamed(request: Request, idle: float, min_rate: int) -> AsyncIterator[bytes]:
+    """An upload's body as it arrives, never more than one piece of it held:
+    408 when nothing arrives for `idle` seconds, or when, past the first
+    `idle` seconds, it has averaged under `min_rate` bytes a second."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    received = 0
+    pieces = request.stream().__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(idle):
+                piece = await anext(pieces)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise RequestTimeout(f"Nothing of the upload arrived for {idle:g} s.") from None
+        received += len(piece)
+        elapsed = loop.time() - start
+        if elapsed > idle and received < min_rate * (elapsed - idle):
+            raise RequestTimeout(f"The upload is arriving slower than {min_rate} bytes a second.")
+        if piece:
+            yield piece

@@ -28,6 +28,7 @@ TENANT_TABLES = frozenset(
     {
         "api_keys",
         "events",
+        "files",
         "form_versions",
         "forms",
         "idempotency_keys",

@@ -6,6 +6,7 @@ Every answer is a string or a number, whatever the question type:
 - multiple choice answers one string: the chosen option values joined by commas,
   in the order the options are listed ("red,blue"). Option values therefore
   cannot contain commas.
+- file answers one string: the ids of its uploaded files, joined by commas.
 """
 
 import math
@@ -624,6 +625,65 @@ class MatrixRow:
         return str(value), None
 
 
+FILE_ID = r"fil_[0-9a-z]{26}"
+# A MIME type, or a family of them ("image/*").
+MEDIA_RANGE_PATTERN = r"^[a-z]+/(?:\*|[a-z0-9][a-z0-9.+-]{0,126})$"
+# What a form may allow for one file; the server's FORMSAPI_UPLOAD_MAX_BYTES
+# caps it further.
+LARGEST_FILE = 5 * 1024**3
+DEFAULT_FILE_SIZE = 10 * 1024**2
+
+
+class FileUpload(_Question):
+    """Files sent before the answers (POST /v1/forms/{formId}/files, or the
+    hosted page as they are picked). The answer is their ids, joined by
+    commas like a multiple choice's values; each file belongs to the
+    submission that names it, and goes with it."""
+
+    type: Literal["file"]
+    max_size: StrictInt = Field(
+        default=DEFAULT_FILE_SIZE,
+        ge=1,
+        le=LARGEST_FILE,
+        description="Bytes per file at most; the server's own limit applies too.",
+    )
+    max_files: StrictInt = Field(default=1, ge=1, le=20, description="Files in one answer.")
+    accept: (
+        Annotated[
+            list[Annotated[str, Field(pattern=MEDIA_RANGE_PATTERN)]],
+            Field(min_length=1, max_length=50),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Types allowed (`application/pdf`, `image/*`), checked against what the "
+        "file's bytes are, never its name or declared type. Unset: any type.",
+    )
+
+    def accepts(self, content_type: str) -> bool:
+        if self.accept is None:
+            return True
+        family = content_type.split("/", 1)[0] + "/*"
+        return content_type in self.accept or family in self.accept
+
+    def answer_schema(self) -> dict[str, Any]:
+        more = f"(?:,{FILE_ID}){{0,{self.max_files - 1}}}" if self.max_files > 1 else ""
+        return {"type": "string", "pattern": f"^{FILE_ID}{more}$"}
+
+    def check_answer(self, value: object) -> tuple[Answer, str | None]:
+        if not isinstance(value, str) or not value:
+            return str(value), "must be the id of an uploaded file"
+        ids = value.split(",")
+        if len(ids) > self.max_files:
+            return value, f"must name at most {self.max_files} file(s)"
+        if len(set(ids)) != len(ids) or not all(_FILE_ID.fullmatch(i) for i in ids):
+            return value, "must be ids of uploaded files (fil_...), joined by commas"
+        return value, None
+
+
+_FILE_ID = re.compile(FILE_ID)
+
+
 class OtherText:
     """The text of a choice's Other, answered under `<key>_other`: required
     when Other is chosen, refused when it is not (validate_answers)."""
@@ -686,6 +746,7 @@ Question = (
     | Dropdown
     | Ranking
     | Matrix
+    | FileUpload
 )
 Block = Annotated[
     Question | Heading | Paragraph | PageBreak,
@@ -710,6 +771,7 @@ QUESTION_TYPES = (
     Dropdown,
     Ranking,
     Matrix,
+    FileUpload,
 )
 
 

@@ -26,6 +26,14 @@ from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
 
 
+class FormNotAccepting(Conflict):
+    """Only published forms take submissions; `formStatus` says what this one
+    is. Publish it (PATCH its status) first."""
+
+    title = "Form not accepting submissions"
+    slug = "form-not-accepting"
+
+
 async def list_page(
     session: AsyncSession, organization_id: str, page: PageParams
 ) -> tuple[Sequence[repository.SummaryRow], int]:

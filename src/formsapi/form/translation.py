@@ -38,9 +38,33 @@ MESSAGES: dict[str, str] = {
     "page": "Page {number} of {total}",
     "fix_one": "Please correct 1 answer",
     "fix_many": "Please correct {count} answers",
+    "file_limits": "Up to {count} file(s) of {size} at most.",
+    "file_script": "Uploading files needs JavaScript to be on.",
+    "remove": "Remove",
+    "uploading": "Uploading {name}…",
+    "uploaded": "{name} is uploaded.",
+    "too_large": "{name} is larger than {size}.",
+    "too_many": "At most {count} file(s).",
+    "upload_failed": "{name} could not be uploaded: {reason}",
 }
 Message = Literal[
-    "next", "back", "send", "save", "required", "language", "page", "fix_one", "fix_many"
+    "next",
+    "back",
+    "send",
+    "save",
+    "required",
+    "language",
+    "page",
+    "fix_one",
+    "fix_many",
+    "file_limits",
+    "file_script",
+    "remove",
+    "uploading",
+    "uploaded",
+    "too_large",
+    "too_many",
+    "upload_failed",
 ]
 
 # A block's texts, as the API names them, and its labelled lists.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
+import orjson
 from fastapi import APIRouter, FastAPI, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -34,18 +35,20 @@ from formsapi.errors import (
     RateLimited,
     ValidationFailed,
 )
+from formsapi.file import service as file_service
+from formsapi.file.endpoints import receive
 from formsapi.form import flow, translation
-from formsapi.form.blocks import Block, parts
+from formsapi.form.blocks import Block, FileUpload, parts, questions
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE
+from formsapi.form.service import FormNotAccepting
 from formsapi.form.translation import MESSAGES
 from formsapi.hosted import service
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
-from formsapi.models import Form, FormStatus, Plan
+from formsapi.models import File, Form, FormStatus, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
-from formsapi.submission.service import FormNotAccepting
 from formsapi.submission.validation import validate_submission
 
 router = APIRouter(include_in_schema=False)
@@ -111,6 +114,7 @@ class Page:
     (ORM objects expire on one), in the language chosen."""
 
     id: str
+    organization_id: str
     title: str
     blocks: list[Block]
     lang: str = DEFAULT_LANGUAGE
@@ -144,11 +148,19 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
     choices = tuple(
         (tag, translation.NAMES.get(tag.split("-")[0], tag)) for tag in version.languages
     )
-    page = Page(form.id, title, shown.blocks, lang, choices if len(choices) > 1 else (), messages)
+    page = Page(
+        form.id,
+        form.organization_id,
+        title,
+        shown.blocks,
+        lang,
+        choices if len(choices) > 1 else (),
+        messages,
+    )
     return shown, page
 
 
-def _render(
+async def _render(
     request: Request,
     page: Page,
     values: Any,
@@ -170,11 +182,31 @@ def _render(
         "errors": errors,
         "titles": titles,
         "input_types": INPUT_TYPES,
+        "uploaded": await _uploaded(request, page, blocks, values),
     }
     response = templates.TemplateResponse(request, "form.html", context, status_code=status)
     if resume is not None:  # the page holds the secret of their link
         response.headers["Cache-Control"] = "no-store"
     return response
+
+
+async def _uploaded(
+    request: Request, page: Page, blocks: list[Block], values: Any
+) -> dict[str, File]:
+    """The files the page's answers name, to show by name."""
+    ids = [
+        file_id
+        for question in questions(blocks)
+        if isinstance(question, FileUpload)
+        for value in values.getlist(question.key)
+        for file_id in str(value).split(",")
+        if file_id
+    ]
+    if not ids:
+        return {}
+    async with request.app.state.read_sessionmaker() as session:
+        found = await file_service.named(session, page.organization_id, page.id, ids[:100])
+    return {file.id: file for file in found}
 
 
 def _values(answers: dict[str, Any]) -> MultiDict:
@@ -222,7 +254,7 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     carried = service.carried_from(version, request.query_params, prefill=True)
     run = flow.walk(version.layout, carried, utcnow().date())
     step = service.step(shown, carried, 0, run, service.new_seed())
-    return _render(request, page, _values(carried), {}, step=step)
+    return await _render(request, page, _values(carried), {}, step=step)
 
 
 def _page_of(posted: FormData, version: Compiled) -> int | None:
@@ -276,7 +308,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     if posted.get("_switch"):  # the same page, in the language switched to
         run = flow.walk(version.layout, answers, today)
         step = service.step(shown, answers, current, run, seed) if current is not None else None
-        return _render(request, page, _values(answers), {}, step=step, resume=token)
+        return await _render(request, page, _values(answers), {}, step=step, resume=token)
     if current is not None:
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
@@ -289,14 +321,14 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         going, errors = _destination(version, answers, current, posted, run, today)
         if errors:
             step = service.step(shown, answers, current, run, seed)
-            return _render(request, page, _values(answers), errors, 422, step, token)
+            return await _render(request, page, _values(answers), errors, 422, step, token)
         if going is not None:
             # Each page reached is kept: where they stop shows, and a link resumes it.
             kept = await _keep(request, form, version, answers, going, token)
             if isinstance(kept, Response):
                 return kept
             step = service.step(shown, answers, going, run, seed)
-            return _render(request, page, _values(answers), {}, step=step, resume=kept)
+            return await _render(request, page, _values(answers), {}, step=step, resume=kept)
         answers = service.on_path(version, answers, run)
     completes = partial_service.token_hash(token) if token else None
     try:
@@ -308,11 +340,11 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     except ValidationFailed as invalid:
         errors = _errors(invalid)
         if current is None:
-            return _render(request, page, posted, errors, status=422)
+            return await _render(request, page, posted, errors, status=422)
         run = flow.walk(version.layout, answers, today)
         first = _first_page_with(version, run, errors)
         step = service.step(shown, answers, first, run, seed)
-        return _render(request, page, _values(answers), errors, 422, step, token)
+        return await _render(request, page, _values(answers), errors, 422, step, token)
     except FormNotAccepting:
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
@@ -374,18 +406,24 @@ async def _keep(
             refused = _page(request, form.title, "Please wait a minute and try again.", 429)
             refused.headers["Retry-After"] = str(wait)
             return refused
+    now = utcnow()
     try:
         async with session_scope(request.app.state.sessionmaker) as session:
-            return await partial_service.save(
+            kept = await partial_service.save(
                 session,
                 form.organization_id,
                 form.id,
                 token,
                 answers,
                 page,
-                utcnow(),
+                now,
                 version.definition.resume_days,
             )
+            until = now + timedelta(days=version.definition.resume_days)
+            await file_service.keep_for(
+                session, form.organization_id, form.id, version.blocks, answers, until
+            )
+            return kept
     except LinkUsed:
         return _page(request, form.title, "These answers were sent already. Thank you.", 409)
     except PayloadTooLarge as large:
@@ -444,7 +482,7 @@ async def resume_form(
     run = flow.walk(version.layout, answers, utcnow().date())
     page_number = min(resumed.page, len(version.layout.starts) - 1)
     step = service.step(shown, answers, page_number, run, service.new_seed())
-    response = _render(request, page, _values(answers), {}, step=step, resume=token)
+    response = await _render(request, page, _values(answers), {}, step=step, resume=token)
     response.headers["Referrer-Policy"] = "no-referrer"  # its address holds the secret
     return response
 
@@ -542,6 +580,35 @@ def _ending(
         service.recall(ending.text or "", values),
         200,
     )
+
+
+@router.post("/f/{form_id}/files")
+async def upload(request: Request, form_id: FormId) -> Response:
+    """A file picked on the page, sent as it is (the page's script posts it
+    the moment it is chosen); its id goes into the answers. Counted against
+    the address's limit, then the allowance of uploads, before a byte is
+    read; errors are problem documents for the script to show."""
+    if (limited := await _limited(request)) is not None:
+        return limited
+    async with request.app.state.read_sessionmaker() as session:
+        form = await _public(request, session, form_id)
+    if form is None:
+        raise FormNotFound(form_id)
+    wait = await request.app.state.upload_throttle.attempt(form.id, client_ip(request))
+    if wait:
+        raise RateLimited(
+            "Too many uploads from this address; try again later.",
+            headers={"Retry-After": str(wait)},
+        )
+    file = await receive(
+        request, form, request.query_params.get("question"), request.query_params.get("name")
+    )
+    shown = {k: v for k, v in file_service.view(file).items() if k in _UPLOAD_SHOWN}
+    return Response(orjson.dumps(shown), status_code=201, media_type="application/json")
+
+
+# What the page's script is told of its upload: nothing of the form's owner's.
+_UPLOAD_SHOWN = ("id", "name", "size", "contentType")
 
 
 @router.get("/f/{form_id}/thanks")

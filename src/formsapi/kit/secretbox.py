@@ -7,6 +7,8 @@ putting the new one first and dropping the old once `formsapi` has resealed
 (or the secrets it sealed have been rotated)."""
 
 import base64
+import hashlib
+import hmac
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
@@ -26,11 +28,33 @@ def _fernet(key: str) -> Fernet:
     return Fernet(base64.urlsafe_b64encode(stretched))
 
 
+def _signing_key(key: str) -> bytes:
+    return HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=None, info=b"formsapi signed links"
+    ).derive(key.encode())
+
+
 class SecretBox:
     def __init__(self, keys: list[str]) -> None:
         if not keys or any(len(key) < MIN_KEY_LENGTH for key in keys):
             raise ValueError(f"each key must be at least {MIN_KEY_LENGTH} characters")
         self._fernet = MultiFernet([_fernet(key) for key in keys])
+        self._signing = [_signing_key(key) for key in keys]
+
+    def sign(self, message: bytes) -> str:
+        """An HMAC-SHA256 of `message` under the first key (URL-safe base64),
+        for links the service hands out and must later recognize."""
+        digest = hmac.new(self._signing[0], message, hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+    def verify(self, message: bytes, signature: str) -> bool:
+        """Whether any key signed `message` so (a rotated key's links live on)."""
+        for key in self._signing:
+            digest = hmac.new(key, message, hashlib.sha256).digest()
+            expected = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+            if hmac.compare_digest(expected.encode(), signature.encode("ascii", "replace")):
+                return True
+        return False
 
     def seal(self, secret: str) -> str:
         return self._fernet.encrypt(secret.encode()).decode()

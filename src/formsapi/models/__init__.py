@@ -3,6 +3,7 @@ from formsapi.models.base import Base
 from formsapi.models.event import Event, EventType
 from formsapi.models.event_outbox import EventOutbox
 from formsapi.models.event_position import EventPosition
+from formsapi.models.file import File, FileChunk
 from formsapi.models.form import Form, FormStatus
 from formsapi.models.form_version import FormVersion
 from formsapi.models.idempotency_key import IdempotencyKey
@@ -30,6 +31,8 @@ __all__ = [
     "EventOutbox",
     "EventPosition",
     "EventType",
+    "File",
+    "FileChunk",
     "Form",
     "FormStatus",
     "FormVersion",

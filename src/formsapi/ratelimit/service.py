@@ -275,6 +275,16 @@ class PartialThrottle(Throttle):
     PER_ADDRESS = RateLimitItemPerMinute(200, 60, namespace="partial-ip")
 
 
+class UploadThrottle(Throttle):
+    """Uploads from the hosted page: 100 an hour from one client, 20,000 an
+    hour into one form, so a script cannot fill the storage with files no
+    submission will take (those are purged after
+    FORMSAPI_UPLOAD_ORPHAN_HOURS all the same)."""
+
+    PER_ACCOUNT = RateLimitItemPerMinute(20_000, 60, namespace="upload-form")
+    PER_ADDRESS = RateLimitItemPerMinute(100, 60, namespace="upload-ip")
+
+
 class ResumeMailThrottle(Throttle):
     """Links back to a form's saved answers, mailed to an address a
     respondent types: three an hour to one address, ten from one client, so

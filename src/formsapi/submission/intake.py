@@ -24,8 +24,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.db import ReadSession, WriteSession
-from formsapi.errors import Conflict, FormNotFound
+from formsapi.errors import Conflict, FormNotFound, ValidationFailed
 from formsapi.event import service as event_service
+from formsapi.file import service as file_service
 from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.idempotency import repository as idempotency_repository
@@ -40,6 +41,7 @@ from formsapi.submission.service import (
     Accepted,
     Checking,
     check,
+    file_error,
     location,
     new_submission,
     not_accepting,
@@ -225,6 +227,16 @@ class Intake:
                     await repository.add_counts(
                         session, organization_id, form_id, {hour_of(now): len(new)}
                     )
+                refused = await _take_files(session, organization_id, form_id, accepted, new)
+                if refused:
+                    await session.rollback()
+                    for post, keys in refused.items():
+                        errors = [file_error(key) for key in sorted(keys)]
+                        post.done.set_exception(
+                            ValidationFailed("The answers are invalid.", errors)
+                        )
+                    batch = [post for post in batch if post not in refused]
+                    continue
                 await session.commit()
             answered = dict(zip(accepted, (submission for _, submission in new), strict=True))
             for post in batch:
@@ -310,6 +322,36 @@ async def _claim(
     if random.random() < 0.01:  # noqa: S311 - housekeeping, now and then
         await idempotency_repository.delete_expired(session, organization_id, expired)
     return [p for p, _ in keyed if p.claim is not None and p.claim.key not in claimed]
+
+
+async def _take_files(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    accepted: Sequence[_Post],
+    new: Sequence[tuple[dict[str, Any], Accepted]],
+) -> dict[_Post, set[str]]:
+    """Give the uploads the batch's posts name to their new submissions
+    (rows written, so their ids can be referred to); the posts naming a file
+    they cannot have, with the keys of the questions concerned. A file named
+    by two posts of a batch goes to the first."""
+    owners: dict[str, str] = {}
+    named: dict[str, str] = {}
+    refused: dict[_Post, set[str]] = {}
+    posted: dict[str, _Post] = {}
+    for post, (_, submission) in zip(accepted, new, strict=True):
+        assert post.checking is not None
+        for file_id, key in post.checking.files.items():
+            if file_id in owners:
+                refused.setdefault(post, set()).add(key)
+                continue
+            owners[file_id], named[file_id], posted[file_id] = submission.id, key, post
+    if not owners:
+        return refused
+    wrong = await file_service.take_each(session, organization_id, form_id, owners, named)
+    for file_id in wrong:
+        refused.setdefault(posted[file_id], set()).add(named[file_id])
+    return refused
 
 
 def _postgres(session: AsyncSession) -> bool:

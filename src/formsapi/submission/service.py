@@ -9,16 +9,18 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import (
-    Conflict,
     FormNotFound,
     FormsAPIError,
     NotFound,
     ValidationFailed,
 )
 from formsapi.event import service as event_service
+from formsapi.file import service as file_service
 from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
+from formsapi.form.blocks import Block
+from formsapi.form.service import FormNotAccepting
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
@@ -122,14 +124,6 @@ async def changes_document(
     return orjson.dumps({"data": data, "next": page[-1][5] if page else after, "hasMore": more})
 
 
-class FormNotAccepting(Conflict):
-    """Only published forms take submissions; `formStatus` says what this one
-    is. Publish it (PATCH its status) first."""
-
-    title = "Form not accepting submissions"
-    slug = "form-not-accepting"
-
-
 class SubmissionNotFound(NotFound):
     def __init__(self, submission_id: str) -> None:
         super().__init__(f"No submission with id '{submission_id}' in this form.")
@@ -143,6 +137,7 @@ class Checking:
     form: compiled.Compiled
     checked: Checked
     answers_json: bytes | None  # None: they cannot be stored as JSON
+    files: dict[str, str]  # the uploads they name: file id to question key
 
     @property
     def valid(self) -> bool:
@@ -167,7 +162,9 @@ def check(form: compiled.Compiled, answers: dict[str, Any], today: date) -> Chec
         encoded = orjson.dumps(checked.stored)
     except orjson.JSONEncodeError:
         encoded = None
-    return Checking(form, checked, encoded)
+    return Checking(
+        form, checked, encoded, file_service.answered_files(form.blocks, checked.stored)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +304,7 @@ async def delete(
     change_seq = await form_repository.next_change(session, organization_id, form_id, -1)
     if change_seq is None:
         raise FormNotFound(form_id)
+    await file_service.release(session, organization_id, form_id, [submission_id])
     submitted_at = await repository.delete_row(session, organization_id, form_id, submission_id)
     if submitted_at is None:
         raise SubmissionNotFound(submission_id)
@@ -386,6 +384,7 @@ async def edit(
     stored = checked.stored
     submission.ending = checked.ending
     if stored != submission.answers:  # else nothing to record: its ETag stays
+        await _refile(session, organization_id, form_id, submission, answered.blocks, stored)
         change_seq = await form_repository.next_change(session, organization_id, form_id)
         assert change_seq is not None, "the form is locked"
         now = utcnow()
@@ -400,6 +399,33 @@ async def edit(
         )
         await event_service.write(session, [event])
     return submission
+
+
+async def _refile(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    submission: Submission,
+    blocks: list[Block],
+    answers: dict[str, Any],
+) -> None:
+    """An edit's files: those it names anew are taken (as by a new
+    submission), those it no longer names are deleted."""
+    had = file_service.answered_files(blocks, submission.answers)
+    has = file_service.answered_files(blocks, answers)
+    added = dict.fromkeys(has.keys() - had.keys(), submission.id)
+    if added and (wrong := await file_service.take(session, organization_id, form_id, added, has)):
+        raise ValidationFailed("The answers are invalid.", [file_error(k) for k in sorted(wrong)])
+    if dropped := had.keys() - has.keys():
+        await file_service.release(session, organization_id, form_id, [submission.id], dropped)
+
+
+def file_error(key: str) -> dict[str, str]:
+    return {
+        "pointer": "/answers/" + key.replace("~", "~0").replace("/", "~1"),
+        "detail": "names a file that was not uploaded to this question of this form, "
+        "or that another submission has, or that has expired",
+    }
 
 
 def to_dict(submission: Submission) -> dict[str, Any]:

@@ -68,4 +68,101 @@
     });
     select.parentNode.insertBefore(search, select);
   });
+  /* File questions: each file picked is sent as it is, at once, to the
+   * form's upload address; its id goes into the question's hidden field,
+   * which the page posts. Sizes are checked here first, and again (with the
+   * file's type, by its bytes) by the server. */
+  function say(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (_, name) { return values[name]; });
+  }
+
+  function fileQuestion(box) {
+    var picker = box.querySelector("input[type=file]");
+    var field = box.querySelector("input[type=hidden]");
+    var list = box.querySelector("ul.files");
+    var status = box.querySelector(".upload-status");
+    var maxSize = Number(box.dataset.maxSize);
+    var maxFiles = Number(box.dataset.maxFiles);
+    var busy = 0;
+
+    function ids() { return field.value ? field.value.split(",") : []; }
+    function setIds(values) { field.value = values.join(","); }
+    function sending(delta) {
+      busy += delta;
+      form.querySelectorAll("button[type=submit]").forEach(function (button) {
+        button.disabled = busy > 0;
+      });
+    }
+
+    function listed(id, text) {
+      var item = document.createElement("li");
+      item.dataset.id = id;
+      item.textContent = text + " ";
+      var remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "link";
+      remove.setAttribute("data-remove", "");
+      remove.textContent = box.dataset.remove;
+      item.appendChild(remove);
+      list.appendChild(item);
+    }
+
+    function send(file) {
+      var values = { name: file.name, size: box.dataset.size, count: maxFiles };
+      if (file.size > maxSize) {
+        status.textContent = say(box.dataset.tooLarge, values);
+        return;
+      }
+      sending(1);
+      status.textContent = say(box.dataset.uploading, values);
+      var request = new XMLHttpRequest();
+      request.open("POST", box.dataset.upload + "&name=" + encodeURIComponent(file.name));
+      request.upload.onprogress = function (event) {
+        if (event.lengthComputable) {
+          status.textContent = say(box.dataset.uploading, values) + " " +
+            Math.floor(100 * event.loaded / event.total) + "%";
+        }
+      };
+      request.onload = function () {
+        sending(-1);
+        var answer = {};
+        try { answer = JSON.parse(request.responseText); } catch (e) { /* not JSON */ }
+        if (request.status === 201) {
+          setIds(ids().concat([answer.id]));
+          listed(answer.id, answer.name);
+          status.textContent = say(box.dataset.uploaded, values);
+        } else {
+          values.reason = answer.detail || request.statusText;
+          status.textContent = say(box.dataset.uploadFailed, values);
+        }
+      };
+      request.onerror = function () {
+        sending(-1);
+        values.reason = request.statusText || "network error";
+        status.textContent = say(box.dataset.uploadFailed, values);
+      };
+      request.send(file);
+    }
+
+    picker.disabled = false;
+    picker.addEventListener("change", function () {
+      var files = Array.prototype.slice.call(picker.files);
+      if (ids().length + files.length > maxFiles) {
+        status.textContent = say(box.dataset.tooMany, { count: maxFiles });
+        files = files.slice(0, Math.max(0, maxFiles - ids().length));
+      }
+      files.forEach(send);
+      picker.value = "";
+    });
+    list.addEventListener("click", function (event) {
+      var button = event.target.closest("[data-remove]");
+      if (!button) return;
+      var item = button.closest("li");
+      setIds(ids().filter(function (id) { return id !== item.dataset.id; }));
+      item.remove();
+      picker.focus();
+    });
+  }
+
+  document.querySelectorAll("[data-upload]").forEach(fileQuestion);
 })();

@@ -1,0 +1,243 @@
+from datetime import timedelta
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import orjson
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.responses import Response, StreamingResponse
+
+from formsapi.api_key.scopes import Scope
+from formsapi.config import Settings
+from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
+from formsapi.errors import NotReady, ValidationFailed, problem_responses
+from formsapi.file import service
+from formsapi.file.schemas import FileLink, FileLinkCreate, FileOut
+from formsapi.file.storage import Storages
+from formsapi.form import service as form_service
+from formsapi.form.endpoints import ERRORS_404, FormId, json
+from formsapi.kit.ids import ID_PATTERN
+from formsapi.kit.time import utcnow
+from formsapi.models import File, Form
+from formsapi.request_body import streamed
+
+router = APIRouter(tags=["Files"], route_class=GuardedRoute)
+# Signed links carry their own authority: no key.
+links_router = APIRouter(tags=["Files"])
+
+FileId = Annotated[
+    str, Path(alias="fileId", pattern=ID_PATTERN, max_length=64, description="A file's id.")
+]
+
+_NO_STORE = {"Cache-Control": "private, no-store"}
+# Any type: the file's own, as its bytes showed it.
+_BYTES: dict[str, Any] = {
+    "description": "The file's bytes, as an attachment, with the type found from them.",
+    "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+}
+_UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": "The file's bytes, as they are (not multipart, not base64). Its type "
+        "is found from the bytes.",
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
+
+
+@router.post(
+    "/forms/{formId}/files",
+    status_code=201,
+    response_model=FileOut,
+    responses=problem_responses(
+        400,
+        401,
+        403,
+        404,
+        408,
+        409,
+        413,
+        415,
+        422,
+        429,
+        _400="`question` names no file question of the form.",
+        _408="Nothing arrived for FORMSAPI_UPLOAD_IDLE_TIMEOUT seconds, or the upload "
+        "averaged under FORMSAPI_UPLOAD_MIN_RATE bytes a second.",
+        _409="The form is not published.",
+        _413="The file is larger than the question's `maxSize` (or the server's limit).",
+        _415="The file's bytes are of a type the question does not `accept`.",
+        _422="The file is empty.",
+    ),
+    openapi_extra=requires(Scope.submissions_write) | _UPLOAD_BODY,
+)
+async def upload_file(
+    principal: PrincipalDep,
+    request: Request,
+    form_id: FormId,
+    question: Annotated[
+        str, Query(max_length=64, description="The key of the file question it answers.")
+    ],
+    name: Annotated[
+        str | None, Query(max_length=1024, description="The file's name, as the user knows it.")
+    ] = None,
+) -> Response:
+    """Upload a file for a file question of a published form, then send
+    its `id` as (part of) that question's answer. The body is the file
+    itself, streamed: it may be as large as the question's `maxSize` (and
+    the server's FORMSAPI_UPLOAD_MAX_BYTES); its type, found from its bytes,
+    must be one the question's `accept` lists. An upload no submission names
+    is purged after FORMSAPI_UPLOAD_ORPHAN_HOURS."""
+    async with request.app.state.read_sessionmaker() as session:
+        form = await form_service.get(session, principal.organization_id, form_id)
+    file = await receive(request, form, question, name)
+    return Response(
+        orjson.dumps(service.view(file)),
+        status_code=201,
+        media_type="application/json",
+        headers=_NO_STORE,
+    )
+
+
+async def receive(request: Request, form: Form, key: str | None, name: str | None) -> File:
+    """An upload to one of the form's questions (the API's and the hosted page's)."""
+    settings: Settings = request.app.state.settings
+    length = request.headers.get("content-length")
+    upload = service.Upload(
+        key,
+        name,
+        int(length) if length and length.isdigit() else None,
+        streamed(request, settings.upload_idle_timeout, settings.upload_min_rate),
+    )
+    limits = service.Limits(
+        settings.upload_max_bytes, timedelta(hours=settings.upload_orphan_hours)
+    )
+    return await service.receive(
+        request.app.state.sessionmaker, request.app.state.storages, form, upload, limits
+    )
+
+
+@router.get(
+    "/files/{fileId}",
+    response_model=FileOut,
+    responses=ERRORS_404,
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def get_file(principal: PrincipalDep, session: ReadSessionDep, file_id: FileId) -> Response:
+    """A file's name, type, size and hash, and the submission that names it."""
+    return json(service.view(await service.get(session, principal.organization_id, file_id)))
+
+
+@router.get(
+    "/files/{fileId}/content",
+    response_class=Response,
+    responses={
+        200: _BYTES,
+        **ERRORS_404,
+    },
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def download_file(
+    principal: PrincipalDep, session: ReadSessionDep, file_id: FileId, request: Request
+) -> Response:
+    """The file's bytes, always as an attachment, with its type and name."""
+    file = await service.get(session, principal.organization_id, file_id)
+    await session.close()  # the bytes are read a chunk at a time, each on its own
+    return download(request.app.state.storages, file)
+
+
+@router.post(
+    "/files/{fileId}/links",
+    status_code=201,
+    response_model=FileLink,
+    responses=problem_responses(
+        400, 401, 403, 404, 422, 429, _503="Signed links need FORMSAPI_SECRET_KEY to be set."
+    ),
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def create_file_link(
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    request: Request,
+    file_id: FileId,
+    body: Annotated[FileLinkCreate, Body()] = FileLinkCreate(),
+) -> Response:
+    """A link that downloads the file without a key until it expires: for a
+    browser, a mail, a tool that cannot send headers. It cannot be revoked
+    before then; the file's deletion ends it."""
+    file = await service.get(session, principal.organization_id, file_id)
+    url, expires_at = signed_link(request, file.id, body.expires_in)
+    return Response(
+        FileLink(url=url, expires_at=expires_at).model_dump_json(by_alias=True),
+        status_code=201,
+        media_type="application/json",
+        headers=_NO_STORE,
+    )
+
+
+def signed_link(request: Request, file_id: str, seconds: int) -> tuple[str, Any]:
+    """A signed link to a file (the API's and the settings area's)."""
+    settings: Settings = request.app.state.settings
+    box = request.app.state.secret_box
+    if box is None:
+        raise NotReady("Signed links need FORMSAPI_SECRET_KEY to be set.")
+    if seconds > settings.file_link_max_seconds:
+        raise ValidationFailed(
+            "The link would live too long.",
+            errors=[
+                {
+                    "pointer": "/expiresIn",
+                    "detail": f"must be at most {settings.file_link_max_seconds} seconds",
+                }
+            ],
+        )
+    return service.link(box, settings.public_url, file_id, seconds, utcnow())
+
+
+@links_router.get(
+    "/files/{fileId}",
+    response_class=Response,
+    openapi_extra={"security": []},
+    responses={
+        200: _BYTES,
+        **problem_responses(
+            400,
+            403,
+            404,
+            _400="`expires` or `signature` is missing or malformed.",
+            _403="The link has expired or is not valid.",
+            _404="The file is gone.",
+        ),
+    },
+)
+async def download_by_link(
+    request: Request,
+    file_id: FileId,
+    expires: Annotated[str, Query(max_length=12)],
+    signature: Annotated[str, Query(max_length=64)],
+) -> Response:
+    """A file through a signed link (POST /v1/files/{fileId}/links): no key."""
+    box = request.app.state.secret_box
+    if box is None:
+        raise service.LinkInvalid("This link is not valid.")
+    service.check_link(box, file_id, expires, signature, utcnow())
+    async with request.app.state.read_sessionmaker() as session:
+        file = await service.by_link(session, file_id)
+    return download(request.app.state.storages, file)
+
+
+def download(storages: Storages, file: File) -> StreamingResponse:
+    """A file's bytes as an attachment that no browser runs or sniffs."""
+    ascii_name = file.name.encode("ascii", "replace").decode().replace('"', "'").replace("?", "_")
+    return StreamingResponse(
+        service.content(storages, file),
+        media_type=file.content_type,
+        headers={
+            "Content-Length": str(file.size),
+            "Content-Disposition": (
+                f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(file.name)}"
+            ),
+            "ETag": f'"{file.sha256.hex()}"' if file.sha256 else "",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            **_NO_STORE,
+        },
+    )

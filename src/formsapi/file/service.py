@@ -1,0 +1,408 @@
+"""Uploads to file questions: received a piece at a time, typed by their
+bytes, kept apart from the answers, given to the submission that names them,
+and deleted with it.
+
+An upload is checked before it touches the database: its declared length
+against the question's limit, then its first bytes against the types the
+question accepts. Its bytes then go to the storage a piece at a time while
+they are counted (a body that runs over is cut at the limit) and hashed.
+A file row exists from the first piece, marked complete only at the end; an
+upload cut short deletes what it wrote, and one whose process died is
+purged with the uploads no submission took.
+"""
+
+import codecs
+import hashlib
+import unicodedata
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import filetype
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from formsapi.db import ReadSession, WriteSession, session_scope
+from formsapi.errors import (
+    FormsAPIError,
+    InvalidParameters,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
+from formsapi.file import repository
+from formsapi.file.storage import Storages
+from formsapi.form import compiled
+from formsapi.form.blocks import Block, FileUpload, questions
+from formsapi.form.service import FormNotAccepting
+from formsapi.kit.ids import is_plausible, new_id
+from formsapi.kit.secretbox import SecretBox
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.models import File, Form, FormStatus
+
+# Bytes read before the type is decided: every signature we know lies
+# within them.
+SNIFF_BYTES = 8192
+NAME_MAX = 255
+# The type of bytes that are no known format but read as text.
+TEXT = "text/plain"
+UNKNOWN = "application/octet-stream"
+
+
+class EmptyFile(FormsAPIError):
+    """The upload has no bytes."""
+
+    status = 422
+    title = "Empty file"
+    slug = "empty-file"
+
+
+class FileNotFound(NotFound):
+    def __init__(self, file_id: str) -> None:
+        super().__init__(f"No file with id '{file_id}'.")
+
+
+class LinkInvalid(FormsAPIError):
+    """A download link that has expired, or was never signed by this service."""
+
+    status = 403
+    title = "Link not valid"
+    slug = "file-link-invalid"
+
+
+def sniff(head: bytes) -> str:
+    """The type the bytes say they are: a known format by its signature,
+    else text when they read as UTF-8 text, else application/octet-stream.
+    What the name or the request claimed plays no part."""
+    kind = filetype.guess(head)
+    if kind is not None:
+        return str(kind.mime)
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return UNKNOWN
+    if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r\f" for c in text):
+        return UNKNOWN
+    return TEXT
+
+
+def clean_name(raw: str | None) -> str:
+    """A file name safe to store and to send back in a header: its last path
+    segment, without control or format characters (NUL, bidi overrides),
+    NFC, at most NAME_MAX characters, keeping its extension."""
+    name = unicodedata.normalize("NFC", raw or "")
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in name if unicodedata.category(c) not in {"Cc", "Cf", "Cs", "Zl", "Zp"})
+    name = name.strip().strip(".").strip()
+    if not name:
+        return "file"
+    if len(name) > NAME_MAX:
+        stem, dot, extension = name.rpartition(".")
+        if dot and 0 < len(extension) <= 16:
+            name = stem[: NAME_MAX - len(extension) - 1] + "." + extension
+        else:
+            name = name[:NAME_MAX]
+    return name
+
+
+def question_of(blocks: list[Block], key: str | None) -> FileUpload:
+    """The file question an upload is for."""
+    for question in questions(blocks):
+        if isinstance(question, FileUpload) and question.key == key:
+            return question
+    raise InvalidParameters(
+        "The upload names no file question of this form.",
+        invalidParams=[
+            {"name": "question", "in": "query", "reason": "must be the key of a file question"}
+        ],
+    )
+
+
+def answered_files(blocks: list[Block], answers: dict[str, Any]) -> dict[str, str]:
+    """The files answers name: file id to question key."""
+    named: dict[str, str] = {}
+    for question in questions(blocks):
+        if isinstance(question, FileUpload):
+            value = answers.get(question.key)
+            if isinstance(value, str) and value:
+                named.update((file_id, question.key) for file_id in value.split(","))
+    return named
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One upload's request: for which question, what it says it is called,
+    how long it says it is, and the bytes as they arrive."""
+
+    key: str | None
+    name: str | None
+    length: int | None
+    body: AsyncIterator[bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    cap: int  # FORMSAPI_UPLOAD_MAX_BYTES
+    keep: timedelta  # until an upload no submission took is purged
+
+
+async def receive(
+    sessionmaker: async_sessionmaker[WriteSession],
+    storages: Storages,
+    form: Form,
+    upload: Upload,
+    limits: Limits,
+) -> File:
+    """Take an upload to a question of a published form to the end, or
+    leave nothing of it."""
+    if form.status != FormStatus.published:
+        raise FormNotAccepting(
+            f"This form is {form.status}; only published forms take uploads.",
+            formStatus=form.status,
+        )
+    version = compiled.compile_version(
+        form.organization_id, form.id, form.version, form.blocks, form.definition
+    )
+    question = question_of(version.blocks, upload.key)
+    return await _receive(sessionmaker, storages, form, question, upload, limits)
+
+
+async def _receive(
+    sessionmaker: async_sessionmaker[WriteSession],
+    storages: Storages,
+    form: Form,
+    question: FileUpload,
+    upload: Upload,
+    limits: Limits,
+) -> File:
+    limit = min(question.max_size, limits.cap)
+    if upload.length is not None and upload.length > limit:
+        raise _too_large(limit)
+    head = bytearray()
+    async for piece in upload.body:
+        head += piece
+        if len(head) >= SNIFF_BYTES:
+            break
+    if not head:
+        raise EmptyFile("The file is empty.")
+    if len(head) > limit:
+        raise _too_large(limit)
+    content_type = sniff(bytes(head[:SNIFF_BYTES]))
+    if not question.accepts(content_type):
+        allowed = ", ".join(question.accept or [])
+        raise UnsupportedMediaType(
+            f"The file's content is {content_type}; this question takes {allowed}.",
+            contentType=content_type,
+            accept=question.accept,
+        )
+    storage = storages.current
+    now = utcnow()
+    file = File(
+        id=new_id("fil"),
+        organization_id=form.organization_id,
+        form_id=form.id,
+        question=question.key,
+        name=clean_name(upload.name),
+        content_type=content_type,
+        size=0,
+        storage=storage.name,
+        created_at=now,
+        expires_at=now + limits.keep,
+    )
+    async with session_scope(sessionmaker) as session:
+        await repository.add(session, file)
+    writer = storage.writer(file.id)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        pieces = _pieces(bytes(head), upload.body)
+        async for piece in pieces:
+            size += len(piece)
+            if size > limit:
+                raise _too_large(limit)
+            digest.update(piece)
+            await writer.write(piece)
+        await writer.finish()
+        async with session_scope(sessionmaker) as session:
+            await repository.stored(
+                session, form.organization_id, file.id, size, digest.digest(), utcnow()
+            )
+    except BaseException:
+        await _forget(sessionmaker, form.organization_id, file.id, writer)
+        raise
+    file.size, file.sha256 = size, digest.digest()
+    return file
+
+
+async def _pieces(head: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    yield head
+    async for piece in rest:
+        yield piece
+
+
+async def _forget(
+    sessionmaker: async_sessionmaker[WriteSession], organization_id: str, file_id: str, writer: Any
+) -> None:
+    """Delete an upload cut short. Should this fail too (the database gone
+    meanwhile), the row is left incomplete and the purge takes it."""
+    try:
+        await writer.abort()
+        async with session_scope(sessionmaker) as session:
+            await repository.remove(session, organization_id, file_id)
+    except Exception:  # noqa: S110 - the purge is the fallback, said above
+        pass
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"The file is over the {limit} bytes this question takes.", limit=limit)
+
+
+async def get(session: ReadSession, organization_id: str, file_id: str) -> File:
+    found = (
+        await repository.get(session, organization_id, file_id) if is_plausible(file_id) else None
+    )
+    if found is None:
+        raise FileNotFound(file_id)
+    return found
+
+
+async def by_link(session: ReadSession, file_id: str) -> File:
+    """A file a signed link names (the signature checked first)."""
+    found = await repository.by_id(session, file_id) if is_plausible(file_id) else None
+    if found is None:
+        raise FileNotFound(file_id)
+    return found
+
+
+async def named(
+    session: ReadSession, organization_id: str, form_id: str, file_ids: Sequence[str]
+) -> Sequence[File]:
+    """The complete uploads to a form among `file_ids`."""
+    plausible = [file_id for file_id in file_ids if is_plausible(file_id)]
+    return (
+        await repository.of_form(session, organization_id, form_id, plausible) if plausible else []
+    )
+
+
+def content(storages: Storages, file: File) -> AsyncIterator[bytes]:
+    return storages.of(file.storage).read(file.id)
+
+
+def view(file: File) -> dict[str, Any]:
+    """A file as the API shows it."""
+    return {
+        "id": file.id,
+        "formId": file.form_id,
+        "question": file.question,
+        "submissionId": file.submission_id,
+        "name": file.name,
+        "contentType": file.content_type,
+        "size": file.size,
+        "sha256": file.sha256.hex() if file.sha256 else None,
+        "createdAt": isoformat_z(file.created_at),
+        "url": f"/v1/files/{file.id}/content",
+    }
+
+
+# Links
+
+
+def _signed(file_id: str, expires: int) -> bytes:
+    return f"{file_id}.{expires}".encode()
+
+
+def link(
+    box: SecretBox, public_url: str, file_id: str, seconds: int, now: datetime
+) -> tuple[str, datetime]:
+    """A link anyone holding it can download the file with until it
+    expires (whole seconds), and when that is."""
+    expires = int(now.timestamp()) + seconds
+    signature = box.sign(_signed(file_id, expires))
+    url = f"{public_url.rstrip('/')}/files/{file_id}?expires={expires}&signature={signature}"
+    return url, datetime.fromtimestamp(expires, UTC)
+
+
+def check_link(box: SecretBox, file_id: str, expires: str, signature: str, now: datetime) -> None:
+    if not (expires.isascii() and expires.isdigit() and len(expires) <= 12):
+        raise LinkInvalid("This link is not valid.")
+    if int(expires) <= now.timestamp():
+        raise LinkInvalid("This link has expired.")
+    if not box.verify(_signed(file_id, int(expires)), signature):
+        raise LinkInvalid("This link is not valid.")
+
+
+# Files and the submissions that take them
+
+
+async def keep_for(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    blocks: list[Block],
+    answers: dict[str, Any],
+    until: datetime,
+) -> None:
+    """Uploads a saved partial response names live as long as it does."""
+    named = answered_files(blocks, answers)
+    if named:
+        await repository.keep_until(session, organization_id, form_id, list(named), until)
+
+
+async def take(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    owners: dict[str, str],
+    named: dict[str, str],
+) -> set[str]:
+    """Give uploads to the submissions that name them (`owners`: file id to
+    submission id; `named`: file id to the question answered with it). The
+    keys of the questions answered with a file that could not be taken: not
+    an upload to that question of this form, taken by another submission,
+    or expired. The caller gives up its transaction then."""
+    return {named[f] for f in await take_each(session, organization_id, form_id, owners, named)}
+
+
+async def take_each(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    owners: dict[str, str],
+    named: dict[str, str],
+) -> list[str]:
+    """`take`, saying which files could not be taken."""
+    taken = await repository.attach(session, organization_id, form_id, owners, utcnow())
+    return [f for f in owners if taken.get(f) != named[f]]
+
+
+async def release(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    submission_ids: Sequence[str],
+    file_ids: Iterable[str] = (),
+) -> None:
+    """Delete the files of deleted submissions (or the ones an edit dropped)."""
+    await repository.release(
+        session, organization_id, form_id, submission_ids, list(file_ids), utcnow()
+    )
+
+
+async def purge(
+    sessionmaker: async_sessionmaker[WriteSession], storages: Storages, batch: int = 500
+) -> int:
+    """Purge expired uploads and the files of deleted submissions: bytes
+    first, then rows, so a purge cut short leaves rows to find again and
+    never bytes without a row. How many went."""
+    purged = 0
+    while True:
+        now = utcnow()
+        async with sessionmaker() as session:
+            rows = await repository.due(session, now, batch)
+        for storage, ids in storages.grouped((row.id, row.storage) for row in rows).items():
+            await storages.of(storage).delete(ids)
+        if rows:
+            async with session_scope(sessionmaker) as session:
+                purged += await repository.purge(session, [row.id for row in rows], now)
+        if len(rows) < batch:
+            return purged
