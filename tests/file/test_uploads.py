@@ -18,8 +18,9 @@ from formsapi.config import Settings
 from formsapi.db import create_write_sessionmaker
 from formsapi.file import service as file_service
 from formsapi.file.storage import CHUNK, Storages
-from formsapi.kit.time import shift
+from formsapi.kit.time import shift, utcnow
 from formsapi.models import File, FileChunk
+from formsapi.partial import service as partial_service
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
 from tests.factories import publish_over_api
@@ -328,3 +329,21 @@ async def test_a_signed_link_downloads_without_a_key_until_it_expires(
     assert too_long.status_code == 422
     reader_only = await api.post(f"/v1/files/{file_id}/links", secret, json={"expiresIn": 30})
     assert reader_only.status_code == 422  # under a minute
+
+
+async def test_an_erased_partial_response_takes_its_uploads_with_it(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    form_id, secret, org_id = await publish_over_api(api, session, FORM)
+    cv = (await _upload(api, secret, form_id, "cv", PDF)).json()["id"]
+    async with create_write_sessionmaker(engine)() as writing:
+        await partial_service.save(
+            writing, org_id, form_id, None, {"name": "Ada", "cv": cv}, 0, utcnow(), 7
+        )
+        await writing.commit()
+    [partial] = (await api.get(f"/v1/forms/{form_id}/partials", secret)).json()["data"]
+
+    erased = await api.delete(f"/v1/forms/{form_id}/partials/{partial['id']}", secret)
+
+    assert erased.status_code == 204
+    assert await _counts(engine) == (0, 0)

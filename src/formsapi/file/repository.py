@@ -153,15 +153,18 @@ async def drop_unclaimed(
     file_ids: Sequence[str],
     now: datetime,
 ) -> None:
-    """Uploads among `file_ids` that no submission took, due for the purge now."""
+    """Delete the uploads among `file_ids` that no submission took: as
+    `release` does, those in the database at once, the others by the purge."""
+    of_them = [
+        scoped(File, organization_id),
+        File.form_id == form_id,
+        File.id.in_(file_ids),
+        File.submission_id.is_(None),
+    ]
+    await session.execute(delete(File).where(*of_them, File.storage == "database"))
     await session.execute(
         update(File)
-        .where(
-            scoped(File, organization_id),
-            File.form_id == form_id,
-            File.id.in_(file_ids),
-            File.submission_id.is_(None),
-        )
+        .where(*of_them)
         .values(expires_at=now)
         .execution_options(synchronize_session=False)
     )

@@ -13,6 +13,7 @@ purged with the uploads no submission took.
 
 import codecs
 import hashlib
+import re
 import unicodedata
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from formsapi.errors import (
 )
 from formsapi.file import repository
 from formsapi.file.storage import Storages
-from formsapi.form import compiled
+from formsapi.form import blocks, compiled
 from formsapi.form.blocks import Block, FileUpload, questions
 from formsapi.form.service import FormNotAccepting
 from formsapi.kit.ids import is_plausible, new_id
@@ -40,6 +41,7 @@ from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import File, Form, FormStatus
 
+FILE_ID = re.compile(blocks.FILE_ID)
 # Bytes read before the type is decided: every signature we know lies
 # within them.
 SNIFF_BYTES = 8192
@@ -373,6 +375,22 @@ async def take_each(
     """`take`, saying which files could not be taken."""
     taken = await repository.attach(session, organization_id, form_id, owners, utcnow())
     return [f for f in owners if taken.get(f) != named[f]]
+
+
+async def drop_named(
+    session: AsyncSession, organization_id: str, form_id: str, answers: dict[str, Any]
+) -> None:
+    """Delete the uploads erased answers named that no submission took (a
+    partial response's): whatever question they answered, in any version."""
+    named = [
+        file_id
+        for value in answers.values()
+        if isinstance(value, str)
+        for file_id in value.split(",")
+        if FILE_ID.fullmatch(file_id)
+    ]
+    if named:
+        await repository.drop_unclaimed(session, organization_id, form_id, named, utcnow())
 
 
 async def release(

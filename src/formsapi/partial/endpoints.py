@@ -6,6 +6,7 @@ from fastapi.responses import Response
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, SessionDep, requires
 from formsapi.errors import NotFound
+from formsapi.file import service as file_service
 from formsapi.form import service as form_service
 from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json
 from formsapi.kit.ids import ID_PATTERN, is_plausible
@@ -58,11 +59,15 @@ async def list_partials(
 async def delete_partial(
     principal: PrincipalDep, session: SessionDep, form_id: FormId, partial_id: PartialId
 ) -> Response:
-    """Erase a respondent's unfinished answers: nothing of them is kept,
-    and their link no longer opens the form."""
-    found = is_plausible(partial_id) and await repository.erase(
-        session, principal.organization_id, form_id, partial_id
+    """Erase a respondent's unfinished answers: nothing of them is kept
+    (the files they uploaded go too), and their link no longer opens the form."""
+    organization_id = principal.organization_id
+    erased = (
+        await repository.erase(session, organization_id, form_id, partial_id)
+        if is_plausible(partial_id)
+        else None
     )
-    if not found:
+    if erased is None:
         raise NotFound(f"No partial with id '{partial_id}'.")
+    await file_service.drop_named(session, organization_id, form_id, erased)
     return Response(status_code=204)

@@ -145,16 +145,23 @@ async def list_open(
     return rows, int(total or 0)
 
 
-async def erase(session: AsyncSession, organization_id: str, form_id: str, partial_id: str) -> bool:
-    """Delete an open partial and its answers; whether there was one."""
-    statement = delete(PartialResponse).where(
-        scoped(PartialResponse, organization_id),
-        PartialResponse.form_id == form_id,
-        PartialResponse.id == partial_id,
-        PartialResponse.completed_at.is_(None),
+async def erase(
+    session: AsyncSession, organization_id: str, form_id: str, partial_id: str
+) -> dict[str, Any] | None:
+    """Delete an open partial; the answers it held (None: there was none)."""
+    statement = (
+        delete(PartialResponse)
+        .where(
+            scoped(PartialResponse, organization_id),
+            PartialResponse.form_id == form_id,
+            PartialResponse.id == partial_id,
+            PartialResponse.completed_at.is_(None),
+        )
+        .returning(PartialResponse.answers)
     )
     connection = await session.connection()
-    return bool((await connection.execute(statement)).rowcount)
+    found = (await connection.execute(statement)).first()
+    return None if found is None else dict(found.answers or {})
 
 
 async def purge(session: AsyncSession, before: datetime, batch: int) -> int:
