@@ -259,7 +259,7 @@ def _too_large(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge(f"The file is over the {limit} bytes this question takes.", limit=limit)
 
 
-async def get(session: ReadSession, organization_id: str, file_id: str) -> File:
+async def get(session: AsyncSession, organization_id: str, file_id: str) -> File:
     found = (
         await repository.get(session, organization_id, file_id) if is_plausible(file_id) else None
     )
@@ -277,7 +277,7 @@ async def by_link(session: ReadSession, file_id: str) -> File:
 
 
 async def named(
-    session: ReadSession, organization_id: str, form_id: str, file_ids: Sequence[str]
+    session: AsyncSession, organization_id: str, form_id: str, file_ids: Sequence[str]
 ) -> Sequence[File]:
     """The complete uploads to a form among `file_ids`."""
     plausible = [file_id for file_id in file_ids if is_plausible(file_id)]
