@@ -263,15 +263,23 @@ async def get(session: AsyncSession, organization_id: str, file_id: str) -> File
     found = (
         await repository.get(session, organization_id, file_id) if is_plausible(file_id) else None
     )
-    if found is None:
+    if found is None or _gone(found, utcnow()):
         raise FileNotFound(file_id)
     return found
+
+
+def _gone(file: File, now: datetime) -> bool:
+    """Released by its submission (deleted, or edited to drop it) or expired
+    unclaimed: due for the purge. Its row and bytes may be there until the
+    purge runs (an object store's always are: `release` only marks them),
+    but no one reads it any more."""
+    return file.submission_id is None and (file.expires_at is None or file.expires_at <= now)
 
 
 async def by_link(session: ReadSession, file_id: str) -> File:
     """A file a signed link names (the signature checked first)."""
     found = await repository.by_id(session, file_id) if is_plausible(file_id) else None
-    if found is None:
+    if found is None or _gone(found, utcnow()):
         raise FileNotFound(file_id)
     return found
 
@@ -279,11 +287,13 @@ async def by_link(session: ReadSession, file_id: str) -> File:
 async def named(
     session: AsyncSession, organization_id: str, form_id: str, file_ids: Sequence[str]
 ) -> Sequence[File]:
-    """The complete uploads to a form among `file_ids`."""
+    """The complete uploads to a form among `file_ids` (not released nor expired)."""
     plausible = [file_id for file_id in file_ids if is_plausible(file_id)]
-    return (
-        await repository.of_form(session, organization_id, form_id, plausible) if plausible else []
-    )
+    if not plausible:
+        return []
+    now = utcnow()
+    found = await repository.of_form(session, organization_id, form_id, plausible)
+    return [file for file in found if not _gone(file, now)]
 
 
 def content(storages: Storages, file: File) -> AsyncIterator[bytes]:

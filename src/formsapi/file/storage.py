@@ -158,6 +158,9 @@ class S3Storage:
             body.close()
 
     async def delete(self, file_ids: list[str]) -> None:
+        """The objects, and the multipart uploads of theirs never completed:
+        a process that died mid-upload left one, whose parts the store
+        keeps (and bills) until it is aborted, unseen by an object listing."""
         for start in range(0, len(file_ids), _DELETE_BATCH):
             keys = [{"Key": self.key(i)} for i in file_ids[start : start + _DELETE_BATCH]]
             answer = await _call(
@@ -167,6 +170,25 @@ class S3Storage:
             )
             if answer.get("Errors"):
                 raise RuntimeError(f"the object store kept {len(answer['Errors'])} object(s)")
+        await _call(self._abort_unfinished, {self.key(i) for i in file_ids})
+
+    def _abort_unfinished(self, keys: set[str]) -> None:
+        """One listing of the prefix's unfinished uploads (usually none) per
+        call, rather than one request per file."""
+        from botocore.exceptions import ClientError
+
+        pages = self.client.get_paginator("list_multipart_uploads")
+        for page in pages.paginate(Bucket=self.bucket, Prefix=self.prefix):
+            for upload in page.get("Uploads", []):
+                if upload["Key"] not in keys:
+                    continue
+                try:
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                except ClientError as error:
+                    if error.response.get("Error", {}).get("Code") != "NoSuchUpload":
+                        raise
 
 
 class _S3Writer:
