@@ -38,6 +38,28 @@ def busy(status: str, *headers: str) -> Answer:
 Plan = Literal["lose"] | Cut | Answer
 
 
+def _read_request(sock: socket.socket) -> None:
+    """Read a request to its end, as a load balancer does before it answers
+    (an answer while the client still sends would reset the connection):
+    its head, then its Content-Length's bytes or its chunks to the last."""
+    sock.settimeout(10)
+    data = b""
+    with contextlib.suppress(OSError):
+        while b"\r\n\r\n" not in data and (more := sock.recv(65536)):
+            data += more
+        head, _, body = data.partition(b"\r\n\r\n")
+        fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+        fields = {name.strip().lower(): value.strip() for name, value in fields.items()}
+        length = int(fields.get(b"content-length", b"0"))
+        chunked = fields.get(b"transfer-encoding", b"").lower() == b"chunked"
+        left = length - len(body)
+        while (left > 0 or (chunked and not body.endswith(b"0\r\n\r\n"))) and (
+            more := sock.recv(65536)
+        ):
+            left -= len(more)
+            body = body[-8:] + more
+
+
 @dataclass
 class Proxy:
     upstream: str
@@ -80,7 +102,7 @@ class Proxy:
     def _serve(self, downstream: socket.socket, plan: Plan | None) -> None:
         if isinstance(plan, Answer):
             with downstream:
-                downstream.recv(65536)
+                _read_request(downstream)
                 head = f"HTTP/1.1 {plan.status}\r\nContent-Type: {plan.content_type}\r\n"
                 head += "".join(f"{line}\r\n" for line in plan.headers)
                 head += f"Content-Length: {len(plan.body)}\r\nConnection: close\r\n\r\n"

@@ -42,6 +42,7 @@ BLOCKS: dict[type[BaseModel], str] = {
     models.Dropdown: "Dropdown",
     models.Ranking: "Ranking",
     models.Matrix: "Matrix",
+    models.FileUpload: "FileUpload",
     models.Row: "Row",
     models.Option: "Option",
     models.PageBreak: "PageBreak",
@@ -73,6 +74,9 @@ MODELS: dict[type[BaseModel], str] = {
     models.Translation: "Translation",
     models.BlockTexts: "BlockTexts",
     models.EndingTexts: "EndingTexts",
+    models.File: "FileOut",
+    models.FileLinkCreate: "FileLinkCreate",
+    models.FileLink: "FileLink",
     models.Event: "EventOut",
     models.EventsPage: "Events",
     models.WebhookEndpoint: "WebhookEndpointOut",
@@ -301,6 +305,7 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
         "partials": (_sync.Partials, _async.AsyncPartials),
         "events": (_sync.Events, _async.AsyncEvents),
         "webhook_endpoints": (_sync.WebhookEndpoints, _async.AsyncWebhookEndpoints),
+        "files": (_sync.Files, _async.AsyncFiles),
     }
     for name in ROUTES:
         resource, method = name.split(".")
@@ -323,6 +328,7 @@ QUERIES: dict[str, list[_core.Call[Any]]] = {
     ],
     "events.list": [_calls.events_list("evt_1", ["submission.created"], "frm_1", 100)],
     "webhook_endpoints.deliveries": [_calls.endpoints_deliveries("whe_1", 1, 50, "failed")],
+    "files.upload": [_calls.files_upload("frm_1", "cv", b"%PDF-1.7", "cv.pdf")],
 }
 
 # The client reads the export as typed rows (NDJSON); its CSV is for spreadsheets.
@@ -345,13 +351,15 @@ def test_the_two_clients_offer_the_same_methods() -> None:
         (_sync.Client, _async.AsyncClient),
         (_sync.Forms, _async.AsyncForms),
         (_sync.Submissions, _async.AsyncSubmissions),
+        (_sync.Partials, _async.AsyncPartials),
         (_sync.Events, _async.AsyncEvents),
         (_sync.WebhookEndpoints, _async.AsyncWebhookEndpoints),
+        (_sync.Files, _async.AsyncFiles),
     ]
     for sync, asynchronous in pairs:
         public = {n for n in vars(sync) if not n.startswith("_")}
         assert public == {n for n in vars(asynchronous) if not n.startswith("_")}
-        for name in public - {"export"}:
+        for name in public - {"export", "stream"}:  # context managers, `async with`
             method = getattr(asynchronous, name)
             assert inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method)
 

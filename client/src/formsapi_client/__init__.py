@@ -9,8 +9,8 @@
 The models are in formsapi_client.models; errors in formsapi_client.errors.
 """
 
-from formsapi_client._async import AsyncClient, AsyncExport
-from formsapi_client._sync import Client, Export
+from formsapi_client._async import AsyncClient, AsyncExport, AsyncFileContent
+from formsapi_client._sync import Client, Export, FileContent
 from formsapi_client._version import API_VERSION, __version__
 from formsapi_client.errors import (
     ApiError,
@@ -23,12 +23,14 @@ from formsapi_client.errors import (
     FormsapiClientError,
     Gone,
     NotFound,
+    PayloadTooLarge,
     PreconditionFailed,
     RateLimited,
     ServerError,
     ServiceUnavailable,
     Unauthorized,
     UnreadableResponse,
+    UnsupportedMediaType,
     ValidationFailed,
 )
 from formsapi_client.webhooks import (
@@ -43,6 +45,7 @@ __all__ = [
     "ApiError",
     "AsyncClient",
     "AsyncExport",
+    "AsyncFileContent",
     "BadRequest",
     "Client",
     "Conflict",
@@ -50,16 +53,19 @@ __all__ = [
     "CursorExpired",
     "Export",
     "ExportIncomplete",
+    "FileContent",
     "Forbidden",
     "FormsapiClientError",
     "Gone",
     "NotFound",
+    "PayloadTooLarge",
     "PreconditionFailed",
     "RateLimited",
     "ServerError",
     "ServiceUnavailable",
     "Unauthorized",
     "UnreadableResponse",
+    "UnsupportedMediaType",
     "ValidationFailed",
     "WebhookVerificationError",
     "__version__",

@@ -2,10 +2,11 @@
 Readers are built once, here, at import."""
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from formsapi_client._core import Call, call, from_model, nothing
+from formsapi_client._files import FileSource, Upload
 from formsapi_client.models import (
     Answer,
     Block,
@@ -17,6 +18,9 @@ from formsapi_client.models import (
     DeliveryStatus,
     EventsPage,
     EventType,
+    File,
+    FileLink,
+    FileLinkCreate,
     FormCreate,
     FormDetail,
     FormsPage,
@@ -68,6 +72,8 @@ _deliveries = from_model(DeliveriesPage)
 _delivery = from_model(Delivery)
 _delivery_detail = from_model(DeliveryDetail)
 _recovered = from_model(Recovered)
+_file = from_model(File)
+_file_link = from_model(FileLink)
 
 
 def _blocks(blocks: Blocks | None) -> list[Block] | None:
@@ -312,3 +318,28 @@ def endpoints_recover(endpoint_id: str, since: datetime) -> Call[Recovered]:
         ids={"endpointId": endpoint_id},
         body=Recover(since=since),
     )
+
+
+# Files
+
+
+def files_upload(form_id: str, question: str, source: FileSource, name: str | None) -> Call[File]:
+    upload = Upload(source, name)
+    params = {"question": question, "name": upload.name}
+    return call("files.upload", _file, ids={"formId": form_id}, params=params, upload=upload)
+
+
+def files_get(file_id: str) -> Call[File]:
+    return call("files.get", _file, ids={"fileId": file_id})
+
+
+def files_download(file_id: str) -> Call[None]:
+    # Streamed: the clients read the body themselves (Received).
+    return call("files.download", nothing, ids={"fileId": file_id})
+
+
+def files_link(file_id: str, expires_in: int | timedelta | None) -> Call[FileLink]:
+    if isinstance(expires_in, timedelta):
+        expires_in = int(expires_in.total_seconds())
+    body = FileLinkCreate(expires_in=expires_in)
+    return call("files.link", _file_link, ids={"fileId": file_id}, body=body)

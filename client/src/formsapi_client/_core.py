@@ -11,8 +11,11 @@ Retries (`Policy`), by what a repeat could do:
   generated (uuid4) unless given, the same on every attempt; it is repeated
   like a read: a repeat that reaches the service after the first one returns
   the first one's answer and changes nothing.
-- Any other write (PATCH and DELETE of forms, submissions' DELETE, and every
-  webhook endpoint POST, PATCH or DELETE, which take no key) is repeated only
+- A signed link to a file (POST /files/{id}/links) is only computed, never
+  stored: it is repeated like a read.
+- Any other write (PATCH and DELETE of forms, submissions' DELETE, a file's
+  upload, and every webhook endpoint POST, PATCH or DELETE, which take no
+  key) is repeated only
   when the service provably did not act on it: the connection was never made
   (connect error or timeout, no pooled connection free), 429 (the limit is
   checked before anything is read), or 503 carrying `Retry-After`, which the
@@ -20,6 +23,8 @@ Retries (`Policy`), by what a repeat could do:
   database unreachable before the write began). A connection that breaks
   after the request was sent, a 502, a 504 or a 503 without `Retry-After`
   raise at once: the write may have been applied, so read before trying again.
+  An upload from a file object that cannot seek is not repeated once a byte
+  of it was read: its bytes are gone.
 
 Each wait is the response's `Retry-After` when it has one (a `Retry-After`
 above `max_retry_wait` is not waited for: the error is raised, carrying it),
@@ -41,6 +46,7 @@ from uuid import uuid4
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
+from formsapi_client._files import Upload
 from formsapi_client._version import API_VERSION, __version__
 from formsapi_client.errors import ExportIncomplete, UnreadableResponse, retry_after_seconds
 from formsapi_client.models import ExportEnd, SubmissionDetail
@@ -88,9 +94,15 @@ ROUTES: dict[str, tuple[str, str]] = {
         "/webhook-endpoints/{endpointId}/deliveries/{deliveryId}/resend",
     ),
     "webhook_endpoints.recover": ("POST", "/webhook-endpoints/{endpointId}/recover"),
+    "files.upload": ("POST", "/forms/{formId}/files"),
+    "files.get": ("GET", "/files/{fileId}"),
+    "files.download": ("GET", "/files/{fileId}/content"),
+    "files.link": ("POST", "/files/{fileId}/links"),
 }
 # The writes the service deduplicates by Idempotency-Key.
 KEYED = frozenset({"forms.create", "submissions.create", "submissions.edit"})
+# The POSTs that change nothing (a link is signed, not stored).
+PURE = frozenset({"files.link"})
 
 
 class Replay(enum.Enum):
@@ -111,6 +123,11 @@ class Call(Generic[T]):
     body: bytes | None = None
     headers: dict[str, str] | None = None
     replay: Replay = Replay.SAFE
+    upload: Upload | None = None  # a body read from a file, a chunk at a time, per attempt
+
+    def may_repeat(self) -> bool:
+        """Whether a repeat could send the same body (an upload may not)."""
+        return self.upload is None or self.upload.replayable
 
 
 JSON_BODY = {"Content-Type": "application/json"}
@@ -125,6 +142,7 @@ def call(
     body: BaseModel | None = None,
     idempotency_key: str | None = None,
     headers: dict[str, str] | None = None,
+    upload: Upload | None = None,
 ) -> Call[T]:
     method, path = ROUTES[name]
     if ids:
@@ -135,13 +153,13 @@ def call(
         # None is "not sent" for every field; a None inside `answers` (remove it) stays.
         content = body.__pydantic_serializer__.to_json(body, by_alias=True, exclude_none=True)
         headers = {**JSON_BODY, **(headers or {})}
-    replay = Replay.SAFE if method == "GET" else Replay.UNSAFE
+    replay = Replay.SAFE if method == "GET" or name in PURE else Replay.UNSAFE
     if name in KEYED:
         # The same key on every attempt is what makes the repeat harmless.
         headers = {**(headers or {}), "Idempotency-Key": idempotency_key or str(uuid4())}
         replay = Replay.SAFE
     query = {k: v for k, v in params.items() if v is not None} if params else None
-    return Call(method, path, read, query, content, headers, replay)
+    return Call(method, path, read, query, content, headers, replay, upload)
 
 
 def nothing(_: bytes) -> None:
@@ -166,7 +184,7 @@ class Policy:
 
     def after_error(self, call: Call[object], error: Exception, attempt: int) -> float | None:
         """Seconds to wait before repeating after a connection failure, or None."""
-        if attempt >= self.max_retries:
+        if attempt >= self.max_retries or not call.may_repeat():
             return None
         if isinstance(error, NOT_SENT) or (
             call.replay is Replay.SAFE and isinstance(error, MAYBE_SENT)
@@ -179,7 +197,11 @@ class Policy:
     ) -> float | None:
         """Seconds to wait before repeating after an error status, or None."""
         status = response.status_code
-        if attempt >= self.max_retries or status not in (429, 502, 503, 504):
+        if (
+            attempt >= self.max_retries
+            or status not in (429, 502, 503, 504)
+            or not call.may_repeat()
+        ):
             return None
         retry_after = retry_after_seconds(response.headers.get("retry-after"))
         if call.replay is Replay.UNSAFE and not (

@@ -1,10 +1,12 @@
 """The synchronous client. Requests are built in _calls and retried by
 _core.Policy; this module only sends them and pages."""
 
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -12,6 +14,7 @@ import httpx
 
 from formsapi_client import _calls as calls
 from formsapi_client._core import Call, ExportReader, configure, log_retry, read
+from formsapi_client._files import CHUNK, Content, Destination, FileSource, part_path
 from formsapi_client.errors import ConnectionFailed, error_from_response
 from formsapi_client.models import (
     Answer,
@@ -23,6 +26,8 @@ from formsapi_client.models import (
     Event,
     EventsPage,
     EventType,
+    File,
+    FileLink,
     FormDetail,
     FormsPage,
     FormStatus,
@@ -67,6 +72,7 @@ class Client:
         self.partials = Partials(self)
         self.events = Events(self)
         self.webhook_endpoints = WebhookEndpoints(self)
+        self.files = Files(self)
 
     def close(self) -> None:
         self._http.close()
@@ -87,8 +93,13 @@ class Client:
         an ApiError or ConnectionFailed otherwise."""
         attempt = 0
         while True:
+            content: bytes | Iterator[bytes] | None = call.body
+            headers = call.headers
+            if call.upload is not None:  # read from its start again on each attempt
+                content, sent = call.upload.sync_content()
+                headers = {**(headers or {}), **sent}
             request = self._http.build_request(
-                call.method, call.path, params=call.params, content=call.body, headers=call.headers
+                call.method, call.path, params=call.params, content=content, headers=headers
             )
             try:
                 response = self._http.send(request, stream=stream)
@@ -385,3 +396,74 @@ class WebhookEndpoints(_Resource):
     def recover(self, endpoint_id: str, since: datetime) -> Recovered:
         """Send again what failed since `since`, and what never went."""
         return self._client._run(calls.endpoints_recover(endpoint_id, since))
+
+
+class Files(_Resource):
+    """Files uploaded to file questions: upload one, then name its `id` in
+    the question's answer (several: ids joined by commas)."""
+
+    def upload(
+        self, form_id: str, question: str, source: FileSource, name: str | None = None
+    ) -> File:
+        """Upload a file for the file question `question` (its key) of a
+        published form. `source`: bytes, a path, or a binary file object
+        (sent from where it stands); a path or file object is streamed a
+        chunk at a time. `name` defaults to the path's or file object's.
+        Uploads are not deduplicated: one that may have reached the service
+        is not sent again (ConnectionFailed); one no submission names is
+        purged after a day."""
+        return self._client._run(calls.files_upload(form_id, question, source, name))
+
+    def get(self, file_id: str) -> File:
+        """A file's name, type, size and SHA-256, and the submission naming it."""
+        return self._client._run(calls.files_get(file_id))
+
+    @contextmanager
+    def stream(self, file_id: str) -> Iterator["FileContent"]:
+        """A file's bytes as they arrive: `with client.files.stream(id) as
+        content:` then `for chunk in content`."""
+        response = self._client._send(calls.files_download(file_id), stream=True)
+        try:
+            yield FileContent(response)
+        finally:
+            response.close()
+
+    def download(self, file_id: str, to: Destination) -> None:
+        """Write a file's bytes to `to`, a path or a binary file object, a
+        chunk at a time, checked against its SHA-256. A path is written whole
+        or not at all (through a temporary file beside it)."""
+        with self.stream(file_id) as content:
+            if not isinstance(to, str | os.PathLike):
+                for chunk in content:
+                    to.write(chunk)
+                return
+            target = Path(to)
+            part = part_path(target)
+            try:
+                with part.open("xb") as file:
+                    for chunk in content:
+                        file.write(chunk)
+                part.replace(target)
+            finally:
+                part.unlink(missing_ok=True)
+
+    def link(self, file_id: str, expires_in: int | timedelta | None = None) -> FileLink:
+        """A link that downloads the file without a key until it expires
+        (`expires_in`: seconds, 60 up to 7 days; an hour if None). It cannot
+        be revoked; deleting the file's submission ends it."""
+        return self._client._run(calls.files_link(file_id, expires_in))
+
+
+class FileContent(Content):
+    """A file being downloaded: iterate for its bytes, a chunk at a time.
+    At the end they are checked against its SHA-256 (UnreadableResponse if
+    they differ); a connection that breaks raises ConnectionFailed."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        received = self._received
+        try:
+            for chunk in self._response.iter_bytes(CHUNK):
+                yield received.feed(chunk)
+        except httpx.TransportError as error:
+            raise ConnectionFailed(f"GET {self._response.url}: {error!r}") from error
+        received.finish()

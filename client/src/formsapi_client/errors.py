@@ -111,6 +111,16 @@ class PreconditionFailed(ApiError):
     """412: `If-Match` is stale; `headers["etag"]` is the current one."""
 
 
+class PayloadTooLarge(ApiError):
+    """413: the body is too large; for an upload, over the file question's
+    `maxSize` or the server's limit (`extensions["limit"]`, in bytes)."""
+
+
+class UnsupportedMediaType(ApiError):
+    """415: for an upload, its bytes are of a type the file question does not
+    accept (`extensions["contentType"]`, what they are; `extensions["accept"]`)."""
+
+
 class ValidationFailed(ApiError):
     """422: the body is invalid; `errors` lists each problem with its JSON pointer."""
 
@@ -135,6 +145,8 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     409: Conflict,
     410: Gone,
     412: PreconditionFailed,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
     422: ValidationFailed,
     429: RateLimited,
     503: ServiceUnavailable,

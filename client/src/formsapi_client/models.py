@@ -201,6 +201,17 @@ class Scale(_Question):
     max: int = 5
 
 
+class FileUpload(_Question):
+    """Files uploaded first (`client.files.upload`), then named by the
+    answer: their ids joined by commas. `accept` lists the types allowed
+    (`application/pdf`, `image/*`), judged from the bytes; None: any."""
+
+    type: Literal["file"] = "file"
+    max_size: int = 10 * 1024**2  # bytes per file; the server's own limit applies too
+    max_files: int = 1
+    accept: list[str] | None = None
+
+
 class Heading(_Open):
     type: Literal["heading"] = "heading"
     text: str
@@ -244,6 +255,7 @@ BLOCK_TYPES: dict[str, type[_Open]] = {
     "dropdown": Dropdown,
     "ranking": Ranking,
     "matrix": Matrix,
+    "file": FileUpload,
     "heading": Heading,
     "paragraph": Paragraph,
     "page_break": PageBreak,
@@ -274,6 +286,7 @@ Block = Annotated[
     | Annotated[Dropdown, Tag("dropdown")]
     | Annotated[Ranking, Tag("ranking")]
     | Annotated[Matrix, Tag("matrix")]
+    | Annotated[FileUpload, Tag("file")]
     | Annotated[Heading, Tag("heading")]
     | Annotated[Paragraph, Tag("paragraph")]
     | Annotated[PageBreak, Tag("page_break")]
@@ -491,6 +504,36 @@ class SubmissionCreate(Model):
 
 class SubmissionPatch(Model):
     answers: dict[str, Answer | None]  # a JSON merge patch: None removes an answer
+
+
+# Files
+
+
+class File(Model):
+    """An uploaded file. An answer to a file question names it by `id`; its
+    bytes are at `url` (`client.files.download`)."""
+
+    id: str
+    form_id: str | None
+    question: str  # the key of the file question it was uploaded to
+    submission_id: str | None  # None until a submission names it
+    name: str
+    content_type: str  # found from its bytes, not from its name
+    size: int
+    sha256: str | None  # hex
+    created_at: datetime
+    url: str
+
+
+class FileLinkCreate(Model):
+    expires_in: int | None = None  # seconds; the server's default is an hour
+
+
+class FileLink(Model):
+    """A link that downloads the file without a key until `expires_at`."""
+
+    url: str
+    expires_at: datetime
 
 
 # Events and webhooks
