@@ -96,3 +96,33 @@ async def test_a_translation_of_what_the_form_lacks_is_refused_with_its_pointer(
         "/translations/fr/endings/bye",
         "/translations/en",
     }
+
+
+async def test_a_submission_keeps_the_language_it_was_answered_in(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    url = f"/v1/forms/{form_id}/submissions"
+
+    french = await api.post(
+        url, secret, json={"answers": {"name": "Ada", "plan": "me"}, "language": "fr"}
+    )
+    own = await api.post(url, secret, json={"answers": {"name": "Bob", "plan": "me"}})
+    unknown = await api.post(url, secret, json={"answers": {"name": "Eve"}, "language": "de"})
+
+    assert french.status_code == 201, french.text
+    assert french.json()["language"] == "fr"
+    assert french.json()["answers"] == {"name": "Ada", "plan": "me"}  # values, whatever the words
+    assert own.json()["language"] == "en"
+    assert unknown.status_code == 422
+    assert unknown.json()["errors"] == [
+        {"pointer": "/language", "detail": "must be one of the form's languages: en, fr"}
+    ]
+    changes = (await api.get(f"{url}/changes", secret)).json()["data"]
+    assert [c["language"] for c in changes] == ["fr", "en"]
+
+    # The hosted page stores the language it was shown in.
+    page = await api.post(f"/f/{form_id}?lang=fr", data={"name": "Cy", "plan": "team"})
+    assert page.status_code == 303, page.text
+    latest = (await api.get(f"{url}/changes?after=2", secret)).json()["data"]
+    assert [(c["answers"]["name"], c["language"]) for c in latest] == [("Cy", "fr")]

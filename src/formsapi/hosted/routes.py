@@ -333,7 +333,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     completes = partial_service.token_hash(token) if token else None
     try:
         submission = await request.app.state.intake.submit(
-            form.organization_id, form.id, answers, completes
+            form.organization_id, form.id, answers, completes, page.lang
         )
     except LinkUsed:
         return _page(request, page.title, "These answers were sent already. Thank you.", 409)

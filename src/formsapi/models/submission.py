@@ -39,3 +39,6 @@ class Submission(Base):
     updated_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # The key of the ending the respondent reached; None when the form has none.
     ending: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # The language the respondent answered in (one of the form's); None for
+    # submissions made before forms had languages.
+    language: Mapped[str | None] = mapped_column(String(35), nullable=True)

@@ -193,6 +193,13 @@ class SubmissionCreate(Schema):
         description="Answers by question key: strings or numbers, as the form's schema says. "
         "Leave a key out for no answer."
     )
+    language: str | None = Field(
+        default=None,
+        max_length=35,
+        description="The language the respondent answered in, when your page shows the form "
+        "in one of its translations (`GET /v1/forms/{formId}?lang=`); one of the form's "
+        "`languages`. Unset: the form's own.",
+    )
 
 
 @router.post(
@@ -214,11 +221,15 @@ async def create_submission(
     intake: Intake = request.app.state.intake
     organization_id = principal.organization_id
     if idempotency_key is None:
-        accepted = await intake.submit(organization_id, form_id, body.answers)
+        accepted = await intake.submit(
+            organization_id, form_id, body.answers, language=body.language
+        )
         return replay(Outcome(201, accepted.body, service.location(form_id, accepted.id)))
     print_ = fingerprint("POST", request.url.path, body.model_dump(mode="json"))
     claim = Claim(idempotency_key, print_)
-    return replay(await intake.submit_once(organization_id, form_id, body.answers, claim))
+    return replay(
+        await intake.submit_once(organization_id, form_id, body.answers, claim, body.language)
+    )
 
 
 @router.get(

@@ -134,7 +134,7 @@ async def csv_chunks(
     async for rows in _chunks(sessionmaker, organization_id, form_id, upto):
         buffer.seek(0)
         buffer.truncate()
-        for id_, form_version, submitted, _, _, _, answers_json, _, _, _ in rows:
+        for id_, form_version, submitted, _, _, _, answers_json, *_ in rows:
             answers = orjson.loads(answers_json)
             writer.writerow(
                 [id_, submitted, form_version] + [_cell(answers.get(key, "")) for key in keys]

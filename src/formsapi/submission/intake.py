@@ -69,6 +69,7 @@ class _Post:
     checking: Checking | None
     # The hash of the resume token of the partial response it completes.
     partial: bytes | None
+    language: str | None  # the respondent's; None: the form's own
     # The stored submission; None when another request with its key was
     # stored first (its outcome is then replayed).
     done: asyncio.Future[Accepted | None] = field(
@@ -95,23 +96,29 @@ class Intake:
         form_id: str,
         answers: dict[str, Any],
         partial: bytes | None = None,
+        language: str | None = None,
     ) -> Accepted:
         """Store answers to a published form, once its batch has committed;
         with `partial`, the partial response they complete is closed in the
         same transaction (LinkUsed when it was completed already)."""
-        accepted = await self._queue(organization_id, form_id, answers, None, partial)
+        accepted = await self._queue(organization_id, form_id, answers, None, partial, language)
         assert accepted is not None, "only a post with a key is answered by another"
         return accepted
 
     async def submit_once(
-        self, organization_id: str, form_id: str, answers: dict[str, Any], claim: Claim
+        self,
+        organization_id: str,
+        form_id: str,
+        answers: dict[str, Any],
+        claim: Claim,
+        language: str | None = None,
     ) -> Outcome:
         """`submit` for a post with an Idempotency-Key: the first time, or
         the outcome kept for the key (idempotency/service.py says how)."""
         kept = await self._kept(organization_id, claim)
         if kept is not None:
             return kept
-        accepted = await self._queue(organization_id, form_id, answers, claim, None)
+        accepted = await self._queue(organization_id, form_id, answers, claim, None, language)
         if accepted is None:
             kept = await self._kept(organization_id, claim)
             if kept is None:  # taken by a request to another path, still running
@@ -135,12 +142,13 @@ class Intake:
         answers: dict[str, Any],
         claim: Claim | None,
         partial: bytes | None,
+        language: str | None,
     ) -> Accepted | None:
         if not is_plausible(form_id):
             raise FormNotFound(form_id)
         form = compiled.cached(organization_id, form_id)
-        checking = None if form is None else check(form, answers, utcnow().date())
-        post = _Post(answers, claim, checking, partial)
+        checking = None if form is None else check(form, answers, utcnow().date(), language)
+        post = _Post(answers, claim, checking, partial, language)
         key = (organization_id, form_id)
         self._waiting.setdefault(key, []).append(post)
         if key not in self._writers:
@@ -178,7 +186,7 @@ class Intake:
                 today = utcnow().date()
                 for post in batch:
                     if post.checking is None or post.checking.form is not form:
-                        post.checking = check(form, post.answers, today)
+                        post.checking = check(form, post.answers, today, post.language)
             accepted = [p for p in batch if p.checking is not None and p.checking.valid]
             async with self._sessionmaker() as session:
                 locked = await form_repository.lock_for_submission(

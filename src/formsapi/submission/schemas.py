@@ -31,6 +31,11 @@ class SubmissionDetail(SubmissionOut):
         description="The key of the ending the respondent reached (the form's `endings`); "
         "null when the form has none."
     )
+    language: str | None = Field(
+        description="The language the respondent answered in, one of the form's; answers "
+        "are the same (option values, not labels) whatever it was. Null for submissions "
+        "made before forms had languages."
+    )
 
 
 class SubmissionDeleted(Schema):
@@ -76,6 +81,7 @@ def detail_wire(
     change_seq: int,
     answers: object,
     ending: str | None,
+    language: str | None,
 ) -> dict[str, Any]:
     """A submission with its sync fields (SubmissionDetail), built here alone."""
     return {
@@ -88,6 +94,7 @@ def detail_wire(
         "changeSeq": change_seq,
         "answers": answers,
         "ending": ending,
+        "language": language,
     }
 
 
@@ -100,10 +107,11 @@ def change_wire(form_id: str, row: Sequence[Any]) -> dict[str, Any]:
     """A row of the change feed's query (repository.ChangeRow) as the feed
     and the export show it: the submission, its answers embedded as stored,
     or its tombstone."""
-    id_, form_version, submitted, updated, version, seq, answers, ending, deleted_at = row[:9]
+    id_, form_version, submitted, updated, version, seq, answers, ending, language = row[:9]
+    deleted_at = row[9]
     if deleted_at is not None:
         return deleted_wire(id_, seq, deleted_at)
     fragment = orjson.Fragment(answers)
     return detail_wire(
-        id_, form_id, form_version, submitted, updated, version, seq, fragment, ending
+        id_, form_id, form_version, submitted, updated, version, seq, fragment, ending, language
     )

@@ -138,13 +138,17 @@ class Checking:
     checked: Checked
     answers_json: bytes | None  # None: they cannot be stored as JSON
     files: dict[str, str]  # the uploads they name: file id to question key
+    language: str  # the respondent's, one of the form's
+    language_error: str | None = None
 
     @property
     def valid(self) -> bool:
-        return not self.checked.errors and self.answers_json is not None
+        return not self.checked.errors and self.answers_json is not None and not self.language_error
 
     def failure(self) -> ValidationFailed:
         errors = [e.as_dict() for e in self.checked.errors]
+        if self.language_error:
+            errors.append({"pointer": "/language", "detail": self.language_error})
         if self.answers_json is None:
             errors.append(
                 {
@@ -156,15 +160,20 @@ class Checking:
         return ValidationFailed("The answers are invalid.", errors)
 
 
-def check(form: compiled.Compiled, answers: dict[str, Any], today: date) -> Checking:
+def check(
+    form: compiled.Compiled, answers: dict[str, Any], today: date, language: str | None = None
+) -> Checking:
     checked = validate_submission(form, answers, today)
     try:
         encoded = orjson.dumps(checked.stored)
     except orjson.JSONEncodeError:
         encoded = None
-    return Checking(
-        form, checked, encoded, file_service.answered_files(form.blocks, checked.stored)
-    )
+    files = file_service.answered_files(form.blocks, checked.stored)
+    if language is None or language in form.languages:
+        return Checking(form, checked, encoded, files, language or form.definition.language)
+    offered = ", ".join(form.languages)
+    problem = f"must be one of the form's languages: {offered}"
+    return Checking(form, checked, encoded, files, language, problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +212,7 @@ def new_submission(
             change_seq,
             orjson.Fragment(checking.answers_json),
             ending,
+            checking.language,
         )
     )
     thin = _thin(submission_id, form_id, 1, change_seq)
@@ -217,6 +227,7 @@ def new_submission(
         "answers": checking.answers_json.decode(),
         "change_seq": change_seq,
         "ending": ending,
+        "language": checking.language,
     }
     return event | row, Accepted(submission_id, checking.checked.stored, ending, body)
 
@@ -440,4 +451,5 @@ def to_dict(submission: Submission) -> dict[str, Any]:
         submission.change_seq,
         submission.answers,
         submission.ending,
+        submission.language,
     )

@@ -44,6 +44,7 @@ class SubmissionRedacted(Schema):
     version: int
     change_seq: int
     ending: str | None
+    language: str | None = None
     redacted: Literal[True]
 
 

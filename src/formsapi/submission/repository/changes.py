@@ -33,7 +33,7 @@ from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped
 
 # id, form_version, submitted_at, updated_at, version, change_seq, answers as
-# JSON text, ending, deleted_at: the API's text for times; the last NULL for a
+# JSON text, ending, language, deleted_at: the API's text for times; the last NULL for a
 # live submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
 
@@ -61,6 +61,7 @@ def _live(upto: bool) -> Any:
         # As the database holds it: embedded as is, never decoded and re-encoded.
         cast(Submission.answers, Text).label("answers"),
         Submission.ending,
+        Submission.language,
         cast(null(), Text).label("deleted_at"),
     ).where(*conditions)
 
@@ -84,6 +85,7 @@ def _feed_statement() -> HotStatement:
             SubmissionTombstone.change_seq,
             cast(null(), Text).label("answers"),
             cast(null(), String).label("ending"),
+            cast(null(), String).label("language"),
             iso_utc(SubmissionTombstone.deleted_at).label("deleted_at"),
         )
         .where(

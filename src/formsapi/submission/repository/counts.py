@@ -137,7 +137,9 @@ def new_row(postgres: bool) -> Insert:
     events' write with each event's parameters (event_service.write)."""
     answers = bindparam("answers", type_=Text)
     columns = ("id", "organization_id", "form_id", "form_version", "submitted_at")
-    values: dict[str, Any] = {c: bindparam(c) for c in (*columns, "change_seq", "ending")}
+    values: dict[str, Any] = {
+        c: bindparam(c) for c in (*columns, "change_seq", "ending", "language")
+    }
     values["answers"] = cast(answers, postgresql.JSONB) if postgres else answers
     return insert(Submission).values({**values, "version": 1})
 
