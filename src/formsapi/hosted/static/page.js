@@ -76,6 +76,37 @@
     return template.replace(/\{(\w+)\}/g, function (_, name) { return values[name]; });
   }
 
+  // A size as the server's pages write it (Jinja's filesizeformat).
+  function sizeText(bytes) {
+    if (bytes === 1) return "1 Byte";
+    if (bytes < 1000) return bytes + " Bytes";
+    var prefixes = ["kB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"];
+    for (var i = 0; i < prefixes.length; i++) {
+      var unit = Math.pow(1000, i + 2);
+      if (bytes < unit || i === prefixes.length - 1) {
+        return (1000 * bytes / unit).toFixed(1) + " " + prefixes[i];
+      }
+    }
+  }
+
+  // Uploads under way on the page, of every file question: the page's
+  // buttons wait for them, and only those this script disabled come back
+  // (the current language's stays disabled).
+  var inFlight = 0;
+  var held = [];
+  function sending(delta) {
+    inFlight += delta;
+    if (inFlight > 0 && !held.length) {
+      held = Array.prototype.filter.call(
+        form.querySelectorAll("button[type=submit]"),
+        function (button) { return !button.disabled; });
+      held.forEach(function (button) { button.disabled = true; });
+    } else if (inFlight === 0) {
+      held.forEach(function (button) { button.disabled = false; });
+      held = [];
+    }
+  }
+
   function fileQuestion(box) {
     var picker = box.querySelector("input[type=file]");
     var field = box.querySelector("input[type=hidden]");
@@ -83,25 +114,24 @@
     var status = box.querySelector(".upload-status");
     var maxSize = Number(box.dataset.maxSize);
     var maxFiles = Number(box.dataset.maxFiles);
-    var busy = 0;
 
     function ids() { return field.value ? field.value.split(",") : []; }
     function setIds(values) { field.value = values.join(","); }
-    function sending(delta) {
-      busy += delta;
-      form.querySelectorAll("button[type=submit]").forEach(function (button) {
-        button.disabled = busy > 0;
-      });
+    // What the status line says, marked as an error or not.
+    function tell(text, failed) {
+      status.textContent = text;
+      status.classList.toggle("error", Boolean(failed));
     }
 
-    function listed(id, text) {
+    function listed(file) {
       var item = document.createElement("li");
-      item.dataset.id = id;
-      item.textContent = text + " ";
+      item.dataset.id = file.id;
+      item.textContent = file.name + " (" + sizeText(file.size) + ") ";
       var remove = document.createElement("button");
       remove.type = "button";
       remove.className = "link";
       remove.setAttribute("data-remove", "");
+      remove.setAttribute("aria-label", box.dataset.remove + " " + file.name);
       remove.textContent = box.dataset.remove;
       item.appendChild(remove);
       list.appendChild(item);
@@ -110,17 +140,17 @@
     function send(file) {
       var values = { name: file.name, size: box.dataset.size, count: maxFiles };
       if (file.size > maxSize) {
-        status.textContent = say(box.dataset.tooLarge, values);
+        tell(say(box.dataset.tooLarge, values), true);
         return;
       }
       sending(1);
-      status.textContent = say(box.dataset.uploading, values);
+      tell(say(box.dataset.uploading, values));
       var request = new XMLHttpRequest();
       request.open("POST", box.dataset.upload + "&name=" + encodeURIComponent(file.name));
       request.upload.onprogress = function (event) {
         if (event.lengthComputable) {
-          status.textContent = say(box.dataset.uploading, values) + " " +
-            Math.floor(100 * event.loaded / event.total) + "%";
+          tell(say(box.dataset.uploading, values) + " " +
+            Math.floor(100 * event.loaded / event.total) + "%");
         }
       };
       request.onload = function () {
@@ -129,17 +159,17 @@
         try { answer = JSON.parse(request.responseText); } catch (e) { /* not JSON */ }
         if (request.status === 201) {
           setIds(ids().concat([answer.id]));
-          listed(answer.id, answer.name);
-          status.textContent = say(box.dataset.uploaded, values);
+          listed(answer);
+          tell(say(box.dataset.uploaded, values));
         } else {
           values.reason = answer.detail || request.statusText;
-          status.textContent = say(box.dataset.uploadFailed, values);
+          tell(say(box.dataset.uploadFailed, values), true);
         }
       };
       request.onerror = function () {
         sending(-1);
         values.reason = request.statusText || "network error";
-        status.textContent = say(box.dataset.uploadFailed, values);
+        tell(say(box.dataset.uploadFailed, values), true);
       };
       request.send(file);
     }
@@ -148,7 +178,7 @@
     picker.addEventListener("change", function () {
       var files = Array.prototype.slice.call(picker.files);
       if (ids().length + files.length > maxFiles) {
-        status.textContent = say(box.dataset.tooMany, { count: maxFiles });
+        tell(say(box.dataset.tooMany, { count: maxFiles }), true);
         files = files.slice(0, Math.max(0, maxFiles - ids().length));
       }
       files.forEach(send);
@@ -160,6 +190,7 @@
       var item = button.closest("li");
       setIds(ids().filter(function (id) { return id !== item.dataset.id; }));
       item.remove();
+      tell("");
       picker.focus();
     });
   }

@@ -1,0 +1,324 @@
+"""A file question on the hosted page, in Debian's Chromium driven by
+Playwright against a real `formsapi serve` process: a file of exactly the
+question's maxSize is uploaded as it is picked, listed, submitted and comes
+back byte for byte; one byte more is refused by the page before anything is
+sent, and by the server when the page's check is bypassed.
+
+Screenshots go to test-artifacts/screenshots/ beside the settings area's
+(tests/e2e/test_browser.py), numbered after them, to be looked at.
+
+The pages under /f/ send a Content-Security-Policy without `connect-src`, so
+`default-src 'none'` forbids the page's own script to send the file: in a
+browser, no upload from the hosted page works. The test of that is marked as
+failing (strictly: it fails the run once the policy is fixed, to remove the
+mark and BYPASS_CSP); the rest of the flow runs with the policy bypassed.
+"""
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
+
+from tests.conftest import service_unavailable
+from tests.e2e.test_browser import AXE, CHROMIUM, LAPTOP, PHONE, SCREENSHOTS, axe_violations
+from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+
+# Until the hosted pages' policy allows `connect-src 'self'` (see above).
+BYPASS_CSP = True
+MAX_SIZE = 200_000
+# A PDF of exactly the question's limit, and one a byte longer.
+EXACT = b"%PDF-1.7\n" + bytes(range(256)) * ((MAX_SIZE - 9) // 256)
+EXACT += b"\n" * (MAX_SIZE - len(EXACT))
+OVER = EXACT + b"\n"
+
+FORM: dict[str, Any] = {
+    "title": "Send us your portfolio",
+    "blocks": [
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {
+            "type": "file",
+            "key": "portfolio",
+            "title": "Portfolio",
+            "description": "A PDF or an image.",
+            "required": True,
+            "accept": ["application/pdf", "image/*"],
+            "maxSize": MAX_SIZE,
+        },
+    ],
+    # Two languages: the page's switch is a button the current language's disabled.
+    "translations": {"fr": {"title": "Envoyez-nous votre portfolio"}},
+}
+
+
+@dataclass(frozen=True)
+class Site:
+    server: Server
+    database: Path
+    secret: str
+
+    @property
+    def url(self) -> str:
+        return self.server.base_url
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.url}{path}",
+            headers={"Authorization": f"Bearer {self.secret}"},
+            timeout=10,
+            **kwargs,
+        )
+
+    def files(self) -> int:
+        """Rows of uploads, whatever their state: none may be left by a refusal."""
+        with sqlite3.connect(self.database) as connection:
+            return int(connection.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """A new organization with one owner and a key, on a server of its own."""
+    directory = tmp_path_factory.mktemp("uploads")
+    path = directory / "formsapi.db"
+    database = f"sqlite:///{path}"
+    cli(directory, database, "migrate")
+    org = cli(directory, database, "org", "create", "--name", "Portfolio review")
+    email = "owner@example.com"
+    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
+    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
+    scopes = ("forms:read", "forms:write", "submissions:read")
+    secret = cli(
+        directory,
+        database,
+        "key",
+        "create",
+        "--org",
+        org,
+        "--email",
+        email,
+        "--name",
+        "uploads",
+        *(arg for scope in scopes for arg in ("--scope", scope)),
+    )
+    server = start_server(directory, clean_env(database_url=database), "server")
+    try:
+        server.wait_until_healthy()
+        yield Site(server, path, secret)
+    finally:
+        stop_servers([server])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        service_unavailable(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("4[6-9]-upload*.png"):
+        old.unlink()
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def respondent(browser: Browser, phone: bool = False) -> Page:
+    """A respondent's new browser window, at a laptop's or a phone's width."""
+    if phone:
+        context = browser.new_context(
+            viewport=PHONE, device_scale_factor=2, is_mobile=True, bypass_csp=BYPASS_CSP
+        )
+    else:
+        context = browser.new_context(viewport=LAPTOP, bypass_csp=BYPASS_CSP)
+    return context.new_page()
+
+
+def shoot(page: Page, name: str) -> None:
+    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def publish(site: Site) -> str:
+    created = site.api("POST", "/v1/forms", json=FORM)
+    assert created.status_code == 201, created.text
+    form_id: str = created.json()["id"]
+    published = site.api("PATCH", f"/v1/forms/{form_id}", json={"status": "published"})
+    assert published.status_code == 200, published.text
+    return form_id
+
+
+def _pick(page: Page, name: str, data: bytes) -> None:
+    page.get_by_label("Portfolio").set_input_files(
+        {"name": name, "mimeType": "application/pdf", "buffer": data}
+    )
+
+
+def _respond(page: Page, width: str) -> str:
+    """A respondent on the page: the file one byte over refused by the page,
+    the one of exactly the limit uploaded, the form sent. The file's id."""
+    uploads: list[Request] = []
+    page.on(
+        "request",
+        lambda request: uploads.append(request) if "/files?" in request.url else None,
+    )
+    status = page.locator(".upload-status")
+    listed = page.locator("ul.files li")
+
+    page.get_by_label("Your name").fill("Ada")
+    shoot(page, f"46-upload-empty{width}")
+    _pick(page, "too-big.pdf", OVER)
+    expect(status).to_have_text("too-big.pdf is larger than 200.0 kB.")
+    expect(status).to_have_class(re.compile(r"\berror\b"))
+    expect(listed).to_have_count(0)
+    shoot(page, f"47-upload-too-large{width}")
+    assert uploads == []  # refused here: not a byte sent
+
+    _pick(page, "portfolio.pdf", EXACT)
+    expect(status).to_have_text("portfolio.pdf is uploaded.")
+    # The buttons held while it was sent are back; the current language's stays off.
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()
+    expect(page.get_by_role("button", name="Français")).to_be_enabled()
+    expect(page.get_by_role("button", name="English")).to_be_disabled()
+    expect(status).not_to_have_class(re.compile(r"\berror\b"))
+    expect(listed).to_have_count(1)
+    expect(listed).to_contain_text("portfolio.pdf (200.0 kB)")  # as the server's pages say it
+    expect(listed.get_by_role("button", name="Remove portfolio.pdf")).to_be_visible()
+    assert len(uploads) == 1
+    file_id = page.locator('input[type=hidden][name="portfolio"]').input_value()
+    assert re.fullmatch(r"fil_[0-9a-z]{26}", file_id), file_id
+    shoot(page, f"48-upload-listed{width}")
+
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
+    return file_id
+
+
+def test_a_file_of_exactly_the_limit_is_uploaded_and_sent_and_one_byte_more_is_not(
+    browser: Browser, site: Site
+) -> None:
+    form_id = publish(site)
+    url = f"{site.url}/f/{form_id}"
+
+    ids = []
+    for phone in (False, True):
+        page = respondent(browser, phone)
+        page.goto(url)
+        ids.append(_respond(page, "-phone" if phone else ""))
+        page.context.close()
+
+    listed = site.api("GET", f"/v1/forms/{form_id}/submissions").json()["data"]
+    assert sorted(s["answers"]["portfolio"] for s in listed) == sorted(ids)
+    assert {s["answers"]["name"] for s in listed} == {"Ada"}
+    for file_id, submission in ((s["answers"]["portfolio"], s["id"]) for s in listed):
+        about = site.api("GET", f"/v1/files/{file_id}").json()
+        assert about["submissionId"] == submission
+        assert about["name"] == "portfolio.pdf"
+        assert about["size"] == MAX_SIZE
+        downloaded = site.api("GET", f"/v1/files/{file_id}/content")
+        assert downloaded.status_code == 200
+        assert downloaded.content == EXACT
+    assert site.files() == 2
+
+
+def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypassed(
+    browser: Browser, site: Site
+) -> None:
+    form_id = publish(site)
+    page = respondent(browser)
+    page.goto(f"{site.url}/f/{form_id}")
+    before = site.files()
+
+    # What a script of the respondent's own could send, from the page itself.
+    sent: list[dict[str, Any]] = page.evaluate(
+        """async ([size]) => {
+            const send = async (body) => {
+                const answer = await fetch(
+                    document.querySelector("[data-upload]").dataset.upload + "&name=big.pdf",
+                    {method: "POST", body});
+                return {status: answer.status, type: answer.headers.get("content-type"),
+                        body: await answer.json()};
+            };
+            const pdf = new TextEncoder().encode("%PDF-1.7\\n");
+            const over = new Uint8Array(size + 1);
+            over.set(pdf);
+            return [await send(over), await send(new Blob([over]))];
+        }""",
+        [MAX_SIZE],
+    )
+
+    page.context.close()
+
+    # And from outside a browser, without a length: cut where it runs over.
+    def pieces() -> Iterator[bytes]:
+        for start in range(0, len(OVER), 16_384):
+            yield OVER[start : start + 16_384]
+
+    streamed = httpx.post(
+        f"{site.url}/f/{form_id}/files",
+        params={"question": "portfolio", "name": "big.pdf"},
+        content=pieces(),
+        timeout=10,
+    )
+    assert "content-length" not in streamed.request.headers
+    sent.append(
+        {
+            "status": streamed.status_code,
+            "type": streamed.headers["content-type"],
+            "body": streamed.json(),
+        }
+    )
+
+    for answer in sent:
+        assert answer["status"] == 413, answer
+        assert answer["type"] == "application/problem+json"
+        assert answer["body"]["limit"] == MAX_SIZE
+    assert site.files() == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the /f/ pages' CSP (hosted.routes._CSP) has no connect-src 'self', so "
+    "default-src 'none' blocks the page's own upload request",
+)
+def test_the_page_may_send_a_picked_file_under_its_own_policy(browser: Browser, site: Site) -> None:
+    form_id = publish(site)
+    page = browser.new_context(viewport=LAPTOP).new_page()  # the policy as served
+    page.goto(f"{site.url}/f/{form_id}")
+
+    _pick(page, "portfolio.pdf", EXACT)
+
+    expect(page.locator(".upload-status")).to_have_text("portfolio.pdf is uploaded.")
+
+
+def test_the_page_with_a_file_question_passes_axe(browser: Browser, site: Site) -> None:
+    if not AXE.exists():
+        service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
+    form_id = publish(site)
+    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker.goto(f"{site.url}/f/{form_id}")
+
+    found = {"empty": axe_violations(checker)}
+    _pick(checker, "portfolio.pdf", EXACT)
+    expect(checker.locator(".upload-status")).to_have_text("portfolio.pdf is uploaded.")
+    found["uploaded"] = axe_violations(checker)
+    # Removed: out of the list and of the answer, the picker ready again.
+    checker.get_by_role("button", name="Remove portfolio.pdf").click()
+    expect(checker.locator("ul.files li")).to_have_count(0)
+    expect(checker.locator('input[type=hidden][name="portfolio"]')).to_have_value("")
+    expect(checker.get_by_label("Portfolio")).to_be_focused()
+    _pick(checker, "too-big.pdf", OVER)
+    expect(checker.locator(".upload-status")).to_have_text("too-big.pdf is larger than 200.0 kB.")
+    found["too large"] = axe_violations(checker)
+    _pick(checker, "portfolio.pdf", EXACT)
+    expect(checker.locator(".upload-status")).to_have_text("portfolio.pdf is uploaded.")
+    checker.get_by_role("button", name="Send").click()  # no name: the errors shown
+    expect(checker.get_by_role("alert")).to_be_visible()
+    found["with errors"] = axe_violations(checker)
+    shoot(checker, "49-upload-error")
+
+    assert found == {name: [] for name in found}
