@@ -7,11 +7,9 @@ sent, and by the server when the page's check is bypassed.
 Screenshots go to test-artifacts/screenshots/ beside the settings area's
 (tests/e2e/test_browser.py), numbered after them, to be looked at.
 
-The pages under /f/ send a Content-Security-Policy without `connect-src`, so
-`default-src 'none'` forbids the page's own script to send the file: in a
-browser, no upload from the hosted page works. The test of that is marked as
-failing (strictly: it fails the run once the policy is fixed, to remove the
-mark and BYPASS_CSP); the rest of the flow runs with the policy bypassed.
+Every page runs under the policy the service sends (its `connect-src 'self'`
+lets the page's script send the file, and nothing else anywhere); only the
+accessibility check bypasses it, to inject axe-core.
 """
 
 import re
@@ -29,8 +27,6 @@ from tests.conftest import service_unavailable
 from tests.e2e.test_browser import AXE, CHROMIUM, LAPTOP, PHONE, SCREENSHOTS, axe_violations
 from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
 
-# Until the hosted pages' policy allows `connect-src 'self'` (see above).
-BYPASS_CSP = True
 MAX_SIZE = 200_000
 # A PDF of exactly the question's limit, and one a byte longer.
 EXACT = b"%PDF-1.7\n" + bytes(range(256)) * ((MAX_SIZE - 9) // 256)
@@ -131,11 +127,9 @@ def browser() -> Iterator[Browser]:
 def respondent(browser: Browser, phone: bool = False) -> Page:
     """A respondent's new browser window, at a laptop's or a phone's width."""
     if phone:
-        context = browser.new_context(
-            viewport=PHONE, device_scale_factor=2, is_mobile=True, bypass_csp=BYPASS_CSP
-        )
+        context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
     else:
-        context = browser.new_context(viewport=LAPTOP, bypass_csp=BYPASS_CSP)
+        context = browser.new_context(viewport=LAPTOP)
     return context.new_page()
 
 
@@ -280,11 +274,6 @@ def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypass
     assert site.files() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the /f/ pages' CSP (hosted.routes._CSP) has no connect-src 'self', so "
-    "default-src 'none' blocks the page's own upload request",
-)
 def test_the_page_may_send_a_picked_file_under_its_own_policy(browser: Browser, site: Site) -> None:
     form_id = publish(site)
     page = browser.new_context(viewport=LAPTOP).new_page()  # the policy as served

@@ -220,10 +220,17 @@ class AsyncSubmissions(_Resource):
         return await self._client._run(calls.submissions_get(form_id, submission_id))
 
     async def create(
-        self, form_id: str, answers: Mapping[str, Answer], idempotency_key: str | None = None
+        self,
+        form_id: str,
+        answers: Mapping[str, Answer],
+        idempotency_key: str | None = None,
+        language: str | None = None,
     ) -> SubmissionDetail:
-        """Submit answers to a published form; safe to retry (Idempotency-Key)."""
-        return await self._client._run(calls.submissions_create(form_id, answers, idempotency_key))
+        """Submit answers to a published form; safe to retry (Idempotency-Key).
+        `language`: the one of the form's the respondent answered in."""
+        return await self._client._run(
+            calls.submissions_create(form_id, answers, idempotency_key, language)
+        )
 
     async def edit(
         self,

@@ -147,9 +147,12 @@ def submissions_get(form_id: str, submission_id: str) -> Call[SubmissionDetail]:
 
 
 def submissions_create(
-    form_id: str, answers: Mapping[str, Answer], idempotency_key: str | None
+    form_id: str,
+    answers: Mapping[str, Answer],
+    idempotency_key: str | None,
+    language: str | None = None,
 ) -> Call[SubmissionDetail]:
-    body = SubmissionCreate(answers=dict(answers))
+    body = SubmissionCreate(answers=dict(answers), language=language)
     return call(
         "submissions.create",
         _submission,

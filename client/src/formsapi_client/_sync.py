@@ -212,10 +212,17 @@ class Submissions(_Resource):
         return self._client._run(calls.submissions_get(form_id, submission_id))
 
     def create(
-        self, form_id: str, answers: Mapping[str, Answer], idempotency_key: str | None = None
+        self,
+        form_id: str,
+        answers: Mapping[str, Answer],
+        idempotency_key: str | None = None,
+        language: str | None = None,
     ) -> SubmissionDetail:
-        """Submit answers to a published form; safe to retry (Idempotency-Key)."""
-        return self._client._run(calls.submissions_create(form_id, answers, idempotency_key))
+        """Submit answers to a published form; safe to retry (Idempotency-Key).
+        `language`: the one of the form's the respondent answered in."""
+        return self._client._run(
+            calls.submissions_create(form_id, answers, idempotency_key, language)
+        )
 
     def edit(
         self,

@@ -102,5 +102,6 @@ def _row(form_id: str, item: dict[str, Any]) -> dict[str, Any]:
         "change_seq": item["changeSeq"],
         "answers": item["answers"],
         "ending": item.get("ending"),  # the ending reached (a server before endings: none)
+        "language": item.get("language"),  # the respondent's (a server before: none)
         "deleted": False,
     }

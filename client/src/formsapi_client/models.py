@@ -442,6 +442,9 @@ class SubmissionDetail(Submission):
     version: int  # the ETag, unquoted
     change_seq: int
     ending: str | None  # the key of the ending reached, or None
+    # The language the respondent answered in (None: a submission from
+    # before forms had languages).
+    language: str | None
 
 
 class SubmissionDeleted(Model):
@@ -500,6 +503,7 @@ class ExportEnd(Model):
 
 class SubmissionCreate(Model):
     answers: dict[str, Answer]
+    language: str | None = None  # one of the form's languages; None: its own
 
 
 class SubmissionPatch(Model):
@@ -664,6 +668,7 @@ class SubmissionRedacted(Model):
     version: int
     change_seq: int
     ending: str | None
+    language: str | None = None
     redacted: Literal[True]
 
 

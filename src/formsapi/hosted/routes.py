@@ -630,9 +630,11 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
 
 
 # The policy of every page under /f/: only our own scripts run (the page works
-# without them), everything comes from here.
+# without them, file questions aside), everything comes from here, and the
+# script talks to nothing else (its uploads).
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors "
 )
 

@@ -234,9 +234,14 @@ class Throttle:
     async def attempt(self, email: str, address: str) -> int:
         """Take a slot for one attempt, before the password is checked: 0 when it
         may go ahead, else the seconds to wait. Taken atomically, so a burst of
-        concurrent guesses gets no more checks than the limit allows."""
+        concurrent guesses gets no more checks than the limit allows. The
+        address is counted first, and an address refused takes nothing of the
+        account's allowance: a few flooding clients cannot use up a form's
+        (or an account's) for everyone else."""
         wait = 0
-        for item, key in self._counters(email, address):
+        for item, key in reversed(self._counters(email, address)):
+            if wait:
+                break
 
             async def take(strategy: Strategy, item: RateLimitItem = item, key: str = key) -> int:
                 if await strategy.hit(item, key):
