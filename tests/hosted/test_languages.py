@@ -66,3 +66,43 @@ async def test_switching_language_keeps_the_answers_and_stores_values(
     assert done.status_code == 303
     [stored] = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"]
     assert stored["answers"] == {"name": "Ada", "plan": "me"}  # values, not labels
+
+
+async def test_every_error_and_the_thank_you_page_speak_the_pages_language(
+    api: Api, session: AsyncSession
+) -> None:
+    french_words = {
+        "invalid": "Vérifiez cette réponse",
+        "thanks": "Merci !",
+        "received": "Vos réponses à « {title} » sont bien arrivées.",
+    }
+    form = {
+        **FORM,
+        "blocks": [*FORM["blocks"], {"type": "email", "key": "mail", "title": "Email"}],
+        "endings": [],
+        "translations": {
+            "fr": {
+                **FORM["translations"]["fr"],
+                "endings": {},
+                "messages": {**FORM["translations"]["fr"]["messages"], **french_words},
+            }
+        },
+    }
+    form_id, _, _ = await publish_over_api(api, session, form)
+    url = f"/f/{form_id}"
+    page = await api.get(f"{url}?lang=fr")
+
+    wrong = await api.post(url, data=_post(page.text, {"name": "Ada", "mail": "not-an-address"}))
+    assert wrong.status_code == 422
+    assert "Email: Vérifiez cette réponse" in wrong.text
+    assert "must be" not in wrong.text  # the check's English words stay out
+    sent = await api.post(url, data=_post(wrong.text, {"name": "Ada", "mail": "ada@example.com"}))
+    assert sent.status_code == 303
+    thanks = await api.get(sent.headers["location"])
+    assert "<h1>Merci !</h1>" in thanks.text
+    assert "Vos réponses à « Atelier » sont bien arrivées." in thanks.text
+
+    # In the form's own language, with no words of its own: the precise check.
+    english = await api.get(f"{url}?lang=en")
+    wrong = await api.post(url, data=_post(english.text, {"name": "Ada", "mail": "nope"}))
+    assert "must be an email address" in wrong.text

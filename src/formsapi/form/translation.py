@@ -46,6 +46,10 @@ MESSAGES: dict[str, str] = {
     "too_large": "{name} is larger than {size}.",
     "too_many": "At most {count} file(s).",
     "upload_failed": "{name} could not be uploaded: {reason}",
+    # Any other answer's error; empty: the check's own words (in English).
+    "invalid": "",
+    "thanks": "Thank you",
+    "received": "Your answers to “{title}” were received.",
 }
 Message = Literal[
     "next",
@@ -65,6 +69,9 @@ Message = Literal[
     "too_large",
     "too_many",
     "upload_failed",
+    "invalid",
+    "thanks",
+    "received",
 ]
 
 # A block's texts, as the API names them, and its labelled lists.

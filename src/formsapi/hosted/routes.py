@@ -171,8 +171,10 @@ async def _render(
 ) -> HTMLResponse:
     blocks = step.blocks if step else page.blocks
     titles = {key: part.title for key, part in parts(blocks)}  # recalled
-    required = page.messages["required"]
-    errors = {key: required if text == "is required" else text for key, text in errors.items()}
+    required, invalid = page.messages["required"], page.messages["invalid"]
+    errors = {
+        key: required if text == "is required" else invalid or text for key, text in errors.items()
+    }
     context = {
         "form": page,
         "blocks": blocks,
@@ -349,7 +351,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
         return _unavailable(request)
-    return _ending(request, form, shown, submission.answers, submission.ending, page.lang)
+    return _ending(request, form, shown, submission.answers, submission.ending, page)
 
 
 def _errors(invalid: ValidationFailed) -> dict[str, str]:
@@ -557,14 +559,14 @@ def _ending(
     version: Compiled,
     stored: dict[str, Any],
     key: str | None,
-    lang: str,
+    page: Page,
 ) -> Response:
     """Where a respondent lands: the ending the logic chose, with what they
     answered recalled (escaped on the page, URL-encoded in a redirect), as
     stored (variables under vars.*), in their language."""
     ending = service.ending_of(version, key)
     # The language rides along to the thank-you page of a form that has several.
-    in_lang = f"lang={quote(lang)}" if len(version.languages) > 1 else ""
+    in_lang = f"lang={quote(page.lang)}" if len(version.languages) > 1 else ""
     if ending is None:
         return RedirectResponse(f"/f/{form.id}/thanks{'?' if in_lang else ''}{in_lang}", 303)
     values = service.recall_values(version, stored, {})
@@ -576,7 +578,7 @@ def _ending(
         return RedirectResponse(f"{ending_url}&{in_lang}" if in_lang else ending_url, 303)
     return _page(
         request,
-        service.recall(ending.title or "Thank you", values),
+        service.recall(ending.title or page.messages["thanks"], values),
         service.recall(ending.text or "", values),
         200,
     )
@@ -620,13 +622,14 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
         return _unavailable(request)
     key = request.query_params.get("ending")
     version = service.compiled_of(form)
-    shown = version.in_language(_language(request, version))
+    shown, page = _shown(form, version, _language(request, version))
     ending = service.ending_of(shown, key) if key else None
+    thanks = page.messages["thanks"]
     if ending is not None and ending.redirect is None:
         # A link carries no answers: recall shows its fallbacks, never {{...}}.
-        title = service.recall(ending.title or "Thank you", {})
+        title = service.recall(ending.title or thanks, {})
         return _page(request, title, service.recall(ending.text or "", {}), 200)
-    return _page(request, "Thank you", f"Your answers to “{form.title}” were received.", 200)
+    return _page(request, thanks, page.messages["received"].replace("{title}", page.title), 200)
 
 
 # The policy of every page under /f/: only our own scripts run (the page works
