@@ -137,7 +137,7 @@ async def test_the_page_of_a_form_with_a_file_question_renders_the_file_field(
     assert ("cv", "") in _hidden(text)
     assert f'data-upload="/f/{form_id}/files?question=cv"' in text
     assert 'data-max-size="4096"' in text
-    assert '<p class="hint" id="cv-limits">Up to 1 file(s) of 4.1 kB at most.</p>' in text
+    assert '<p class="hint" id="cv-limits">One file, 4.1 kB at most.</p>' in text
     assert '<p class="upload-status" role="status"></p>' in text
     assert "Uploading files needs JavaScript to be on." in text  # in <noscript>
 
