@@ -127,23 +127,11 @@ async def release(
     file_ids: Sequence[str] = (),
     now: datetime | None = None,
 ) -> None:
-    """Delete the files of these submissions (or only `file_ids` of them):
-    those in the database at once, with their chunks; those elsewhere are
-    left to the purge, which deletes the bytes before the row, due now."""
-    of_them = [
-        scoped(File, organization_id),
-        File.form_id == form_id,
-        File.submission_id.in_(submission_ids),
-    ]
+    """Delete the files of these submissions (or only `file_ids` of them)."""
+    of_them: list[ColumnElement[bool]] = [File.submission_id.in_(submission_ids)]
     if file_ids:
         of_them.append(File.id.in_(file_ids))
-    await session.execute(delete(File).where(*of_them, File.storage == "database"))
-    await session.execute(
-        update(File)
-        .where(*of_them)
-        .values(submission_id=None, expires_at=now)
-        .execution_options(synchronize_session=False)
-    )
+    await _let_go(session, organization_id, form_id, of_them, now)
 
 
 async def drop_unclaimed(
@@ -153,19 +141,27 @@ async def drop_unclaimed(
     file_ids: Sequence[str],
     now: datetime,
 ) -> None:
-    """Delete the uploads among `file_ids` that no submission took: as
-    `release` does, those in the database at once, the others by the purge."""
-    of_them = [
-        scoped(File, organization_id),
-        File.form_id == form_id,
-        File.id.in_(file_ids),
-        File.submission_id.is_(None),
-    ]
-    await session.execute(delete(File).where(*of_them, File.storage == "database"))
+    """Delete the uploads among `file_ids` that no submission took."""
+    of_them = [File.id.in_(file_ids), File.submission_id.is_(None)]
+    await _let_go(session, organization_id, form_id, of_them, now)
+
+
+async def _let_go(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    of_them: Sequence[ColumnElement[bool]],
+    now: datetime | None,
+) -> None:
+    """Delete a form's files: those in the database at once, with their
+    chunks; those elsewhere are left to the purge (no submission, due now),
+    which deletes the bytes before the row."""
+    found = [scoped(File, organization_id), File.form_id == form_id, *of_them]
+    await session.execute(delete(File).where(*found, File.storage == "database"))
     await session.execute(
         update(File)
-        .where(*of_them)
-        .values(expires_at=now)
+        .where(*found)
+        .values(submission_id=None, expires_at=now)
         .execution_options(synchronize_session=False)
     )
 
