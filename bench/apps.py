@@ -8,24 +8,22 @@ FastAPI, SQLAlchemy async): each is an app factory for `uvicorn --factory`.
   framework validation.
 - service_without_auth: the real service with the caller fixed and the rate
   limit off, to price authentication and rate limiting.
+
+Each factory imports what it serves, no more: the floors' processes start
+without importing the whole service (seconds of CPU each).
 """
 
 import os
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from formsapi import dependencies
-from formsapi.api_key.principal import Principal
-from formsapi.api_key.scopes import Scope
-from formsapi.app import create_app
-from formsapi.config import Settings
-from formsapi.db import create_engine
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 
 def http_floor() -> FastAPI:
@@ -46,6 +44,8 @@ def http_floor() -> FastAPI:
 
 def bare_floor() -> FastAPI:
     """GET /{scenario}: run that scenario's captured statements, return the rows."""
+    from formsapi.db import create_engine
+
     # Written by bench.run from bench.capture: trusted, and pickle keeps the
     # parameters' types (datetimes) exactly as the service passed them.
     plans: dict[str, list[dict[str, Any]]] = pickle.loads(  # noqa: S301
@@ -57,7 +57,7 @@ def bare_floor() -> FastAPI:
     )
     app = FastAPI()
 
-    async def run(connection: AsyncConnection, statement: dict[str, Any]) -> list[Any]:
+    async def run(connection: "AsyncConnection", statement: dict[str, Any]) -> list[Any]:
         params = statement["parameters"]
         if connection.dialect.name == "postgresql":
             # On the driver, as the service's hot reads run.
@@ -89,6 +89,12 @@ def service_without_auth() -> FastAPI:
     authentication and rate limiting together (bench/RESULTS.md). Instead the
     function every /v1 route calls before its handler (GuardedRoute looks it up
     at call time) answers the constant. This process serves nothing else."""
+    from formsapi import dependencies
+    from formsapi.api_key.principal import Principal
+    from formsapi.api_key.scopes import Scope
+    from formsapi.app import create_app
+    from formsapi.config import Settings
+
     principal = Principal(
         key_id="key_bench",
         organization_id=os.environ["BENCH_ORG_ID"],

@@ -60,10 +60,13 @@ def vacuum(url: str) -> None:
         )
 
 
-def start(binary: str, url: str, args: argparse.Namespace) -> tuple[Server, dict[str, str]]:
+def start(
+    binary: str, url: str, args: argparse.Namespace, this: bool
+) -> tuple[Server, dict[str, str]]:
     env = service_env(url, args.redis)
     scopes = ["forms:read", "submissions:read", "submissions:write"]
-    secret = bench_key(env, "compare", scopes, binary)
+    # The other build's key by its own CLI: its schema may differ from ours.
+    secret = bench_key(env, "compare", scopes, None if this else binary)
     port = free_port()
     argv = [binary, "serve", "--port", str(port), "--workers", str(args.workers), "--no-access-log"]
     return Server(argv, env, port), {"Authorization": f"Bearer {secret}"}
@@ -78,7 +81,7 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
     rows = []
     try:
         for build in ("this", "other"):
-            servers[build] = start(binaries[build], urls[build], args)
+            servers[build] = start(binaries[build], urls[build], args, build == "this")
         for scenario in args.scenarios:
             path, _ = SCENARIOS[scenario]
             rates: dict[str, list[float]] = {"this": [], "other": []}
@@ -93,7 +96,8 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
                     server, headers = servers[build]
                     url = f"http://127.0.0.1:{server.port}{path}"
                     body = POST_BODIES.get(scenario)
-                    wrk(url, args.connections, args.warmup, headers, body)
+                    if args.warmup:
+                        wrk(url, args.connections, args.warmup, headers, body)
                     result = wrk(url, args.connections, args.duration, headers, body)
                     assert result["non_2xx"] == 0, (build, scenario, result)
                     rates[build].append(result["rps"])

@@ -3,7 +3,7 @@ rules and two variables against the same form without them, the hosted
 page's render time for that form, and the rule evaluator itself.
 
 - posting: wrk posts one answer set to each form in turn (16 connections,
-  10 s a round, `formsapi serve --workers 2` with Redis), on PostgreSQL
+  10 s a round, `formsapi serve --workers 2` (--workers) with Redis), on PostgreSQL
   (VACUUM ANALYZE before every round: autovacuum is off on this machine) and
   on SQLite;
 - page: wrk GETs the logic form's hosted page and posts its first page
@@ -113,12 +113,12 @@ def _forms(base: str, key: str) -> tuple[str, str]:
 
 
 async def posting(
-    url: str | None, env: dict[str, str], key: str, rounds: int, seconds: float
+    url: str | None, env: dict[str, str], key: str, rounds: int, seconds: float, workers: int = 2
 ) -> tuple[list[tuple[float, float]], list[tuple[float, float]], dict[str, float]]:
     """Posts a second to the plain and the logic form in turn, and their p99
     (ms); then the logic form's page: GET and a first page's post."""
     port = free_port()
-    argv = [FORMSAPI, "serve", "--port", str(port), "--workers", "2", "--no-access-log"]
+    argv = [FORMSAPI, "serve", "--port", str(port), "--workers", str(workers), "--no-access-log"]
     server = Server(argv, env, port)
     rates, tails = [], []
     try:
@@ -174,6 +174,7 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--seconds", type=float, default=10, help="per wrk run")
     parser.add_argument("--engines", nargs="+", default=["postgresql", "sqlite"])
+    parser.add_argument("--workers", type=int, default=2, help="of the server posted to")
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args()
 
@@ -195,10 +196,13 @@ async def main() -> None:
             await asyncio.to_thread(migrate, url)
             env = _env(url, webhook_worker="off")
             key = _setup(env)
-            rates, tails, page = await posting(pg_url, env, key, args.rounds, args.seconds)
+            rates, tails, page = await posting(
+                pg_url, env, key, args.rounds, args.seconds, args.workers
+            )
             ratios = [logic / plain for plain, logic in rates]
             rows.append(
-                f"| posting, {engine}, 16 connections (plain / logic, per round) | "
+                f"| posting, {engine}, 16 connections, {args.workers} workers "
+                "(plain / logic, per round) | "
                 + ", ".join(f"{a:,.0f} / {b:,.0f}" for a, b in rates)
                 + f" posts/s; p99 {', '.join(f'{a:.0f} / {b:.0f}' for a, b in tails)} ms "
                 f"| median ratio {median(ratios):.2f} (promise: 0.91 or more) | |"
@@ -210,8 +214,8 @@ async def main() -> None:
     note = (
         "A form of 20 questions on three pages, and the same blocks with 2 variables and "
         "10 rules (6 scoring, a reset, a jump, a combined condition, a regular "
-        "expression). `formsapi serve --workers 2` with Redis; PostgreSQL vacuumed and "
-        "analyzed before every round (autovacuum is off on this machine). The page's "
+        f"expression). `formsapi serve --workers {args.workers}` with Redis; PostgreSQL "
+        "vacuumed and analyzed before every round (autovacuum is off on this machine). The page's "
         "time is wrk's latency with one connection: the server's time plus loopback."
     )
     publish(

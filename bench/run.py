@@ -8,6 +8,7 @@ Needs the data set (python -m bench.dataset), wrk, pgbench, PostgreSQL and Redis
 """
 
 import argparse
+import asyncio
 import json
 import os
 import pickle
@@ -22,14 +23,22 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.capture import capture_sync, pgbench_script
 from bench.dataset import END, ORG_ID
+from formsapi.api_key import service as api_key_service
+from formsapi.db import create_engine, create_sessionmaker, dispose
+from formsapi.organization import service as organization_service
+from formsapi.user import service as user_service
 
 ROOT = Path(__file__).resolve().parent
 BIG_FORM = "frm_bench00"
@@ -127,8 +136,12 @@ class Server:
             except urllib.error.HTTPError:
                 return  # answering at all is ready enough for the floor apps
             except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("server did not become ready")
+                time.sleep(0.05)
+        # Not left behind: its session would outlive the run, its workers respawning.
+        self.stop()
+        raise RuntimeError(
+            f"server did not become ready: {Path(self.log.name).read_text()[-2000:]}"
+        )
 
     def _tree(self) -> list[int]:
         pids, queue = [], [self.process.pid]
@@ -229,13 +242,48 @@ def service_env(url: str, redis: str) -> dict[str, str]:
     }
 
 
+T = TypeVar("T")
+
+
+def in_process(url: str, work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    """`work` in one committed session on `url`, run by this build's services
+    in this process (on a thread of its own, so a running event loop is no
+    matter): what a CLI command does, without the seconds a new Python
+    process takes to import the service."""
+
+    async def run() -> T:
+        engine = create_engine(url)
+        try:
+            async with create_sessionmaker(engine)() as session:
+                done = await work(session)
+                await session.commit()
+                return done
+        finally:
+            await dispose(engine)
+
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, run()).result()
+
+
 def bench_key(env: dict[str, str], name: str, scopes: list[str], binary: str | None = None) -> str:
-    """A new key of the data set's organization, made by the service's CLI."""
-    argv = ["key", "create", "--org", ORG_ID, "--email", "bench@example.com"]
-    argv += ["--name", f"bench {name} {datetime.now(UTC):%H%M%S}"]
-    for scope in scopes:
-        argv += ["--scope", scope]
-    return cli(argv, env, binary)
+    """A new key of the data set's organization: made by another build's CLI
+    when `binary` names it (its schema may differ), by this build's services
+    otherwise."""
+    key_name = f"bench {name} {datetime.now(UTC):%H%M%S}"
+    if binary is not None:
+        argv = ["key", "create", "--org", ORG_ID, "--email", "bench@example.com"]
+        argv += ["--name", key_name]
+        for scope in scopes:
+            argv += ["--scope", scope]
+        return cli(argv, env, binary)
+
+    async def create(session: AsyncSession) -> str:
+        organization = await organization_service.get(session, ORG_ID)
+        user = await user_service.get_by_email(session, "bench@example.com")
+        created = await api_key_service.create(session, organization, user, key_name, scopes)
+        return created.secret
+
+    return in_process(env["FORMSAPI_DATABASE_URL"], create)
 
 
 # ---------------------------------------------------------------- load tools

@@ -33,10 +33,16 @@ from statistics import median, quantiles
 import aiohttp
 import asyncpg  # type: ignore[import-untyped]
 import httpx
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.report import publish, section
-from bench.run import Server, cli, free_port, service_env, wrk
+from bench.run import Server, free_port, in_process, service_env, wrk
+from formsapi.api_key import service as api_key_service
 from formsapi.db import migrate
+from formsapi.member import service as member_service
+from formsapi.models import Plan, Role
+from formsapi.organization import service as organization_service
+from formsapi.user import service as user_service
 
 DATABASE = "bench_webhooks"
 KEY = "b" * 40
@@ -133,17 +139,9 @@ async def _fresh_database(server: str) -> str:
 
 
 def _setup(env: dict[str, str]) -> str:
-    """An organization, its owner and a key that may do everything; the key."""
-    org = cli(["org", "create", "--name", "bench webhooks", "--plan", "pro"], env)
-    subprocess.run(
-        [FORMSAPI, "user", "create", "--email", "hooks@example.com"],
-        input="correct horse battery",
-        env={**os.environ, **env},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    cli(["member", "add", "--org", org, "--email", "hooks@example.com", "--role", "owner"], env)
+    """An organization, its owner and a key that may do everything; the key.
+    Made as `formsapi org create`, `user create`, `member add` and `key
+    create` would make them, by the same services, in this process."""
     # An endpoint is sent answers: its key must be able to read them.
     scopes = [
         "forms:read",
@@ -152,10 +150,15 @@ def _setup(env: dict[str, str]) -> str:
         "submissions:write",
         "webhooks:manage",
     ]
-    argv = ["key", "create", "--org", org, "--email", "hooks@example.com", "--name", "bench"]
-    for scope in scopes:
-        argv += ["--scope", scope]
-    return cli(argv, env)
+
+    async def work(session: AsyncSession) -> str:
+        organization = await organization_service.create(session, "bench webhooks", Plan.pro)
+        user = await user_service.create(session, "hooks@example.com", "correct horse battery")
+        await member_service.add_directly(session, organization.id, user, Role.owner)
+        created = await api_key_service.create(session, organization, user, "bench", scopes)
+        return created.secret
+
+    return in_process(env["FORMSAPI_DATABASE_URL"], work)
 
 
 async def _vacuum(url: str) -> None:

@@ -82,7 +82,7 @@ def test_the_form_language_benchmark_runs_and_reports(redis_url: str) -> None:
     done = kit(
         "logic",
         *("--engines", "sqlite", "--rounds", "1", "--seconds", "1", "--calls", "50"),
-        "--no-record",
+        *("--workers", "1", "--no-record"),
         timeout=120,
     )
 
