@@ -3,9 +3,9 @@ rules and two variables against the same form without them, the hosted
 page's render time for that form, and the rule evaluator itself.
 
 - posting: wrk posts one answer set to each form in turn (16 connections,
-  10 s a round, `formsapi serve --workers 2` (--workers) with Redis), on PostgreSQL
-  (VACUUM ANALYZE before every round: autovacuum is off on this machine) and
-  on SQLite;
+  10 s a round, `formsapi serve --workers 2` unless told otherwise, with
+  Redis), on PostgreSQL (VACUUM ANALYZE before every round: autovacuum is off
+  on this machine) and on SQLite;
 - page: wrk GETs the logic form's hosted page and posts its first page
   (1 connection: the latency is the server's time plus loopback);
 - evaluator: validate_submission on both forms in this process, per call.
