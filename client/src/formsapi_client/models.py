@@ -442,9 +442,9 @@ class SubmissionDetail(Submission):
     version: int  # the ETag, unquoted
     change_seq: int
     ending: str | None  # the key of the ending reached, or None
-    # The language the respondent answered in (None: a submission from
-    # before forms had languages).
-    language: str | None
+    # The language the respondent answered in (None: a submission, or an
+    # event, from before forms had languages).
+    language: str | None = None
 
 
 class SubmissionDeleted(Model):

@@ -149,7 +149,15 @@ async def download_file(
     status_code=201,
     response_model=FileLink,
     responses=problem_responses(
-        400, 401, 403, 404, 422, 429, _503="Signed links need FORMSAPI_SECRET_KEY to be set."
+        400,
+        401,
+        403,
+        404,
+        415,
+        422,
+        429,
+        _415="A body was sent, and not as JSON (none at all is fine: an hour's link).",
+        _503="Signed links need FORMSAPI_SECRET_KEY to be set.",
     ),
     openapi_extra=requires(Scope.submissions_read),
 )

@@ -32,9 +32,10 @@ class SubmissionDetail(SubmissionOut):
         "null when the form has none."
     )
     language: str | None = Field(
+        default=None,
         description="The language the respondent answered in, one of the form's; answers "
         "are the same (option values, not labels) whatever it was. Null for submissions "
-        "made before forms had languages."
+        "made before forms had languages, and absent from their events.",
     )
 
 
