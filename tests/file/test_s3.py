@@ -339,3 +339,15 @@ async def test_a_file_stored_in_the_database_stays_readable_after_the_switch_to_
     await sweep.purge()
     assert _objects(s3) == {}
     assert await _rows(engine) == (0, 0)
+
+
+async def test_a_file_whose_object_is_gone_answers_404_not_a_broken_200(
+    api: Api, session: AsyncSession, s3: Any
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    file_id = (await _upload(api, secret, form_id, "cv", PDF)).json()["id"]
+    s3.delete_object(Bucket=s3.bucket, Key=PREFIX + file_id)
+
+    lost = await api.get(f"/v1/files/{file_id}/content", secret)
+
+    assert lost.status_code == 404

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
@@ -347,3 +347,18 @@ async def test_an_erased_partial_response_takes_its_uploads_with_it(
 
     assert erased.status_code == 204
     assert await _counts(engine) == (0, 0)
+
+
+async def test_a_file_whose_bytes_were_lost_answers_404_not_a_broken_200(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    file_id = (await _upload(api, secret, form_id, "cv", PDF)).json()["id"]
+    async with create_write_sessionmaker(engine)() as writing:
+        await writing.execute(delete(FileChunk).where(FileChunk.file_id == file_id))
+        await writing.commit()
+
+    lost = await api.get(f"/v1/files/{file_id}/content", secret)
+
+    assert lost.status_code == 404
+    assert lost.headers["content-type"] == "application/problem+json"

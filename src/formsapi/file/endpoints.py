@@ -1,3 +1,4 @@
+import logging
 from datetime import timedelta
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -12,7 +13,7 @@ from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, re
 from formsapi.errors import NotReady, ValidationFailed, problem_responses
 from formsapi.file import service
 from formsapi.file.schemas import FileLink, FileLinkCreate, FileOut
-from formsapi.file.storage import Storages
+from formsapi.file.storage import BytesMissing, Storages
 from formsapi.form import service as form_service
 from formsapi.form.endpoints import ERRORS_404, FormId, json
 from formsapi.kit.ids import ID_PATTERN
@@ -27,6 +28,8 @@ links_router = APIRouter(tags=["Files"])
 FileId = Annotated[
     str, Path(alias="fileId", pattern=ID_PATTERN, max_length=64, description="A file's id.")
 ]
+
+log = logging.getLogger("formsapi")
 
 _NO_STORE = {"Cache-Control": "private, no-store"}
 # Any type: the file's own, as its bytes showed it.
@@ -141,7 +144,7 @@ async def download_file(
     """The file's bytes, always as an attachment, with its type and name."""
     file = await service.get(session, principal.organization_id, file_id)
     await session.close()  # the bytes are read a chunk at a time, each on its own
-    return download(request.app.state.storages, file)
+    return await download(request.app.state.storages, file)
 
 
 @router.post(
@@ -229,14 +232,22 @@ async def download_by_link(
     service.check_link(box, file_id, expires, signature, utcnow())
     async with request.app.state.read_sessionmaker() as session:
         file = await service.by_link(session, file_id)
-    return download(request.app.state.storages, file)
+    return await download(request.app.state.storages, file)
 
 
-def download(storages: Storages, file: File) -> StreamingResponse:
-    """A file's bytes as an attachment that no browser runs or sniffs."""
+async def download(storages: Storages, file: File) -> StreamingResponse:
+    """A file's bytes as an attachment that no browser runs or sniffs. The
+    first piece is read before the answer starts, so bytes the storage has
+    lost answer 404 (and are logged), not a 200 cut short."""
+    pieces = service.content(storages, file)
+    try:
+        first = await anext(pieces)
+    except BytesMissing:
+        log.error("file %s: its row is here, its bytes are not in %s", file.id, file.storage)
+        raise service.FileNotFound(file.id) from None
     ascii_name = file.name.encode("ascii", "replace").decode().replace('"', "'").replace("?", "_")
     return StreamingResponse(
-        service.content(storages, file),
+        service.chained(first, pieces),
         media_type=file.content_type,
         headers={
             "Content-Length": str(file.size),

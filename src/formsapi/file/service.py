@@ -217,7 +217,7 @@ async def _receive(
     digest = hashlib.sha256()
     size = 0
     try:
-        pieces = _pieces(bytes(head), upload.body)
+        pieces = chained(bytes(head), upload.body)
         async for piece in pieces:
             size += len(piece)
             if size > limit:
@@ -236,7 +236,8 @@ async def _receive(
     return file
 
 
-async def _pieces(head: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def chained(head: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """`head`, then the pieces of `rest`."""
     yield head
     async for piece in rest:
         yield piece

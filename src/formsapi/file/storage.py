@@ -24,6 +24,11 @@ from formsapi.models import FileChunk
 CHUNK = 512 * 1024
 
 
+class BytesMissing(Exception):
+    """A file row whose bytes its storage does not have (deleted behind the
+    service's back, or a store restored from an older copy)."""
+
+
 class Writer(Protocol):
     async def write(self, piece: bytes) -> None: ...
 
@@ -62,6 +67,7 @@ class DatabaseStorage:
         return _DatabaseWriter(self._sessionmaker, file_id)
 
     async def read(self, file_id: str) -> AsyncIterator[bytes]:
+        """BytesMissing before the first piece if there is none."""
         seq = 0
         while True:
             async with self._read_sessionmaker() as session:
@@ -69,6 +75,8 @@ class DatabaseStorage:
                     select(FileChunk.data).where(FileChunk.file_id == file_id, FileChunk.seq == seq)
                 )
             if piece is None:
+                if seq == 0:
+                    raise BytesMissing(file_id)
                 return
             yield piece
             seq += 1
@@ -149,7 +157,15 @@ class S3Storage:
         return _S3Writer(self, self.key(file_id))
 
     async def read(self, file_id: str) -> AsyncIterator[bytes]:
-        answer = await _call(self.client.get_object, Bucket=self.bucket, Key=self.key(file_id))
+        """BytesMissing before the first piece if the object is not there."""
+        from botocore.exceptions import ClientError
+
+        try:
+            answer = await _call(self.client.get_object, Bucket=self.bucket, Key=self.key(file_id))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise BytesMissing(file_id) from None
+            raise
         body = answer["Body"]
         try:
             while piece := await _call(body.read, CHUNK):

@@ -99,7 +99,7 @@ async def download_file(
     """A file an answer names, downloaded by a member."""
     file = await _file(session, managed, form_id, file_id)
     await session.close()
-    return download(request.app.state.storages, file)
+    return await download(request.app.state.storages, file)
 
 
 # What a member may choose for a link's life, in seconds, and how it reads.
