@@ -5,6 +5,7 @@ tests locally and fails them when CI is set.
 """
 
 import asyncio
+import compileall
 import os
 import re
 import socket
@@ -76,6 +77,17 @@ SLOWEST_FILES = (
     "tests/web/test_webhooks.py",
     "tests/web/test_sign_in.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the service's and the client's modules once, on the run's
+    first process: where PYTHONDONTWRITEBYTECODE is set (as on CI's
+    machine), every server and CLI process a test starts would compile them
+    all again, a second of CPU each (bench/RESULTS.md)."""
+    if not hasattr(config, "workerinput"):  # not an xdist worker
+        root = Path(__file__).resolve().parents[1]
+        for source in (root / "src", root / "client" / "src"):
+            compileall.compile_dir(source, quiet=1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
