@@ -122,10 +122,15 @@ def serve(
     """Serve the API (migrating the database first)."""
     import uvicorn
 
+    base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
+    if not os.environ.get("FORMSAPI_PUBLIC_URL"):
+        # The links the service makes (mailed, signed file links) lead here
+        # unless told otherwise; the workers read the same environment.
+        os.environ["FORMSAPI_PUBLIC_URL"] = base
+        get_settings.cache_clear()
     settings = get_settings()
     migrate(settings.database_url.get_secret_value())
     if demo:
-        base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
         _print_demo_hint(run(_ensure_demo), base)
     if workers is None:
         workers = (os.cpu_count() or 1) if settings.redis_url else 1
