@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Row, case, delete, or_, select, update
+from sqlalchemy import ColumnElement, Row, and_, case, delete, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import File
@@ -36,34 +36,44 @@ async def remove(session: AsyncSession, organization_id: str, file_id: str) -> N
     await session.execute(delete(File).where(scoped(File, organization_id), File.id == file_id))
 
 
-async def get(session: AsyncSession, organization_id: str, file_id: str) -> File | None:
-    """A complete file of the organization."""
+def _readable(now: datetime) -> list[ColumnElement[bool]]:
+    # Complete, and not due for the purge (its bytes may still be there until
+    # the purge runs, an object store's always are, but no one reads them).
+    return [File.stored_at.is_not(None), ~and_(*_due(now))]
+
+
+async def get(
+    session: AsyncSession, organization_id: str, file_id: str, now: datetime
+) -> File | None:
+    """A readable file of the organization."""
     found: File | None = await session.scalar(
-        select(File).where(
-            scoped(File, organization_id), File.id == file_id, File.stored_at.is_not(None)
-        )
+        select(File).where(scoped(File, organization_id), File.id == file_id, *_readable(now))
     )
     return found
 
 
-async def by_id(session: AsyncSession, file_id: str) -> File | None:
-    """A complete file by its id alone: for a signed link, whose signature
+async def by_id(session: AsyncSession, file_id: str, now: datetime) -> File | None:
+    """A readable file by its id alone: for a signed link, whose signature
     (checked first) names the file."""
-    statement = select(File).where(File.id == file_id, File.stored_at.is_not(None))
+    statement = select(File).where(File.id == file_id, *_readable(now))
     found: File | None = await session.scalar(unscoped(statement, "a signed link names the file"))
     return found
 
 
 async def of_form(
-    session: AsyncSession, organization_id: str, form_id: str, file_ids: Sequence[str]
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    file_ids: Sequence[str],
+    now: datetime,
 ) -> Sequence[File]:
-    """Complete files of one form among `file_ids`, taken or not."""
+    """Readable files of one form among `file_ids`, taken or not."""
     found = await session.scalars(
         select(File).where(
             scoped(File, organization_id),
             File.form_id == form_id,
             File.id.in_(file_ids),
-            File.stored_at.is_not(None),
+            *_readable(now),
         )
     )
     return found.all()

@@ -261,26 +261,22 @@ def _too_large(limit: int) -> PayloadTooLarge:
 
 
 async def get(session: AsyncSession, organization_id: str, file_id: str) -> File:
+    """A file of the organization that can be read: complete, and neither
+    released by its submission nor expired unclaimed."""
     found = (
-        await repository.get(session, organization_id, file_id) if is_plausible(file_id) else None
+        await repository.get(session, organization_id, file_id, utcnow())
+        if is_plausible(file_id)
+        else None
     )
-    if found is None or _gone(found, utcnow()):
+    if found is None:
         raise FileNotFound(file_id)
     return found
 
 
-def _gone(file: File, now: datetime) -> bool:
-    """Released by its submission (deleted, or edited to drop it) or expired
-    unclaimed: due for the purge. Its row and bytes may be there until the
-    purge runs (an object store's always are: `release` only marks them),
-    but no one reads it any more."""
-    return file.submission_id is None and (file.expires_at is None or file.expires_at <= now)
-
-
 async def by_link(session: ReadSession, file_id: str) -> File:
     """A file a signed link names (the signature checked first)."""
-    found = await repository.by_id(session, file_id) if is_plausible(file_id) else None
-    if found is None or _gone(found, utcnow()):
+    found = await repository.by_id(session, file_id, utcnow()) if is_plausible(file_id) else None
+    if found is None:
         raise FileNotFound(file_id)
     return found
 
@@ -292,9 +288,7 @@ async def named(
     plausible = [file_id for file_id in file_ids if is_plausible(file_id)]
     if not plausible:
         return []
-    now = utcnow()
-    found = await repository.of_form(session, organization_id, form_id, plausible)
-    return [file for file in found if not _gone(file, now)]
+    return await repository.of_form(session, organization_id, form_id, plausible, utcnow())
 
 
 def content(storages: Storages, file: File) -> AsyncIterator[bytes]:
@@ -367,23 +361,12 @@ async def take(
     form_id: str,
     owners: dict[str, str],
     named: dict[str, str],
-) -> set[str]:
+) -> list[str]:
     """Give uploads to the submissions that name them (`owners`: file id to
     submission id; `named`: file id to the question answered with it). The
-    keys of the questions answered with a file that could not be taken: not
-    an upload to that question of this form, taken by another submission,
-    or expired. The caller gives up its transaction then."""
-    return {named[f] for f in await take_each(session, organization_id, form_id, owners, named)}
-
-
-async def take_each(
-    session: AsyncSession,
-    organization_id: str,
-    form_id: str,
-    owners: dict[str, str],
-    named: dict[str, str],
-) -> list[str]:
-    """`take`, saying which files could not be taken."""
+    files that could not be taken: not an upload to that question of this
+    form, taken by another submission, or expired. The caller gives up its
+    transaction then."""
     taken = await repository.attach(session, organization_id, form_id, owners, utcnow())
     return [f for f in owners if taken.get(f) != named[f]]
 
@@ -428,8 +411,8 @@ async def purge(
         now = utcnow()
         async with sessionmaker() as session:
             rows = await repository.due(session, now, batch)
-        for storage, ids in storages.grouped((row.id, row.storage) for row in rows).items():
-            await storages.of(storage).delete(ids)
+        for storage in {row.storage for row in rows}:
+            await storages.of(storage).delete([row.id for row in rows if row.storage == storage])
         if rows:
             async with session_scope(sessionmaker) as session:
                 purged += await repository.purge(session, [row.id for row in rows], now)

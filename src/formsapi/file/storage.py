@@ -8,7 +8,7 @@ earlier files readable where they are.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -298,10 +298,3 @@ class Storages:
 
     def of(self, name: str) -> Storage:
         return self._s3 if name == "s3" else self._database
-
-    def grouped(self, rows: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-        """(file id, storage) pairs as file ids by storage name."""
-        found: dict[str, list[str]] = {}
-        for file_id, storage in rows:
-            found.setdefault(storage, []).append(file_id)
-        return found

@@ -34,6 +34,11 @@ def _signing_key(key: str) -> bytes:
     ).derive(key.encode())
 
 
+def _mac(key: bytes, message: bytes) -> str:
+    digest = hmac.new(key, message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
 class SecretBox:
     def __init__(self, keys: list[str]) -> None:
         if not keys or any(len(key) < MIN_KEY_LENGTH for key in keys):
@@ -44,17 +49,12 @@ class SecretBox:
     def sign(self, message: bytes) -> str:
         """An HMAC-SHA256 of `message` under the first key (URL-safe base64),
         for links the service hands out and must later recognize."""
-        digest = hmac.new(self._signing[0], message, hashlib.sha256).digest()
-        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        return _mac(self._signing[0], message)
 
     def verify(self, message: bytes, signature: str) -> bool:
         """Whether any key signed `message` so (a rotated key's links live on)."""
-        for key in self._signing:
-            digest = hmac.new(key, message, hashlib.sha256).digest()
-            expected = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-            if hmac.compare_digest(expected.encode(), signature.encode("ascii", "replace")):
-                return True
-        return False
+        given = signature.encode("ascii", "replace")
+        return any(hmac.compare_digest(_mac(key, message).encode(), given) for key in self._signing)
 
     def seal(self, secret: str) -> str:
         return self._fernet.encrypt(secret.encode()).decode()

@@ -356,7 +356,7 @@ async def _take_files(
             owners[file_id], named[file_id], posted[file_id] = submission.id, key, post
     if not owners:
         return refused
-    wrong = await file_service.take_each(session, organization_id, form_id, owners, named)
+    wrong = await file_service.take(session, organization_id, form_id, owners, named)
     for file_id in wrong:
         refused.setdefault(posted[file_id], set()).add(named[file_id])
     return refused

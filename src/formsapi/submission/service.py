@@ -28,7 +28,7 @@ from formsapi.models import EventType, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
 from formsapi.submission.schemas import change_wire, deleted_wire, detail_wire, wire
-from formsapi.submission.validation import Checked, validate_submission
+from formsapi.submission.validation import Checked, answer_pointer, validate_submission
 
 # From this offset on, the page is found through the hourly counts: skipping
 # rows one by one costs as much as the offset is deep.
@@ -426,14 +426,15 @@ async def _refile(
     has = file_service.answered_files(blocks, answers)
     added = dict.fromkeys(has.keys() - had.keys(), submission.id)
     if added and (wrong := await file_service.take(session, organization_id, form_id, added, has)):
-        raise ValidationFailed("The answers are invalid.", [file_error(k) for k in sorted(wrong)])
+        keys = sorted({has[file_id] for file_id in wrong})
+        raise ValidationFailed("The answers are invalid.", [file_error(k) for k in keys])
     if dropped := had.keys() - has.keys():
         await file_service.release(session, organization_id, form_id, [submission.id], dropped)
 
 
 def file_error(key: str) -> dict[str, str]:
     return {
-        "pointer": "/answers/" + key.replace("~", "~0").replace("/", "~1"),
+        "pointer": answer_pointer(key),
         "detail": "names a file that was not uploaded to this question of this form, "
         "or that another submission has, or that has expired",
     }

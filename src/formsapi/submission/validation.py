@@ -23,7 +23,8 @@ class FieldError:
         return {"pointer": self.pointer, "detail": self.detail}
 
 
-def _pointer(key: str) -> str:
+def answer_pointer(key: str) -> str:
+    """The JSON pointer (RFC 6901) of an answer in a request's body."""
     return "/answers/" + key.replace("~", "~0").replace("/", "~1")
 
 
@@ -42,28 +43,29 @@ def validate_answers(
     asked = dict(parts(blocks))
     stored: dict[str, Answer] = {}
     errors = [
-        FieldError(_pointer(key), "is not a question of this form")
+        FieldError(answer_pointer(key), "is not a question of this form")
         for key in answers
         if key not in asked
     ]
     for key, question in asked.items():
         if key not in answers:
             if question.required and required:
-                errors.append(FieldError(_pointer(key), "is required"))
+                errors.append(FieldError(answer_pointer(key), "is required"))
             continue
         value = answers[key]
         if value is None:
             # Answers are strings or numbers, as the schema says; no null.
             errors.append(
                 FieldError(
-                    _pointer(key), "must not be null; leave the key out when there is no answer"
+                    answer_pointer(key),
+                    "must not be null; leave the key out when there is no answer",
                 )
             )
             continue
         if isinstance(value, str) and ("\x00" in value or not _encodable(value)):
             errors.append(
                 FieldError(
-                    _pointer(key),
+                    answer_pointer(key),
                     "must not contain NUL characters"
                     if "\x00" in value
                     else "must be valid Unicode text",
@@ -72,7 +74,7 @@ def validate_answers(
             continue
         normalized, problem = question.check_answer(value)
         if problem:
-            errors.append(FieldError(_pointer(key), problem))
+            errors.append(FieldError(answer_pointer(key), problem))
         else:
             stored[key] = normalized
     errors += _other_errors(asked, stored, answers)
@@ -90,13 +92,13 @@ def _other_errors(
         choice = part.choice
         chosen = str(stored.get(choice.key, "")).split(",")
         if OTHER in chosen and key not in answers:
-            errors.append(FieldError(_pointer(key), "is required when Other is chosen"))
+            errors.append(FieldError(answer_pointer(key), "is required when Other is chosen"))
         elif (
             key in stored
             and OTHER not in chosen
             and (choice.key in stored or choice.key not in answers)
         ):
-            errors.append(FieldError(_pointer(key), "is only for Other, which is not chosen"))
+            errors.append(FieldError(answer_pointer(key), "is only for Other, which is not chosen"))
     return errors
 
 
@@ -124,19 +126,21 @@ def validate_submission(form: Compiled, answers: dict[str, Any], today: date) ->
     given: dict[str, Any] = {}
     for key, value in answers.items():
         if key.startswith("vars."):
-            errors.append(FieldError(_pointer(key), "is computed by the server; leave it out"))
+            errors.append(
+                FieldError(answer_pointer(key), "is computed by the server; leave it out")
+            )
         elif key in hidden:
             if isinstance(value, str) and len(value) <= HIDDEN_VALUE_MAX and _clean(value):
                 given[key] = value
             else:
                 errors.append(
                     FieldError(
-                        _pointer(key),
+                        answer_pointer(key),
                         f"is a hidden field: text of at most {HIDDEN_VALUE_MAX} characters",
                     )
                 )
         elif key not in asked:
-            errors.append(FieldError(_pointer(key), "is not a question of this form"))
+            errors.append(FieldError(answer_pointer(key), "is not a question of this form"))
     checked, problems = validate_answers(
         form.blocks, {k: v for k, v in answers.items() if k in asked}, required=False
     )
@@ -152,11 +156,12 @@ def validate_submission(form: Compiled, answers: dict[str, Any], today: date) ->
         if key not in shown:
             errors.append(
                 FieldError(
-                    _pointer(key), "is hidden by the form's logic for these answers; leave it out"
+                    answer_pointer(key),
+                    "is hidden by the form's logic for these answers; leave it out",
                 )
             )
     for key in sorted(run.required - set(given), key=layout.positions.__getitem__):
-        errors.append(FieldError(_pointer(key), "is required"))
+        errors.append(FieldError(answer_pointer(key), "is required"))
     stored = {
         **{k: v for k, v in given.items() if k in hidden or k in shown},
         **{f"vars.{name}": value for name, value in run.variables.items()},
