@@ -322,6 +322,19 @@ async def test_a_signed_link_downloads_without_a_key_until_it_expires(
     assert fetched.content == PDF
     tampered = await api.get(path.replace("expires=", "expires=9"))
     assert tampered.status_code == 403
+    # Malformed: a clear 4xx, never a 500, nothing of the file.
+    file_path = f"/files/{file_id}"
+    for query, status in [
+        ("expires=soon&signature=x", 403),
+        ("expires=1e9&signature=x", 403),
+        ("expires=99999999999&signature=" + "A" * 43, 403),
+        ("expires=9999999999999&signature=x", 400),  # over 12 digits
+        ("expires=99999999999", 400),  # no signature
+        ("signature=x" * 10, 400),
+    ]:
+        malformed = await api.get(f"{file_path}?{query}")
+        assert malformed.status_code == status, (query, malformed.text)
+        assert malformed.headers["content-type"] == "application/problem+json"
     with shift(timedelta(seconds=601)):
         assert (await api.get(path)).status_code == 403
 

@@ -25,10 +25,9 @@ from formsapi.ratelimit.service import UploadThrottle
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
 from tests.factories import publish_over_api
+from tests.file.test_uploads import PDF
 from tests.hosted.test_logic_pages import _hidden
 from tests.partial.test_partials import _link
-
-PDF = b"%PDF-1.7\n" + b"1 0 obj << /Type /Catalog >> endobj\n" * 40
 
 FORM: dict[str, Any] = {
     "title": "Apply",

@@ -56,6 +56,13 @@ async def test_a_member_downloads_and_shares_a_file_an_answer_names(
     anonymous = await api.client.get(link)
     assert anonymous.status_code == 200
     assert anonymous.content == PDF
+    # Made from another site (no session token): refused, no link shown.
+    forged = await browser.post(
+        f"/forms/{form_id}/files/{file_id}/link", {"seconds": "3600"}, csrf=""
+    )
+    assert forged.status_code == 403
+    assert "signature=" not in forged.text
+
     # A life not offered makes no link: the page says so where the member came from.
     refused = await browser.post(f"/forms/{form_id}/files/{file_id}/link", {"seconds": "999999"})
     assert refused.status_code == 303
