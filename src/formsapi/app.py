@@ -54,6 +54,7 @@ from formsapi.ratelimit.service import (
     UploadThrottle,
 )
 from formsapi.request_body import RequestBody
+from formsapi.submission import endpoints as submissions
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
 from formsapi.submission.retention import purge_tombstones
@@ -236,7 +237,7 @@ def _shared_routes() -> list[BaseRoute]:
     builder.include_router(links_router)
     hosted.install(builder)
     web.install_routes(builder)
-    return list(builder.router.routes)
+    return [submissions.SUBMIT, *builder.router.routes]
 
 
 async def _delivery(
