@@ -86,7 +86,11 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
             path, _ = SCENARIOS[scenario]
             rates: dict[str, list[float]] = {"this": [], "other": []}
             p99s: dict[str, list[float]] = {"this": [], "other": []}
-            floors: dict[str, list[float]] = {"per post": [], f"batch of {FLOOR_BATCH}": []}
+            floors: dict[str, list[float]] = {
+                "per post": [],
+                f"batch of {FLOOR_BATCH}": [],
+                f"one statement, batch of {FLOOR_BATCH}": [],
+            }
             with_floor = scenario == "post_submission" and engine == "postgresql"
             for round_ in range(args.rounds):
                 # Alternate who goes first: the machine drifts within a round too.
@@ -107,9 +111,14 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
                     # this build's database, in the same round.
                     database = urls["this"].rsplit("/", 1)[1]
                     answers = POST_BODIES[scenario]["answers"]
-                    for name, size in (("per post", 1), (f"batch of {FLOOR_BATCH}", FLOOR_BATCH)):
+                    scripts = {
+                        "per post": (post_floor.script, 1),
+                        f"batch of {FLOOR_BATCH}": (post_floor.script, FLOOR_BATCH),
+                        f"one statement, batch of {FLOOR_BATCH}": (post_floor.at_once, FLOOR_BATCH),
+                    }
+                    for name, (make, size) in scripts.items():
                         vacuum(urls["this"])
-                        script = post_floor.script(ORG_ID, BIG_FORM, answers, size)
+                        script = make(ORG_ID, BIG_FORM, answers, size)
                         tps = pgbench(database, script, args.connections, args.duration)
                         floors[name].append(tps * size)
                 print(

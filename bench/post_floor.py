@@ -7,7 +7,10 @@ with fresh ids and the numbers the lock returns.
   outbox row, counts, commit). What every post paid before group commit,
   and what a post with an Idempotency-Key still pays (less its claim).
 - `batch`: `size` posts in one transaction, as the intake writes them: the
-  rows pipelined, as asyncpg's executemany sends them.
+  rows pipelined, as asyncpg's executemany sends them. What a batch of
+  posts with Idempotency-Keys (or partials, or files) still pays.
+- `at_once`: `size` posts in one statement and its commit, as the intake
+  writes plain posts (submission/repository/created.py).
 
 Posts per second of a script = its transactions per second x its posts.
 """
@@ -97,3 +100,42 @@ def script(organization_id: str, form_id: str, answers: dict[str, Any], size: in
     )
     lines.append("COMMIT;")
     return "\n".join(lines) + "\n"
+
+
+def at_once(organization_id: str, form_id: str, answers: dict[str, Any], size: int) -> str:
+    """One transaction writing `size` posts to the form in the one
+    statement the intake runs for plain posts, then its commit."""
+    stored = _text(orjson.dumps(answers).decode())
+    body = orjson.dumps({"id": "sub_x", "formId": form_id, "changeSeq": 0, "answers": answers})
+    head, tail = _around(body.decode())
+
+    def each(expression: str) -> str:
+        return f"ARRAY(SELECT {expression} FROM generate_series(1, {size}))"  # noqa: S608 - ours
+
+    fresh = "replace(gen_random_uuid()::text, '-', '')"
+    values = {
+        "org": _text(organization_id),
+        "form": _text(form_id),
+        "n": str(size),
+        "checked_version": f"(SELECT version FROM forms WHERE id = {_text(form_id)})",  # noqa: S608
+        "now": "now()",
+        "at_hour": "date_trunc('hour', now())",
+        "at_day": "date_trunc('day', now())",
+        "thin_over": "20000",
+        "sub_ids": each(f"'sub_' || {fresh}"),
+        "event_ids": each(f"'evt_' || {fresh}"),
+        "answers_texts": each(stored),
+        "endings": each("NULL::text"),
+        "languages": each("'en'"),
+        "body_heads": each(_text(head)),
+        "body_tails": each(_text(tail)),
+        "thin_heads": each(_text(head)),
+        "thin_tails": each(_text(tail)),
+    }
+    statement = submission_repository.created_statement()
+    return "BEGIN;\n" + _compiled(statement, values) + ";\nCOMMIT;\n"
+
+
+def _around(body: str) -> tuple[str, str]:
+    at = body.index('"changeSeq":0') + len('"changeSeq":')
+    return body[:at], body[at + 1 :]

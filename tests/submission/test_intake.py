@@ -5,12 +5,13 @@ commit order, with one event, and an invalid one leaves nothing."""
 import asyncio
 from typing import Any
 
+import orjson
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.models import Event, Form, Submission, SubmissionCount
+from formsapi.models import Event, Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
@@ -194,3 +195,78 @@ async def test_an_invalid_post_does_not_use_up_its_key_in_a_batch(
     # The key was not kept: the corrected request is taken, with that key.
     corrected = await api.post(url, secret, json={"answers": GOOD}, headers=key)
     assert corrected.status_code == 201, corrected.text
+
+
+async def test_plain_and_keyed_posts_are_stored_alike_with_events_in_change_order(
+    api: Api, session: AsyncSession
+) -> None:
+    # On PostgreSQL plain posts are written by one statement and keyed ones
+    # the general way; both must leave the same rows, events and counts.
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=SCOPES)
+    essay = {"type": "long_text", "key": "essay", "title": "Essay", "maxLength": 60_000}
+    form = await create_form(session, org, blocks=[essay])
+    await session.commit()
+    url = f"/v1/forms/{form.id}/submissions"
+    # Around the size past which an event carries its submission thin.
+    lengths = [10, 19_700, 19_850, 19_900, 19_950, 20_100, 30_000] * 3
+
+    responses = []
+    for keyed in (False, True):  # a batch with a keyed post is written the general way
+        responses += await asyncio.gather(
+            *(
+                api.post(
+                    url,
+                    secret,
+                    json={"answers": {"essay": "é" * (n // 2) + "x" * (n % 2)}},
+                    headers={"Idempotency-Key": f"k{i}"} if keyed else None,
+                )
+                for i, n in enumerate(lengths)
+            )
+        )
+
+    assert [r.status_code for r in responses] == [201] * len(lengths) * 2
+    created = {r.json()["id"]: r.json() for r in responses}
+    assert sorted(c["changeSeq"] for c in created.values()) == list(range(1, len(created) + 1))
+    events = (
+        await session.execute(
+            select(Event.subject_id, Event.data)
+            .where(
+                scoped(Event, org.id),
+                Event.form_id == form.id,
+                Event.type == "submission.created",
+            )
+            .order_by(Event.seq)
+        )
+    ).all()
+    # One event each, numbered in change order, carrying what the API answered
+    # or, past 20,000 bytes of JSON, its thin form.
+    assert [created[str(subject)]["changeSeq"] for subject, _ in events] == sorted(
+        c["changeSeq"] for c in created.values()
+    )
+    for subject, data in events:
+        submission = created[str(subject)]
+        whole = orjson.dumps(submission)
+        if len(whole) <= 20_000:
+            assert orjson.loads(data) == submission
+        else:
+            assert orjson.loads(data) == {
+                "id": submission["id"],
+                "formId": form.id,
+                "version": 1,
+                "changeSeq": submission["changeSeq"],
+                "url": f"{url}/{submission['id']}",
+                "thin": True,
+            }
+        read = await api.get(f"{url}/{subject}", secret)
+        assert read.json() == submission
+    counts = [
+        await session.scalar(
+            select(func.sum(table.count)).where(scoped(table, org.id), table.form_id == form.id)
+        )
+        for table in (SubmissionCount, SubmissionDayCount)
+    ]
+    counted = await session.scalar(
+        select(Form.response_count).where(scoped(Form, org.id), Form.id == form.id)
+    )
+    assert counts == [counted, counted] == [len(created)] * 2

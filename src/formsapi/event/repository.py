@@ -8,11 +8,13 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     BigInteger,
     ColumnElement,
     Executable,
     Insert,
     Row,
+    Select,
     Table,
     Text,
     bindparam,
@@ -79,6 +81,19 @@ def write_statements(postgres: bool, along: Insert | None) -> tuple[Executable, 
     )
     outbox = insert(_OUTBOX).from_select(["seq"], written)
     return (*(() if along is None else (along,)), _insert(), outbox)
+
+
+def written_from(rows: Select[Any]) -> tuple[CTE, CTE]:
+    """(PostgreSQL) The events `rows` selects, numbered in its order, and
+    their outbox rows, as WITH clauses of a statement that writes a batch of
+    changes in one round trip. `rows`' columns, in order: event_id,
+    organization_id, event_type, occurred_at, form_id, subject_id,
+    event_data."""
+    columns = ["id", "organization_id", "type", "occurred_at", "form_id", "subject_id", "data"]
+    events = insert(Event).from_select(columns, rows, include_defaults=False)
+    written = events.returning(Event.seq).cte("ev")
+    outbox = insert(_OUTBOX).from_select(["seq"], select(written.c.seq), include_defaults=False)
+    return written, outbox.cte("ob")
 
 
 async def write(

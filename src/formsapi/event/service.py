@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Insert, event
+from sqlalchemy import Executable, Insert, Row, event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -65,11 +65,12 @@ def parameters(
     data: str,
     form_id: str | None,
     subject_id: str,
+    event_id: str | None = None,
 ) -> dict[str, Any]:
     """The parameters `write` takes for one event about `subject_id` (the
     resource its data is), with `data` as its JSON text (data_text)."""
     return {
-        "event_id": new_id("evt"),
+        "event_id": event_id or new_id("evt"),
         "organization_id": organization_id,
         "event_type": type_.value,
         "occurred_at": occurred_at,
@@ -89,6 +90,18 @@ async def write(
     if rows:
         await repository.write(session, rows, along)
         session.info[_WROTE] = True
+
+
+async def write_within(
+    session: AsyncSession, statement: Executable, parameters: Mapping[str, Any]
+) -> Row[Any] | None:
+    """Run `statement`, which writes its events through
+    `repository.written_from` among its own writes (PostgreSQL: a batch of
+    changes in one round trip); its first row."""
+    connection = await session.connection()
+    found = (await connection.execute(statement, parameters)).first()
+    session.info[_WROTE] = True
+    return found
 
 
 # What runs once a transaction that wrote events has committed, in this

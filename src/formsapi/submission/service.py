@@ -187,16 +187,44 @@ class Accepted:
     body: bytes
 
 
-def new_submission(
-    organization_id: str,
-    form_id: str,
-    version: int,
-    change_seq: int,
-    now: datetime,
-    checking: Checking,
-) -> tuple[dict[str, Any], Accepted]:
-    """The parameters that write a new submission with its event
-    (event_service.write along repository.new_row), and the submission."""
+# Where a new submission's change number goes in its JSON: the first such
+# text, since only fields of ours (ids, times, versions) come before it.
+_UNNUMBERED = b'"changeSeq":0'
+
+
+def _around_number(encoded: bytes) -> tuple[bytes, bytes]:
+    at = encoded.index(_UNNUMBERED) + len(_UNNUMBERED) - 1
+    return encoded[:at], encoded[at + 1 :]
+
+
+@dataclass(frozen=True, slots=True)
+class Unnumbered:
+    """A new submission before its change number is known: its JSON, as the
+    API answers it and as a thin event carries it, kept either side of that
+    number, so the statement that numbers a batch can write its events
+    (submission/repository, `write_created`) and the API answer it."""
+
+    id: str
+    event_id: str
+    answers: dict[str, Any]  # as stored
+    answers_json: str
+    ending: str | None
+    language: str
+    body: tuple[bytes, bytes]
+    thin: tuple[bytes, bytes]  # event_service.encoded_text's thin form
+
+    def accepted(self, change_seq: int) -> Accepted:
+        number = str(change_seq).encode()
+        return Accepted(self.id, self.answers, self.ending, number.join(self.body))
+
+    def event_data(self, change_seq: int) -> str:
+        """The event's data, as event_service.encoded_text makes it."""
+        number = str(change_seq).encode()
+        body = number.join(self.body)
+        return (body if len(body) <= event_service.THIN_OVER else number.join(self.thin)).decode()
+
+
+def new_unnumbered(form_id: str, version: int, now: datetime, checking: Checking) -> Unnumbered:
     assert checking.answers_json is not None, "only valid answers are stored"
     submission_id = new_id("sub")
     at = isoformat_z(now)
@@ -209,27 +237,55 @@ def new_submission(
             at,
             at,
             1,
-            change_seq,
+            0,
             orjson.Fragment(checking.answers_json),
             ending,
             checking.language,
         )
     )
-    thin = _thin(submission_id, form_id, 1, change_seq)
-    data = event_service.encoded_text(body, thin)
+    thin = orjson.dumps({**_thin(submission_id, form_id, 1, 0), "thin": True})
+    return Unnumbered(
+        submission_id,
+        new_id("evt"),
+        checking.checked.stored,
+        checking.answers_json.decode(),
+        ending,
+        checking.language,
+        _around_number(body),
+        _around_number(thin),
+    )
+
+
+def new_submission(
+    organization_id: str,
+    form_id: str,
+    version: int,
+    change_seq: int,
+    now: datetime,
+    checking: Checking,
+) -> tuple[dict[str, Any], Accepted]:
+    """The parameters that write a new submission with its event
+    (event_service.write along repository.new_row), and the submission."""
+    new = new_unnumbered(form_id, version, now, checking)
     event = event_service.parameters(
-        organization_id, EventType.submission_created, now, data, form_id, submission_id
+        organization_id,
+        EventType.submission_created,
+        now,
+        new.event_data(change_seq),
+        form_id,
+        new.id,
+        new.event_id,
     )
     row = {
-        "id": submission_id,
+        "id": new.id,
         "form_version": version,
         "submitted_at": now,
-        "answers": checking.answers_json.decode(),
+        "answers": new.answers_json,
         "change_seq": change_seq,
-        "ending": ending,
-        "language": checking.language,
+        "ending": new.ending,
+        "language": new.language,
     }
-    return event | row, Accepted(submission_id, checking.checked.stored, ending, body)
+    return event | row, new.accepted(change_seq)
 
 
 async def not_accepting(session: AsyncSession, organization_id: str, form_id: str) -> Exception:

@@ -17,6 +17,7 @@ from formsapi.submission.repository.counts import (
     new_row,
     rebuild_counts,
 )
+from formsapi.submission.repository.created import created_parameters, created_statement
 from formsapi.submission.repository.paging import PageRow, list_page, seek, total
 from formsapi.submission.repository.rows import delete_row, get, recent
 
@@ -26,6 +27,8 @@ __all__ = [
     "add_counts",
     "bury",
     "changes_after",
+    "created_parameters",
+    "created_statement",
     "day_of",
     "delete_row",
     "edit",

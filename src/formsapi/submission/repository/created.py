@@ -1,0 +1,176 @@
+"""The one statement that writes a batch of new submissions on PostgreSQL.
+
+A form's posts queue on its lock, and every round trip a batch makes while
+holding it is time no other batch can write: with the lock statement, the
+rows and events, the counts and the commit each a round trip of its own,
+posting was bound by those waits with a quarter of the machine idle
+(bench/RESULTS.md). Here one statement takes the lock, numbers the batch,
+and writes its submissions, events, outbox rows and counts; only the commit
+follows. The batch's JSON is made before, in Python, either side of each
+change number (submission/service.py, `Unnumbered`), and the database puts
+the numbers in."""
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    Executable,
+    Text,
+    bindparam,
+    case,
+    cast,
+    column,
+    func,
+    insert,
+    literal,
+    select,
+    true,
+)
+from sqlalchemy.dialects import postgresql
+
+from formsapi.event import repository as event_repository
+from formsapi.form.repository import submission_lock_statement
+from formsapi.models import EventType, Form, Submission, SubmissionCount, SubmissionDayCount
+from formsapi.submission.repository.counts import day_of, hour_of
+
+# The arrays of a batch, one element a submission, in change number order.
+# No parameter is named as a column of the tables written: an UPDATE would
+# take it for a value to set.
+_ARRAYS = (
+    "sub_ids",
+    "event_ids",
+    "answers_texts",
+    "endings",
+    "languages",
+    "body_heads",
+    "body_tails",
+    "thin_heads",
+    "thin_tails",
+)
+
+
+@cache
+def _statement() -> Executable:
+    """Built once. Nothing is written unless the form, published, still has
+    the version the batch was checked against (:version): the caller then
+    takes the general path, which finds out why."""
+    locked = submission_lock_statement(True).where(Form.version == bindparam("checked_version")).cte("lk")
+    texts = postgresql.ARRAY(Text)
+    arrays = func.unnest(*(bindparam(name, type_=texts) for name in _ARRAYS))
+    batch = arrays.table_valued(*(column(name, Text) for name in _ARRAYS), with_ordinality="i")
+    batch = batch.render_derived(name="b")
+    number = (locked.c.change_seq - bindparam("n") + batch.c.i).label("seq")
+    rows = (
+        select(*(batch.c[name] for name in _ARRAYS), batch.c.i, number)
+        .select_from(locked.join(batch, true()))
+        .cte("r")
+    )
+    text_number = cast(rows.c.seq, Text)
+    body = rows.c.body_heads + text_number + rows.c.body_tails
+    data = case(
+        (
+            func.octet_length(body) > bindparam("thin_over"),
+            rows.c.thin_heads + text_number + rows.c.thin_tails,
+        ),
+        else_=body,
+    )
+    now = bindparam("now", type_=Submission.submitted_at.type)
+    events, outbox = event_repository.written_from(
+        select(
+            rows.c.event_ids,
+            bindparam("org"),
+            literal(EventType.submission_created.value),
+            now,
+            bindparam("form"),
+            rows.c.sub_ids,
+            data,
+        ).order_by(rows.c.i)
+    )
+    submissions = insert(Submission).from_select(
+        [
+            "id",
+            "organization_id",
+            "form_id",
+            "form_version",
+            "submitted_at",
+            "answers",
+            "change_seq",
+            "ending",
+            "language",
+            "version",
+        ],
+        select(
+            rows.c.sub_ids,
+            bindparam("org"),
+            bindparam("form"),
+            bindparam("checked_version"),
+            now,
+            cast(rows.c.answers_texts, postgresql.JSONB),
+            rows.c.seq,
+            rows.c.endings,
+            rows.c.languages,
+            literal(1),
+        ),
+        include_defaults=False,
+    )
+    counts = []
+    for table, name in ((SubmissionCount, "hour"), (SubmissionDayCount, "day")):
+        upsert = postgresql.insert(table).from_select(
+            ["organization_id", "form_id", name, "count"],
+            select(
+                bindparam("org"),
+                bindparam("form"),
+                bindparam(f"at_{name}", type_=table.__table__.c[name].type),
+                bindparam("n"),
+            ).select_from(locked),
+            include_defaults=False,
+        )
+        counts.append(
+            upsert.on_conflict_do_update(
+                index_elements=["organization_id", "form_id", name],
+                set_={"count": table.count + upsert.excluded.count},
+            ).cte(f"{name}s")
+        )
+    return select(locked.c.change_seq).add_cte(events, outbox, submissions.cte("sb"), *counts)
+
+
+def created_statement() -> Executable:
+    """Run with `created_parameters`, it writes a batch of new submissions
+    of the form's version at a time, with their events and counts, under the
+    form's lock; its one row is the batch's last change number, and it has
+    none when nothing was written (the form is missing, not published, or at
+    another version). PostgreSQL only."""
+    return _statement()
+
+
+def created_parameters(
+    organization_id: str,
+    form_id: str,
+    version: int,
+    now: datetime,
+    batch: Sequence[Any],
+    thin_over: int,
+) -> dict[str, Any]:
+    """The parameters of `created_statement` for `batch` (submission/service.py's
+    `Unnumbered`, in order), its events thin when over `thin_over` bytes."""
+    return {
+        "org": organization_id,
+        "form": form_id,
+        "checked_version": version,
+        "n": len(batch),
+        "now": now,
+        "at_hour": hour_of(now),
+        "at_day": day_of(now),
+        "thin_over": thin_over,
+        "sub_ids": [new.id for new in batch],
+        "event_ids": [new.event_id for new in batch],
+        "answers_texts": [new.answers_json for new in batch],
+        "endings": [new.ending for new in batch],
+        "languages": [new.language for new in batch],
+        "body_heads": [new.body[0].decode() for new in batch],
+        "body_tails": [new.body[1].decode() for new in batch],
+        "thin_heads": [new.thin[0].decode() for new in batch],
+        "thin_tails": [new.thin[1].decode() for new in batch],
+    }
