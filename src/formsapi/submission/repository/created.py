@@ -56,7 +56,11 @@ def _statement() -> Executable:
     """Built once. Nothing is written unless the form, published, still has
     the version the batch was checked against (:version): the caller then
     takes the general path, which finds out why."""
-    locked = submission_lock_statement(True).where(Form.version == bindparam("checked_version")).cte("lk")
+    locked = (
+        submission_lock_statement(True)
+        .where(Form.version == bindparam("checked_version"))
+        .cte("lk")
+    )
     texts = postgresql.ARRAY(Text)
     arrays = func.unnest(*(bindparam(name, type_=texts) for name in _ARRAYS))
     batch = arrays.table_valued(*(column(name, Text) for name in _ARRAYS), with_ordinality="i")
