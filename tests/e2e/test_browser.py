@@ -12,6 +12,7 @@ import csv
 import functools
 import http.server
 import io
+import json
 import re
 import shutil
 import tempfile
@@ -790,3 +791,47 @@ def test_a_respondent_reads_the_form_in_their_language_and_switches(
 
     listed = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
     assert [s["answers"] for s in listed] == [{"name": "Ada", "plan": "me"}] * 2
+
+
+def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP).new_page()
+    sign_in(page, site, site.email, site.password)
+    page.get_by_role("link", name="New form").click()
+    expect(page.get_by_role("heading", name="New form")).to_be_visible()
+    shoot(page, "50-new-form")
+    shoot_phone(browser, page, "50-new-form")
+
+    page.get_by_role("button", name="Use this template: Scored quiz").click()
+    expect(page.get_by_role("heading", name=re.compile("Quick quiz"))).to_be_visible()
+    expect(page.get_by_role("status")).to_contain_text("Draft “Quick quiz” created.")
+    shoot(page, "51-new-form-from-template")
+    shoot_phone(browser, page, "51-new-form-from-template")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download JSON").click()
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert [variable["name"] for variable in exported["variables"]] == ["score"]
+
+    page.goto(f"{site.url}/forms/new")
+    broken = {"title": "Broken", "blocks": [{"type": "email", "key": "email"}]}
+    page.get_by_label("Paste the JSON").fill(json.dumps(broken))
+    page.get_by_role("button", name="Import as a draft").click()
+    expect(page.get_by_role("alert").first).to_contain_text("1 problem")
+    expect(page.locator("#json-problems")).to_contain_text("Block 1 (“email”), title")
+    shoot(page, "52-new-form-json-problems")
+    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
+    phone.add_cookies(page.context.cookies())  # type: ignore[arg-type]
+    on_phone = phone.new_page()
+    on_phone.goto(f"{site.url}/forms/new")
+    on_phone.get_by_label("Paste the JSON").fill(json.dumps(broken))
+    on_phone.get_by_role("button", name="Import as a draft").click()
+    expect(on_phone.locator("#json-problems")).to_be_visible()
+    shoot(on_phone, "52-new-form-json-problems-phone")
+    phone.close()
+    if not AXE.exists():
+        service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
+    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
+    checker.goto(page.url)
+    assert axe_violations(checker) == []

@@ -15,7 +15,6 @@ from formsapi.dependencies import (
 )
 from formsapi.errors import problem_responses
 from formsapi.form import service
-from formsapi.form.definition import Definition
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.ids import ID_PATTERN
@@ -105,24 +104,7 @@ async def create_form(
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
 
     async def work() -> Outcome:
-        definition = Definition(
-            hidden_fields=body.hidden_fields,
-            variables=body.variables,
-            logic=body.logic,
-            endings=body.endings,
-            language=body.language,
-            translations=body.translations,
-            messages=body.messages,
-            resume_days=body.resume_days,
-        )
-        form = await service.create(
-            session,
-            principal.organization_id,
-            body.title,
-            body.blocks,
-            body.slug,
-            definition=definition,
-        )
+        form = await service.create_from(session, principal.organization_id, body)
         return Outcome(201, orjson.dumps(service.detail(form)), f"/v1/forms/{form.id}")
 
     outcome = await run_once(

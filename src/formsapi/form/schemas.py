@@ -136,7 +136,8 @@ SLUG = Annotated[
         description="Lower-case letters, digits and single dashes.",
     ),
 ]
-TITLE = Annotated[CleanStr, Field(min_length=1, max_length=200)]
+TITLE_MAX = 200
+TITLE = Annotated[CleanStr, Field(min_length=1, max_length=TITLE_MAX)]
 
 
 class FormCreate(Schema):

@@ -18,7 +18,7 @@ from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
 from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
 from formsapi.form.schema import answers_schema
-from formsapi.form.schemas import FormUpdate
+from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate
 from formsapi.form.translation import Translation
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
@@ -270,6 +270,58 @@ async def create(
         raise SlugTaken(f"Another form of this organization has the slug '{slug}'.") from None
     await _record(session, form, EventType.form_created)
     return form
+
+
+async def create_from(session: AsyncSession, organization_id: str, body: FormCreate) -> Form:
+    """A new draft made from a form's JSON (POST /v1/forms's body), by the
+    API and the settings area alike."""
+    definition = Definition(
+        hidden_fields=body.hidden_fields,
+        variables=body.variables,
+        logic=body.logic,
+        endings=body.endings,
+        language=body.language,
+        translations=body.translations,
+        messages=body.messages,
+        resume_days=body.resume_days,
+    )
+    return await create(
+        session, organization_id, body.title, body.blocks, body.slug, definition=definition
+    )
+
+
+def exported(form: Form) -> dict[str, Any]:
+    """The form as its JSON (POST /v1/forms's body, camelCase): what makes
+    the same form again, in this organization or another. Without its slug,
+    which is the organization's, made again from the title."""
+    wire = _definition_wire(form.definition, form.blocks)
+    return {
+        "title": form.title,
+        "blocks": form.blocks,
+        **{name: wire[name] for name in EXPORTED},
+    }
+
+
+# What a form's JSON carries besides its title and blocks.
+EXPORTED = (
+    "hiddenFields",
+    "variables",
+    "logic",
+    "endings",
+    "language",
+    "translations",
+    "messages",
+    "resumeDays",
+)
+
+
+async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -> Form:
+    """A new draft with the form's blocks and settings, titled as its copy;
+    no submission goes with it."""
+    original = await get(session, organization_id, form_id)
+    title = f"Copy of {original.title}"[:TITLE_MAX]
+    body = FormCreate.model_validate({**exported(original), "title": title})
+    return await create_from(session, organization_id, body)
 
 
 async def _record(session: AsyncSession, form: Form, type_: EventType, **extra: object) -> None:

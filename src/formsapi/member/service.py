@@ -127,6 +127,12 @@ def can_manage_webhooks(role: str) -> bool:
     return Scope.webhooks_manage in ROLE_SCOPES.get(role, frozenset())
 
 
+def can_edit_forms(role: str) -> bool:
+    """The API's rule: the roles whose keys may hold forms:write (editors,
+    admins and owners) make, change, duplicate and publish forms."""
+    return Scope.forms_write in ROLE_SCOPES.get(role, frozenset())
+
+
 def can_manage_organization(role: str) -> bool:
     """Owners and admins change the organization's settings (the sites that
     may frame its forms)."""

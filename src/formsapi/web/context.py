@@ -155,6 +155,10 @@ class Viewer:
         return self.role is not None and member_service.can_manage_webhooks(self.role)
 
     @property
+    def can_edit_forms(self) -> bool:
+        return self.role is not None and member_service.can_edit_forms(self.role)
+
+    @property
     def can_manage_organization(self) -> bool:
         return self.role is not None and member_service.can_manage_organization(self.role)
 

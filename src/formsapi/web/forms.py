@@ -1,31 +1,59 @@
 """The forms of the active organization, one form's page, and its CSV download."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import Response, StreamingResponse
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import UploadFile
 
-from formsapi.errors import BadRequest
+from formsapi.dependencies import check_json
+from formsapi.errors import BadRequest, Forbidden, FormsAPIError, MalformedJSON, ValidationFailed
 from formsapi.file import service as file_service
 from formsapi.file.endpoints import download, signed_link
+from formsapi.form import gallery
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, FileUpload, questions
+from formsapi.form.schemas import FormCreate
 from formsapi.kit.pagination import PageParams
 from formsapi.models import File
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
-from formsapi.web.context import SECURITY_HEADERS, PathId, ReadDep, render
-from formsapi.web.pages import Managed, PageRoute, Section
+from formsapi.web.context import (
+    SECURITY_HEADERS,
+    DbDep,
+    FormText,
+    PathId,
+    ReadDep,
+    back_with,
+    render,
+)
+from formsapi.web.pages import Managed, PageRoute, Section, keep
 
 PAGE = "/forms"
-SECTION = Section("forms", "Forms", PAGE)
+
+
+def _back(request: Request, error: FormsAPIError) -> str:
+    """Where a refused form goes back to: the new form's page (the forms for
+    a role that may not open it), or the page of the form it was posted from."""
+    path = request.url.path
+    if path == f"{PAGE}/new":
+        return PAGE if isinstance(error, Forbidden) else path
+    return path.removesuffix("/duplicate") if path.endswith("/duplicate") else PAGE
+
+
+SECTION = Section("forms", "Forms", PAGE, back=_back)
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
 router = APIRouter(prefix=PAGE, route_class=PageRoute)
 
 PER_PAGE = 50
+MAX_JSON = 500_000  # characters of a form's JSON (the API's body limit is 1 MiB)
+KEPT_JSON = 100_000  # shown again after a refusal when no longer than this
+MAX_PROBLEMS = 50
 RECENT = 20
 TABLE_COLUMNS = 5  # answers shown in the recent submissions table; the CSV has them all
 
@@ -50,6 +78,171 @@ async def forms(
         pages=max(1, -(-total // PER_PAGE)),
         total=total,
     )
+
+
+@router.get("/new")
+async def new_form_page(request: Request, managed: OrganizationDep) -> Response:
+    _may_edit(managed)
+    flash = managed.viewer.flash
+    return render(
+        request,
+        "form_new.html",
+        managed.viewer,
+        section=SECTION.name,
+        templates=gallery.TEMPLATES,
+        how=flash.get("how", "blank"),
+        title=flash.get("title", ""),
+        json_text=flash.get("json", ""),
+        problems=flash.get("problems", []),
+    )
+
+
+@router.post("/new")
+async def new_form(
+    request: Request,
+    session: DbDep,
+    managed: OrganizationDep,
+    how: Annotated[str, Form(max_length=20)] = "blank",
+    title: FormText = "",
+    template: Annotated[str, Form(max_length=100)] = "",
+    json_text: Annotated[str, Form(alias="json", max_length=MAX_JSON)] = "",
+) -> Response:
+    """A new draft: blank, from a template of the gallery, or from a form's
+    JSON pasted or uploaded (the API's own format)."""
+    _may_edit(managed)
+    organization_id = managed.organization.id
+    keep(request, how=how, title=title)
+    if how == "template":
+        if template not in gallery.BY_NAME:
+            raise BadRequest("Choose one of the templates.")
+        form = await form_service.create_from(session, organization_id, gallery.body(template))
+    elif how == "json":
+        text = await _posted_json(request, json_text)
+        keep(request, json=text if len(text) <= KEPT_JSON else "")
+        body = _form_json(request, text)
+        try:
+            form = await form_service.create_from(session, organization_id, body)
+        except ValidationFailed as error:  # the logic and keys, checked as the API does
+            placed = [
+                (_pointer_path(problem["pointer"]), problem["detail"])
+                for problem in error.extensions["errors"]
+            ]
+            raise _problems(request, orjson.loads(text), placed) from None
+    else:
+        if not title.strip():
+            raise BadRequest("Give the form a title.")
+        try:
+            body = FormCreate(title=title.strip())
+        except ValidationError as error:
+            raise BadRequest(f"The title: {error.errors()[0]['msg']}.") from None
+        form = await form_service.create_from(session, organization_id, body)
+    return await back_with(
+        session, managed.viewer, f"{PAGE}/{form.id}", notice=f"Draft “{form.title}” created."
+    )
+
+
+@router.get("/{form_id}/form.json")
+async def download_json(session: ReadDep, managed: OrganizationDep, form_id: PathId) -> Response:
+    form = await form_service.get(session, managed.organization.id, form_id)
+    body = orjson.dumps(form_service.exported(form), option=orjson.OPT_INDENT_2)
+    return Response(
+        body,
+        media_type="application/json",
+        headers={
+            **SECURITY_HEADERS,
+            "Content-Disposition": f'attachment; filename="{form.slug}.json"',
+        },
+    )
+
+
+@router.post("/{form_id}/duplicate")
+async def duplicate(session: DbDep, managed: OrganizationDep, form_id: PathId) -> Response:
+    _may_edit(managed)
+    copy = await form_service.duplicate(session, managed.organization.id, form_id)
+    return await back_with(
+        session, managed.viewer, f"{PAGE}/{copy.id}", notice=f"Draft “{copy.title}” created."
+    )
+
+
+def _may_edit(managed: Managed) -> None:
+    if not managed.viewer.can_edit_forms:
+        raise Forbidden(
+            f"Your role in {managed.organization.name} ({managed.role}) reads forms; "
+            "editors, admins and owners make and change them."
+        )
+
+
+async def _posted_json(request: Request, pasted: str) -> str:
+    """The form's JSON: the file chosen, else the text pasted."""
+    upload = (await request.form()).get("file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        raw = await upload.read(MAX_JSON + 1)
+        if len(raw) > MAX_JSON:
+            raise BadRequest(f"The file is over {MAX_JSON:,} bytes.")
+        try:
+            return raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise BadRequest("The file is not UTF-8 text.") from None
+    if not pasted.strip():
+        raise BadRequest("Paste the form's JSON, or choose a file.")
+    return pasted
+
+
+def _form_json(request: Request, text: str) -> FormCreate:
+    """`text` as POST /v1/forms would take it; refused with each problem
+    placed where it is (kept for the page), as the API would point at it."""
+    try:
+        document = check_json(text.encode())
+    except MalformedJSON as error:
+        raise BadRequest(error.detail) from None
+    try:
+        return FormCreate.model_validate(document)
+    except ValidationError as error:
+        placed = [(list(e["loc"]), str(e["msg"])) for e in error.errors()]
+        raise _problems(request, document, placed) from None
+
+
+def _problems(request: Request, document: Any, placed: list[tuple[list[Any], str]]) -> BadRequest:
+    """The refusal of a form's JSON whose problems are `placed` (a path into
+    `document`, what is wrong there), each kept for the page with the block
+    it concerns named."""
+    problems = [{"where": where(document, path), "detail": detail} for path, detail in placed]
+    keep(request, problems=problems[:MAX_PROBLEMS])
+    count = len(problems)
+    return BadRequest(
+        f"The form's JSON has {count} problem{'' if count == 1 else 's'}, listed below it."
+    )
+
+
+def _pointer_path(pointer: str) -> list[Any]:
+    """A JSON pointer's parts, indexes as numbers."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    return [int(p) if p.isdigit() else p for p in parts]
+
+
+def where(document: Any, path: list[Any]) -> str:
+    """A problem's place in a form's JSON, as a person reads it: "Block 3
+    (“Email”), options 2, value" for ["blocks", 2, "options", 1, "value"]."""
+    if not path:
+        return "The form"
+    head, *rest = path
+    words = [str(head)]
+    if head in ("blocks", "endings", "logic", "variables", "hiddenFields") and rest:
+        index, *rest = rest
+        if isinstance(index, int):
+            items = document.get(head) if isinstance(document, dict) else None
+            item = items[index] if isinstance(items, list) and 0 <= index < len(items) else None
+            name = {"blocks": "Block", "endings": "Ending", "logic": "Rule"}.get(head, head)
+            words = [f"{name} {index + 1}"]
+            if isinstance(item, dict):
+                label = item.get("title") or item.get("text") or item.get("key")
+                if isinstance(label, str) and label:
+                    words[0] += f" (“{label[:60]}”)"
+                # A block's type names the union's branch pydantic tried: not a place.
+                if rest and rest[0] == item.get("type"):
+                    rest = rest[1:]
+    words += [str(part + 1) if isinstance(part, int) else str(part) for part in rest]
+    return ", ".join(words)
 
 
 @router.get("/{form_id}")
