@@ -812,6 +812,17 @@ def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
         page.get_by_role("link", name="Download JSON").click()
     exported = json.loads(Path(download.value.path()).read_text())
     assert [variable["name"] for variable in exported["variables"]] == ["score"]
+    quiz = page.url
+
+    page.get_by_role("button", name="Publish").click()
+    expect(page.get_by_role("status")).to_contain_text("“Quick quiz” is published.")
+    shoot(page, "53-form-published")
+    shoot_phone(browser, page, "53-form-published")
+    page.get_by_role("link", name="Public page", exact=True).click()
+    page.get_by_label("Your name").fill("Ada")
+    page.get_by_role("button", name="Next").click()
+    expect(page.get_by_text("Ada, what is the capital of France?")).to_be_visible()
+    page.goto(quiz)
 
     page.goto(f"{site.url}/forms/new")
     broken = {"title": "Broken", "blocks": [{"type": "email", "key": "email"}]}

@@ -19,7 +19,7 @@ from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_submission
 from tests.web.conftest import Browser, SignedIn, add_member
 
-SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
+SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write", "events:read"]
 
 
 async def _owner(
@@ -327,3 +327,95 @@ async def test_another_organizations_form_cannot_be_downloaded_or_duplicated(
     assert "Theirs" not in download.text
     assert "There is no such form in this organization." in shown.text
     assert await _forms(session, organization) == 0
+
+
+async def test_a_draft_is_published_closed_reopened_and_archived_from_its_page(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret = await _owner(session, signed_in)
+    form_id = _form_id(
+        await browser.submit("/forms/new", {"how": "template", "template": "contact"})
+    )
+    url = f"/v1/forms/{form_id}/submissions"
+    answers = {"name": "Ada", "email": "ada@example.com", "topic": "sales", "message": "Hi"}
+    assert (await api.post(url, secret, json={"answers": answers})).status_code == 409
+
+    published = await browser.submit(f"/forms/{form_id}/status", {"status": "published"})
+    taken = await api.post(url, secret, json={"answers": answers})
+    closed = await browser.submit(f"/forms/{form_id}/status", {"status": "closed"})
+    refused = await api.post(url, secret, json={"answers": answers})
+    reopened = await browser.submit(f"/forms/{form_id}/status", {"status": "published"})
+    unconfirmed = await browser.submit(f"/forms/{form_id}/status", {"status": "archived"})
+    archived = await browser.submit(
+        f"/forms/{form_id}/status", {"status": "archived", "confirm": "yes"}
+    )
+
+    assert "“Contact us” is published." in published.text
+    assert taken.status_code == 201
+    assert "“Contact us” is closed." in closed.text
+    assert ">Reopen</button>" in closed.text
+    assert refused.status_code == 409
+    assert "is published." in reopened.text
+    assert "Tick the box to confirm" in unconfirmed.text
+    assert "“Contact us” is archived." in archived.text
+    assert "Status and settings" not in archived.text  # nothing left to change
+    detail = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert detail["status"] == "archived"
+    events = (await api.get("/v1/events", secret, params={"types": "form.status_changed"})).json()
+    assert [(e["data"]["from"], e["data"]["to"]) for e in events["data"]] == [
+        ("draft", "published"),
+        ("published", "closed"),
+        ("closed", "published"),
+        ("published", "archived"),
+    ]
+
+
+async def test_a_status_change_the_api_refuses_is_refused_on_the_page_too(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization, browser, _ = await _owner(session, signed_in)
+    form = await create_form(session, organization, title="Draft", status="draft")
+    await session.commit()
+
+    closing = await browser.submit(f"/forms/{form.id}/status", {"status": "closed"})
+    made_up = await browser.submit(f"/forms/{form.id}/status", {"status": "deleted"})
+
+    assert "A draft form cannot become closed; it can become: published, archived" in closing.text
+    assert "Choose publish, close or archive." in made_up.text
+
+
+async def test_title_and_slug_are_changed_as_the_api_checks_them(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    organization, browser, secret = await _owner(session, signed_in)
+    form = await create_form(session, organization, title="Old", status="draft")
+    other = await create_form(session, organization, title="Other", status="draft")
+    await session.commit()
+
+    saved = await browser.submit(f"/forms/{form.id}/settings", {"title": "New", "slug": "new-one"})
+    bad = await browser.submit(f"/forms/{form.id}/settings", {"title": "New", "slug": "Not OK"})
+    taken = await browser.submit(f"/forms/{form.id}/settings", {"title": "New", "slug": other.slug})
+
+    assert "Saved." in saved.text
+    detail = (await api.get(f"/v1/forms/{form.id}", secret)).json()
+    assert (detail["title"], detail["slug"]) == ("New", "new-one")
+    assert "The slug: String should match pattern" in bad.text
+    assert f"Another form of this organization has the slug &#39;{other.slug}&#39;." in taken.text
+
+
+async def test_a_viewer_cannot_change_a_forms_status_or_settings(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    organization, browser, secret = await _owner(session, signed_in, Role.viewer)
+    form = await create_form(session, organization, title="Draft", status="draft")
+    await session.commit()
+
+    page = await browser.get(f"/forms/{form.id}")
+    status = await browser.submit(f"/forms/{form.id}/status", {"status": "published"})
+    settings = await browser.submit(f"/forms/{form.id}/settings", {"title": "Mine", "slug": "mine"})
+
+    assert "Status and settings" not in page.text
+    for shown in (status, settings):
+        assert "reads forms; editors, admins and owners make and change them" in shown.text
+    detail = (await api.get(f"/v1/forms/{form.id}", secret)).json()
+    assert (detail["status"], detail["title"]) == ("draft", "Draft")

@@ -16,7 +16,7 @@ from formsapi.file.endpoints import download, signed_link
 from formsapi.form import gallery
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, FileUpload, questions
-from formsapi.form.schemas import FormCreate
+from formsapi.form.schemas import FormCreate, FormUpdate
 from formsapi.kit.pagination import PageParams
 from formsapi.models import File
 from formsapi.submission import export
@@ -42,7 +42,10 @@ def _back(request: Request, error: FormsAPIError) -> str:
     path = request.url.path
     if path == f"{PAGE}/new":
         return PAGE if isinstance(error, Forbidden) else path
-    return path.removesuffix("/duplicate") if path.endswith("/duplicate") else PAGE
+    for action in ("/duplicate", "/status", "/settings"):
+        if path.endswith(action):
+            return path.removesuffix(action)
+    return PAGE
 
 
 SECTION = Section("forms", "Forms", PAGE, back=_back)
@@ -164,6 +167,56 @@ async def duplicate(session: DbDep, managed: OrganizationDep, form_id: PathId) -
     )
 
 
+# What each status change is called on a form's page, and what it does.
+STATUS_ACTIONS = {
+    "published": ("Publish", "Respondents can answer it at its public page and over the API."),
+    "closed": ("Close", "It stops taking answers; its submissions stay. You can reopen it."),
+    "archived": ("Archive", "It becomes read-only for good: it takes no answer and no change."),
+}
+
+
+@router.post("/{form_id}/status")
+async def change_status(
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    status: Annotated[str, Form(max_length=20)] = "",
+    confirm: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    """Publish, close, reopen or archive, as PATCH /v1/forms/{id} does; an
+    archive, which cannot be undone, only when confirmed."""
+    _may_edit(managed)
+    if status not in STATUS_ACTIONS:
+        raise BadRequest("Choose publish, close or archive.")
+    if status == "archived" and confirm != "yes":
+        raise BadRequest("Tick the box to confirm: an archived form cannot be changed again.")
+    form = await form_service.update(
+        session, managed.organization.id, form_id, FormUpdate(status=status)
+    )
+    return await back_with(
+        session, managed.viewer, f"{PAGE}/{form.id}", notice=f"“{form.title}” is {form.status}."
+    )
+
+
+@router.post("/{form_id}/settings")
+async def change_settings(
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    title: FormText = "",
+    slug: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """A form's title and slug, checked as the API checks them."""
+    _may_edit(managed)
+    try:
+        changes = FormUpdate(title=title.strip(), slug=slug.strip())
+    except ValidationError as error:
+        problem = error.errors()[0]
+        raise BadRequest(f"The {problem['loc'][0]}: {problem['msg']}.") from None
+    form = await form_service.update(session, managed.organization.id, form_id, changes)
+    return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice="Saved.")
+
+
 def _may_edit(managed: Managed) -> None:
     if not managed.viewer.can_edit_forms:
         raise Forbidden(
@@ -275,6 +328,14 @@ async def form_page(
         public_url=f"/f/{form.id}" if form.status in ("published", "closed") else None,
         file_keys={q.key for q in asked if isinstance(q, FileUpload)},
         files={file.id: file for file in files},
+        transitions=[
+            (
+                status,
+                "Reopen" if form.status == "closed" else STATUS_ACTIONS[status][0],
+                STATUS_ACTIONS[status][1],
+            )
+            for status in form_service.TRANSITIONS[form.status]
+        ],
     )
 
 
