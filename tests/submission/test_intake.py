@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Event, Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.tenancy import scoped
-from tests.conftest import Api
+from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write", "events:read"]
@@ -270,3 +270,27 @@ async def test_plain_and_keyed_posts_are_stored_alike_with_events_in_change_orde
         select(Form.response_count).where(scoped(Form, org.id), Form.id == form.id)
     )
     assert counts == [counted, counted] == [len(created)] * 2
+
+
+async def test_submission_times_follow_change_numbers_across_processes(
+    settings: Settings, session: AsyncSession
+) -> None:
+    # Each process numbers its own batches; a batch's time is read once it
+    # holds the form's lock, so a later number never has an earlier time.
+    _, form_id, secret = await _form(session)
+    url = f"/v1/forms/{form_id}/submissions"
+    headers = {"Authorization": f"Bearer {secret}"}
+    # Two connections a process: batches wait for one, as under load.
+    crowded = settings.model_copy(update={"database_pool_size": 2})
+
+    async with apps_sharing(crowded, count=4) as clients:
+        responses = await asyncio.gather(
+            *(clients[i % 4].post(url, headers=headers, json={"answers": GOOD}) for i in range(400))
+        )
+
+    assert {r.status_code for r in responses} == {201}
+    created = sorted((r.json() for r in responses), key=lambda c: c["changeSeq"])
+    assert [c["changeSeq"] for c in created] == list(range(1, 401))
+    times = [c["submittedAt"] for c in created]
+    assert times == sorted(times)
+    assert all(c["updatedAt"] == c["submittedAt"] for c in created)

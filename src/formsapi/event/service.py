@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Executable, Insert, Row, event
+from sqlalchemy import Executable, Insert, event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
@@ -94,7 +94,7 @@ async def write(
 
 async def write_within(
     session: AsyncSession, statement: Executable, parameters: Mapping[str, Any]
-) -> Row[Any] | None:
+) -> Sequence[Any] | None:
     """Run `statement`, which writes its events through
     `repository.written_from` among its own writes (PostgreSQL: a batch of
     changes in one round trip); its first row."""

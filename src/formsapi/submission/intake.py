@@ -35,7 +35,7 @@ from formsapi.form import repository as form_repository
 from formsapi.idempotency import repository as idempotency_repository
 from formsapi.idempotency.service import RETENTION, Outcome, kept
 from formsapi.kit.ids import is_plausible
-from formsapi.kit.time import utcnow
+from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.partial import repository as partial_repository
 from formsapi.partial.service import LinkUsed
 from formsapi.submission import repository
@@ -271,13 +271,12 @@ class Intake:
         one statement (submission/repository/created.py); what each became,
         or None, having written nothing, if the form is no longer published
         at `version`."""
-        now = utcnow()
         new = []
         for post in accepted:
             assert post.checking is not None
-            new.append(new_unnumbered(form_id, version, now, post.checking))
+            new.append(new_unnumbered(form_id, version, post.checking))
         parameters = repository.created_parameters(
-            organization_id, form_id, version, now, new, event_service.THIN_OVER
+            organization_id, form_id, version, new, event_service.THIN_OVER
         )
         async with self._sessionmaker() as session:
             found = await event_service.write_within(
@@ -287,9 +286,10 @@ class Intake:
                 await session.rollback()
                 return None
             await session.commit()
-        first = int(found[0]) - len(new) + 1
-        numbered = enumerate(zip(accepted, new, strict=True), first)
-        return {post: submission.accepted(number) for number, (post, submission) in numbered}
+        last, at = found[0], found[1]
+        time = isoformat_z(at)
+        numbered = enumerate(zip(accepted, new, strict=True), int(last) - len(new) + 1)
+        return {post: submission.accepted(number, time) for number, (post, submission) in numbered}
 
 
 def _plain(post: _Post) -> bool:

@@ -187,22 +187,29 @@ class Accepted:
     body: bytes
 
 
-# Where a new submission's change number goes in its JSON: the first such
-# text, since only fields of ours (ids, times, versions) come before it.
-_UNNUMBERED = b'"changeSeq":0'
+# Where a new submission's time and change number go in its JSON, in order:
+# only fields of ours (ids, versions) come before them, never an answer.
+_PLACES = ((b'"submittedAt":"', b"@"), (b'"updatedAt":"', b"@"), (b'"changeSeq":', b"0"))
+_THIN_PLACES = ((b'"changeSeq":', b"0"),)
 
 
-def _around_number(encoded: bytes) -> tuple[bytes, bytes]:
-    at = encoded.index(_UNNUMBERED) + len(_UNNUMBERED) - 1
-    return encoded[:at], encoded[at + 1 :]
+def _around(encoded: bytes, places: tuple[tuple[bytes, bytes], ...]) -> tuple[bytes, ...]:
+    """`encoded` cut at each place's stand-in value."""
+    parts, start = [], 0
+    for name, stand_in in places:
+        at = encoded.index(name + stand_in, start) + len(name)
+        parts.append(encoded[start:at])
+        start = at + len(stand_in)
+    return (*parts, encoded[start:])
 
 
 @dataclass(frozen=True, slots=True)
 class Unnumbered:
-    """A new submission before its change number is known: its JSON, as the
-    API answers it and as a thin event carries it, kept either side of that
-    number, so the statement that numbers a batch can write its events
-    (submission/repository, `write_created`) and the API answer it."""
+    """A new submission before its time and change number are known: its
+    JSON, as the API answers it and as a thin event carries it, kept in
+    parts around them, so that the statement that writes a batch under the
+    form's lock can put them in (submission/repository, `created_statement`),
+    and the API answer with the same."""
 
     id: str
     event_id: str
@@ -210,32 +217,36 @@ class Unnumbered:
     answers_json: str
     ending: str | None
     language: str
-    body: tuple[bytes, bytes]
-    thin: tuple[bytes, bytes]  # event_service.encoded_text's thin form
+    body: tuple[bytes, bytes, bytes, bytes]  # around submittedAt, updatedAt, changeSeq
+    thin: tuple[bytes, bytes]  # event_service.encoded_text's thin form, around changeSeq
 
-    def accepted(self, change_seq: int) -> Accepted:
-        number = str(change_seq).encode()
-        return Accepted(self.id, self.answers, self.ending, number.join(self.body))
+    def accepted(self, change_seq: int, at: str) -> Accepted:
+        return Accepted(self.id, self.answers, self.ending, self._body(change_seq, at))
 
-    def event_data(self, change_seq: int) -> str:
+    def event_data(self, change_seq: int, at: str) -> str:
         """The event's data, as event_service.encoded_text makes it."""
-        number = str(change_seq).encode()
-        body = number.join(self.body)
-        return (body if len(body) <= event_service.THIN_OVER else number.join(self.thin)).decode()
+        body = self._body(change_seq, at)
+        if len(body) <= event_service.THIN_OVER:
+            return body.decode()
+        return str(change_seq).encode().join(self.thin).decode()
+
+    def _body(self, change_seq: int, at: str) -> bytes:
+        time, number = at.encode(), str(change_seq).encode()
+        head, between, before_number, tail = self.body
+        return head + time + between + time + before_number + number + tail
 
 
-def new_unnumbered(form_id: str, version: int, now: datetime, checking: Checking) -> Unnumbered:
+def new_unnumbered(form_id: str, version: int, checking: Checking) -> Unnumbered:
     assert checking.answers_json is not None, "only valid answers are stored"
     submission_id = new_id("sub")
-    at = isoformat_z(now)
     ending = checking.checked.ending
     body = orjson.dumps(
         detail_wire(
             submission_id,
             form_id,
             version,
-            at,
-            at,
+            "@",
+            "@",
             1,
             0,
             orjson.Fragment(checking.answers_json),
@@ -244,6 +255,8 @@ def new_unnumbered(form_id: str, version: int, now: datetime, checking: Checking
         )
     )
     thin = orjson.dumps({**_thin(submission_id, form_id, 1, 0), "thin": True})
+    head, between, before_number, tail = _around(body, _PLACES)
+    before, after = _around(thin, _THIN_PLACES)
     return Unnumbered(
         submission_id,
         new_id("evt"),
@@ -251,8 +264,8 @@ def new_unnumbered(form_id: str, version: int, now: datetime, checking: Checking
         checking.answers_json.decode(),
         ending,
         checking.language,
-        _around_number(body),
-        _around_number(thin),
+        (head, between, before_number, tail),
+        (before, after),
     )
 
 
@@ -266,12 +279,13 @@ def new_submission(
 ) -> tuple[dict[str, Any], Accepted]:
     """The parameters that write a new submission with its event
     (event_service.write along repository.new_row), and the submission."""
-    new = new_unnumbered(form_id, version, now, checking)
+    new = new_unnumbered(form_id, version, checking)
+    at = isoformat_z(now)
     event = event_service.parameters(
         organization_id,
         EventType.submission_created,
         now,
-        new.event_data(change_seq),
+        new.event_data(change_seq, at),
         form_id,
         new.id,
         new.event_id,
@@ -285,7 +299,7 @@ def new_submission(
         "ending": new.ending,
         "language": new.language,
     }
-    return event | row, new.accepted(change_seq)
+    return event | row, new.accepted(change_seq, at)
 
 
 async def not_accepting(session: AsyncSession, organization_id: str, form_id: str) -> Exception:

@@ -4,14 +4,14 @@ A form's posts queue on its lock, and every round trip a batch makes while
 holding it is time no other batch can write: with the lock statement, the
 rows and events, the counts and the commit each a round trip of its own,
 posting was bound by those waits with a quarter of the machine idle
-(bench/RESULTS.md). Here one statement takes the lock, numbers the batch,
-and writes its submissions, events, outbox rows and counts; only the commit
-follows. The batch's JSON is made before, in Python, either side of each
-change number (submission/service.py, `Unnumbered`), and the database puts
-the numbers in."""
+(bench/RESULTS.md). Here one statement takes the lock, then reads the time
+(so submission times follow change numbers, as when they were read after
+the lock), numbers the batch, and writes its submissions, events, outbox rows
+and counts; only the commit follows. The batch's JSON is made before, in
+Python, in parts around each time and change number (submission/service.py,
+`Unnumbered`), and the database puts them in."""
 
 from collections.abc import Sequence
-from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -33,7 +33,6 @@ from sqlalchemy.dialects import postgresql
 from formsapi.event import repository as event_repository
 from formsapi.form.repository import submission_lock_statement
 from formsapi.models import EventType, Form, Submission, SubmissionCount, SubmissionDayCount
-from formsapi.submission.repository.counts import day_of, hour_of
 
 # The arrays of a batch, one element a submission, in change number order.
 # No parameter is named as a column of the tables written: an UPDATE would
@@ -44,11 +43,15 @@ _ARRAYS = (
     "answers_texts",
     "endings",
     "languages",
-    "body_heads",
+    "body_heads",  # the body's parts around submittedAt, updatedAt and changeSeq
+    "body_betweens",
+    "body_befores",
     "body_tails",
-    "thin_heads",
+    "thin_heads",  # the thin form's, around changeSeq
     "thin_tails",
 )
+# isoformat_z's form (kit/time.py): milliseconds, cut, not rounded, as Python cuts.
+_API_TIME = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
 
 
 @cache
@@ -56,9 +59,12 @@ def _statement() -> Executable:
     """Built once. Nothing is written unless the form, published, still has
     the version the batch was checked against (:version): the caller then
     takes the general path, which finds out why."""
+    # Read once the form's row is locked: the batch's time, in commit order.
+    at = func.clock_timestamp().label("at")
     locked = (
         submission_lock_statement(True)
         .where(Form.version == bindparam("checked_version"))
+        .returning(at)
         .cte("lk")
     )
     texts = postgresql.ARRAY(Text)
@@ -67,12 +73,21 @@ def _statement() -> Executable:
     batch = batch.render_derived(name="b")
     number = (locked.c.change_seq - bindparam("n") + batch.c.i).label("seq")
     rows = (
-        select(*(batch.c[name] for name in _ARRAYS), batch.c.i, number)
+        select(*(batch.c[name] for name in _ARRAYS), batch.c.i, number, locked.c.at)
         .select_from(locked.join(batch, true()))
         .cte("r")
     )
     text_number = cast(rows.c.seq, Text)
-    body = rows.c.body_heads + text_number + rows.c.body_tails
+    text_time = func.to_char(func.timezone("UTC", rows.c.at), _API_TIME)
+    body = (
+        rows.c.body_heads
+        + text_time
+        + rows.c.body_betweens
+        + text_time
+        + rows.c.body_befores
+        + text_number
+        + rows.c.body_tails
+    )
     data = case(
         (
             func.octet_length(body) > bindparam("thin_over"),
@@ -80,13 +95,12 @@ def _statement() -> Executable:
         ),
         else_=body,
     )
-    now = bindparam("now", type_=Submission.submitted_at.type)
     events, outbox = event_repository.written_from(
         select(
             rows.c.event_ids,
             bindparam("org"),
             literal(EventType.submission_created.value),
-            now,
+            rows.c.at,
             bindparam("form"),
             rows.c.sub_ids,
             data,
@@ -110,7 +124,7 @@ def _statement() -> Executable:
             bindparam("org"),
             bindparam("form"),
             bindparam("checked_version"),
-            now,
+            rows.c.at,
             cast(rows.c.answers_texts, postgresql.JSONB),
             rows.c.seq,
             rows.c.endings,
@@ -126,7 +140,7 @@ def _statement() -> Executable:
             select(
                 bindparam("org"),
                 bindparam("form"),
-                bindparam(f"at_{name}", type_=table.__table__.c[name].type),
+                func.date_trunc(name, locked.c.at, "UTC"),
                 bindparam("n"),
             ).select_from(locked),
             include_defaults=False,
@@ -137,25 +151,22 @@ def _statement() -> Executable:
                 set_={"count": table.count + upsert.excluded.count},
             ).cte(f"{name}s")
         )
-    return select(locked.c.change_seq).add_cte(events, outbox, submissions.cte("sb"), *counts)
+    return select(locked.c.change_seq, locked.c.at).add_cte(
+        events, outbox, submissions.cte("sb"), *counts
+    )
 
 
 def created_statement() -> Executable:
     """Run with `created_parameters`, it writes a batch of new submissions
-    of the form's version at a time, with their events and counts, under the
-    form's lock; its one row is the batch's last change number, and it has
+    of the form's version, with their events and counts, under the form's
+    lock. Its one row is the batch's last change number and its time; it has
     none when nothing was written (the form is missing, not published, or at
     another version). PostgreSQL only."""
     return _statement()
 
 
 def created_parameters(
-    organization_id: str,
-    form_id: str,
-    version: int,
-    now: datetime,
-    batch: Sequence[Any],
-    thin_over: int,
+    organization_id: str, form_id: str, version: int, batch: Sequence[Any], thin_over: int
 ) -> dict[str, Any]:
     """The parameters of `created_statement` for `batch` (submission/service.py's
     `Unnumbered`, in order), its events thin when over `thin_over` bytes."""
@@ -164,9 +175,6 @@ def created_parameters(
         "form": form_id,
         "checked_version": version,
         "n": len(batch),
-        "now": now,
-        "at_hour": hour_of(now),
-        "at_day": day_of(now),
         "thin_over": thin_over,
         "sub_ids": [new.id for new in batch],
         "event_ids": [new.event_id for new in batch],
@@ -174,7 +182,9 @@ def created_parameters(
         "endings": [new.ending for new in batch],
         "languages": [new.language for new in batch],
         "body_heads": [new.body[0].decode() for new in batch],
-        "body_tails": [new.body[1].decode() for new in batch],
+        "body_betweens": [new.body[1].decode() for new in batch],
+        "body_befores": [new.body[2].decode() for new in batch],
+        "body_tails": [new.body[3].decode() for new in batch],
         "thin_heads": [new.thin[0].decode() for new in batch],
         "thin_tails": [new.thin[1].decode() for new in batch],
     }
