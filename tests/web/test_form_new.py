@@ -5,6 +5,7 @@ API uses; a viewer, a forged post and hostile input change nothing."""
 
 import json
 import re
+from typing import Any
 
 import httpx
 import orjson
@@ -419,3 +420,54 @@ async def test_a_viewer_cannot_change_a_forms_status_or_settings(
         assert "reads forms; editors, admins and owners make and change them" in shown.text
     detail = (await api.get(f"/v1/forms/{form.id}", secret)).json()
     assert (detail["status"], detail["title"]) == ("draft", "Draft")
+
+
+@pytest.mark.parametrize(
+    ("translations", "said"),
+    [
+        ({"fr": {"blocks": {"²": {"title": "x"}}}}, "translations, fr, blocks, ²"),
+        ({"fr": {"blocks": {"7": {"title": "x"}}}}, "translations, fr, blocks, 7"),
+        ({"fr": {"blocks": {"1" * 5000: {"title": "x"}}}}, "translations, fr, blocks, 111"),
+    ],
+)
+async def test_a_translation_of_what_the_form_lacks_is_placed_by_its_key(
+    session: AsyncSession, signed_in: SignedIn, translations: dict[str, Any], said: str
+) -> None:
+    organization, browser, _ = await _owner(session, signed_in)
+    document = {
+        "title": "T",
+        "blocks": [{"type": "short_text", "key": "name", "title": "Name"}],
+        "translations": translations,
+    }
+
+    posted = await browser.post("/forms/new", {"how": "json", "json": json.dumps(document)})
+    page = await browser.get(posted.headers["location"])
+
+    assert posted.status_code == 303
+    assert said in page.text
+    assert await _forms(session, organization) == 0
+
+
+async def test_an_over_long_paste_is_refused_on_the_page(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization, browser, _ = await _owner(session, signed_in)
+
+    posted = await browser.post("/forms/new", {"how": "json", "json": " " * 500_001 + "{}"})
+    page = await browser.get(posted.headers["location"])
+
+    assert "The JSON pasted is over 500,000 characters." in page.text
+    assert await _forms(session, organization) == 0
+
+
+async def test_a_copy_of_a_long_title_keeps_no_trailing_space(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    organization, browser, secret = await _owner(session, signed_in)
+    form = await create_form(session, organization, title="x" * 191 + " yyyyyyyy")
+    await session.commit()
+
+    copy = _form_id(await browser.submit(f"/forms/{form.id}/duplicate"))
+
+    title = (await api.get(f"/v1/forms/{copy}", secret)).json()["title"]
+    assert title == "Copy of " + "x" * 191  # cut at 200, the space gone

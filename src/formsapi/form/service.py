@@ -319,7 +319,7 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
     """A new draft with the form's blocks and settings, titled as its copy;
     no submission goes with it."""
     original = await get(session, organization_id, form_id)
-    title = f"Copy of {original.title}"[:TITLE_MAX]
+    title = f"Copy of {original.title}"[:TITLE_MAX].rstrip()
     body = FormCreate.model_validate({**exported(original), "title": title})
     return await create_from(session, organization_id, body)
 

@@ -55,7 +55,11 @@ def daily_bars(days: list[tuple[date, int]]) -> Chart:
         )
         for index, (day, count) in enumerate(days)
     ]
-    ticks = [(round(baseline - f * plot_height, 2), f"{round(top * f):,}") for f in (0, 0.5, 1)]
+    ticks: list[tuple[float, str]] = []
+    for fraction in (0, 0.5, 1):
+        label = f"{round(top * fraction):,}"
+        if all(label != seen for _, seen in ticks):  # a scale of 1 has no middle tick
+            ticks.append((round(baseline - fraction * plot_height, 2), label))
     labels = [
         (bar.x + bar.width / 2, bar.day.strftime("%b %-d"))
         for index, bar in enumerate(bars)

@@ -108,7 +108,8 @@ async def new_form(
     how: Annotated[str, Form(max_length=20)] = "blank",
     title: FormText = "",
     template: Annotated[str, Form(max_length=100)] = "",
-    json_text: Annotated[str, Form(alias="json", max_length=MAX_JSON)] = "",
+    # Bounded by the request's body limit; over MAX_JSON, said on the page.
+    json_text: Annotated[str, Form(alias="json")] = "",
 ) -> Response:
     """A new draft: blank, from a template of the gallery, or from a form's
     JSON pasted or uploaded (the API's own format)."""
@@ -126,11 +127,12 @@ async def new_form(
         try:
             form = await form_service.create_from(session, organization_id, body)
         except ValidationFailed as error:  # the logic and keys, checked as the API does
+            document = orjson.loads(text)
             placed = [
-                (_pointer_path(problem["pointer"]), problem["detail"])
+                (_pointer_path(document, problem["pointer"]), problem["detail"])
                 for problem in error.extensions["errors"]
             ]
-            raise _problems(request, orjson.loads(text), placed) from None
+            raise _problems(request, document, placed) from None
     else:
         if not title.strip():
             raise BadRequest("Give the form a title.")
@@ -238,6 +240,8 @@ async def _posted_json(request: Request, pasted: str) -> str:
             raise BadRequest("The file is not UTF-8 text.") from None
     if not pasted.strip():
         raise BadRequest("Paste the form's JSON, or choose a file.")
+    if len(pasted) > MAX_JSON:
+        raise BadRequest(f"The JSON pasted is over {MAX_JSON:,} characters.")
     return pasted
 
 
@@ -267,10 +271,21 @@ def _problems(request: Request, document: Any, placed: list[tuple[list[Any], str
     )
 
 
-def _pointer_path(pointer: str) -> list[Any]:
-    """A JSON pointer's parts, indexes as numbers."""
-    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
-    return [int(p) if p.isdigit() else p for p in parts]
+def _pointer_path(document: Any, pointer: str) -> list[Any]:
+    """A JSON pointer's parts into `document`, as numbers where they index
+    a list (a key of digits stays a key)."""
+    path: list[Any] = []
+    node = document
+    for token in pointer.split("/")[1:]:
+        part: Any = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list):
+            index = int(part) if part.isascii() and part.isdigit() and len(part) < 10 else -1
+            part = index if 0 <= index < len(node) else part
+            node = node[part] if isinstance(part, int) else None
+        else:
+            node = node.get(part) if isinstance(node, dict) else None
+        path.append(part)
+    return path
 
 
 def where(document: Any, path: list[Any]) -> str:
