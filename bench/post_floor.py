@@ -63,7 +63,15 @@ def script(organization_id: str, form_id: str, answers: dict[str, Any], size: in
     data = orjson.dumps({"id": "sub_x", "formId": form_id, "answers": answers}).decode()
     lines = [
         "BEGIN;",
-        _compiled(lock, {"org": _text(organization_id), "form": _text(form_id), "n": str(size)})
+        _compiled(
+            lock,
+            {
+                "org": _text(organization_id),
+                "form": _text(form_id),
+                "n": str(size),
+                "offset": "interval '0'",
+            },
+        )
         + " \\gset",
     ]
     inserts = []
@@ -121,6 +129,7 @@ def at_once(organization_id: str, form_id: str, answers: dict[str, Any], size: i
         "org": _text(organization_id),
         "form": _text(form_id),
         "n": str(size),
+        "offset": "interval '0'",
         "checked_version": f"(SELECT version FROM forms WHERE id = {_text(form_id)})",  # noqa: S608
         "thin_over": "20000",
         "sub_ids": each(f"'sub_' || {fresh}"),

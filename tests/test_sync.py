@@ -4,9 +4,9 @@ its clock two seconds behind (libfaketime), as two hosts drift.
 
 The client that follows the change feed ends with exactly the server's set,
 every time, having seen every form's changes in order. A client that follows
-the old advice (keep the newest `submittedAt`, ask for `since` it) loses rows
-in the same run: that is why the feed exists. And a server killed mid-write
-loses no change it acknowledged.
+the old advice (keep the newest `submittedAt`, ask for `since` it) keeps
+deleted rows and, on SQLite, loses rows in the same run: that is why the
+feed exists. And a server killed mid-write loses no change it acknowledged.
 """
 
 import asyncio
@@ -252,12 +252,16 @@ async def test_a_client_following_the_feed_ends_with_exactly_the_servers_set(
     assert writers.seen.deleted, "no deletes were made"
     assert any(version > 1 for version in writers.seen.versions.values()), "no edits were made"
     assert _as_held(feed.copy) == server
-    # The same run through `since`: rows committed by the server behind, after
-    # a newer time from the other was seen, are skipped for good.
+    # The same run through `since`: it never sees a delete. On SQLite, where a
+    # submission's time is its process's clock, rows committed by the server
+    # behind, after a newer time from the other was seen, are skipped for
+    # good; on PostgreSQL times are the database's, read under the form's
+    # lock, so clock drift between hosts no longer loses them that way.
     deleted = set(writers.seen.deleted)
     never_seen = set(server) - set(since.copy)
     kept_deleted = set(since.copy) & deleted
-    assert never_seen, "the since recipe lost no row this time"
+    if setup.database_url.startswith("sqlite"):
+        assert never_seen, "the since recipe lost no row this time"
     assert kept_deleted, "the since recipe saw deletes"
 
 

@@ -3,10 +3,23 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Row, Select, Text, bindparam, cast, func, select, update
+from sqlalchemy import (
+    DateTime,
+    Interval,
+    Row,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    func,
+    literal,
+    select,
+    update,
+)
 from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (
     Form,
     FormStatus,
@@ -95,8 +108,16 @@ def submission_lock_statement(postgres: bool) -> Any:
     posts (event/repository.py, `settled`), and the form's transactions take
     their ids in the order they take the lock."""
     statement = update(Form).where(scoped(Form, bindparam("org")), Form.id == bindparam("form"))
+    # The time of the submissions numbered: PostgreSQL's, read once the row is
+    # locked, so that on any number of hosts, whatever their clocks, times
+    # follow change numbers; moved by the service clock's :offset (tests
+    # shift it) and cut to the milliseconds the API prints, as utcnow() is.
+    # On SQLite, whose writers share one host, the caller's (None here).
+    at: Any = literal(None, DateTime(timezone=True))
     if postgres:
         statement = statement.where(cast(_advisory(bindparam("form")), Text) == "")
+        moved = func.clock_timestamp() + bindparam("offset", type_=Interval())
+        at = func.date_trunc("milliseconds", moved)
     return (
         statement.where(Form.status == FormStatus.published)
         .values(
@@ -105,7 +126,7 @@ def submission_lock_statement(postgres: bool) -> Any:
         )
         # The version only: its blocks are read (once) when this process has
         # not compiled it yet, so a post does not decode them under the lock.
-        .returning(Form.version, Form.change_seq)
+        .returning(Form.version, Form.change_seq, at.label("at"))
         # No Form is loaded in a post's session: nothing for the ORM to update.
         .execution_options(synchronize_session=False)
     )
@@ -117,15 +138,18 @@ def _advisory(form_id: Any) -> Any:
 
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str, count: int = 1
-) -> Row[int, int] | None:
+) -> Row[int, int, datetime | None] | None:
     """Count `count` more submissions, number their changes, and read what
     they answer, atomically: the lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit
-    order, and a rollback takes both back. The last number is returned: the
-    batch's are the `count` numbers up to it. None if the form is missing or
-    not published."""
-    parameters = {"org": organization_id, "form": form_id, "n": count}
+    order, and a rollback takes both back. Returned: the version, the last
+    number (the batch's are the `count` numbers up to it) and, on
+    PostgreSQL, the database's time once the lock was held. None if the form
+    is missing or not published."""
     postgres = session.get_bind().dialect.name == "postgresql"
+    parameters: dict[str, Any] = {"org": organization_id, "form": form_id, "n": count}
+    if postgres:
+        parameters["offset"] = clock_offset()
     # On the connection: the session's ORM-enabled execution of an UPDATE
     # (bulk persistence) cost more CPU than the statement, for nothing here.
     connection = await session.connection()

@@ -30,6 +30,12 @@ def monotonic() -> float:
     return time.monotonic() + _offset
 
 
+def offset() -> timedelta:
+    """How far the service's clock runs from the system's: what a time read
+    from the database's clock is moved by, so that `shift()` moves it too."""
+    return timedelta(seconds=_offset)
+
+
 def set_offset(seconds: float) -> None:
     """Run the service's clock `seconds` ahead of the system's (behind if negative)."""
     global _offset

@@ -212,7 +212,7 @@ class Intake:
                     # Why not, read without the write session (SQLite's write lock).
                     async with self._read_sessionmaker() as reader:
                         raise await not_accepting(reader, organization_id, form_id)
-                version, last = locked
+                version, last, locked_at = locked
                 if form is None or form.version != version:
                     versions += 1
                     if versions == MAX_VERSIONS:
@@ -223,7 +223,7 @@ class Intake:
                     compiled.compile_version(organization_id, form_id, version, blocks, definition)
                     await session.rollback()
                     continue
-                now = utcnow()
+                now = locked_at or utcnow()
                 first = last - len(accepted) + 1
                 new = [
                     new_submission(organization_id, form_id, version, first + i, now, post.checking)

@@ -32,6 +32,7 @@ from sqlalchemy.dialects import postgresql
 
 from formsapi.event import repository as event_repository
 from formsapi.form.repository import submission_lock_statement
+from formsapi.kit.time import offset as clock_offset
 from formsapi.models import EventType, Form, Submission, SubmissionCount, SubmissionDayCount
 
 # The arrays of a batch, one element a submission, in change number order.
@@ -59,12 +60,10 @@ def _statement() -> Executable:
     """Built once. Nothing is written unless the form, published, still has
     the version the batch was checked against (:version): the caller then
     takes the general path, which finds out why."""
-    # Read once the form's row is locked: the batch's time, in commit order.
-    at = func.clock_timestamp().label("at")
+    # Its `at`: the batch's time, read once the form's row is locked.
     locked = (
         submission_lock_statement(True)
         .where(Form.version == bindparam("checked_version"))
-        .returning(at)
         .cte("lk")
     )
     texts = postgresql.ARRAY(Text)
@@ -175,6 +174,7 @@ def created_parameters(
         "form": form_id,
         "checked_version": version,
         "n": len(batch),
+        "offset": clock_offset(),
         "thin_over": thin_over,
         "sub_ids": [new.id for new in batch],
         "event_ids": [new.event_id for new in batch],
