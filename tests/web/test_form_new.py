@@ -116,8 +116,7 @@ async def test_a_bad_title_is_refused_and_makes_nothing(
 ) -> None:
     organization, browser, _ = await _owner(session, signed_in)
 
-    posted = await browser.post("/forms/new", {"how": "blank", "title": title})
-    page = await browser.get(posted.headers["location"]) if posted.status_code == 303 else posted
+    page = await browser.submit("/forms/new", {"how": "blank", "title": title})
 
     assert said in page.text
     assert await _forms(session, organization) == 0
@@ -141,10 +140,9 @@ async def test_pasted_json_with_errors_lists_each_at_its_block_and_makes_nothing
         ],
     }
 
-    posted = await browser.post("/forms/new", {"how": "json", "json": json.dumps(document)})
-    page = await browser.get(posted.headers["location"])
+    page = await browser.submit("/forms/new", {"how": "json", "json": json.dumps(document)})
 
-    assert posted.headers["location"] == "/forms/new"
+    assert page.url.path == "/forms/new"
     assert "JSON has 2 problems, listed below it" in page.text
     assert "Block 2 (“Plan”), options, 1, label" in page.text
     assert "Block 3 (“email”), title" in page.text
@@ -163,8 +161,7 @@ async def test_a_rule_that_cannot_work_is_placed_at_its_rule(
         "logic": [{"if": {"==": [{"var": "agee"}, 1]}, "then": [{"jump": "nowhere"}]}],
     }
 
-    posted = await browser.post("/forms/new", {"how": "json", "json": json.dumps(document)})
-    page = await browser.get(posted.headers["location"])
+    page = await browser.submit("/forms/new", {"how": "json", "json": json.dumps(document)})
 
     assert "Rule 1, if" in page.text
     assert await _forms(session, organization) == 0
@@ -184,10 +181,8 @@ async def test_json_that_is_no_form_is_refused_clearly(
 ) -> None:
     organization, browser, _ = await _owner(session, signed_in)
 
-    posted = await browser.post("/forms/new", {"how": "json", "json": text})
-    page = await browser.get(posted.headers["location"])
+    page = await browser.submit("/forms/new", {"how": "json", "json": text})
 
-    assert posted.status_code == 303
     assert said in page.text
     assert await _forms(session, organization) == 0
 
@@ -440,10 +435,8 @@ async def test_a_translation_of_what_the_form_lacks_is_placed_by_its_key(
         "translations": translations,
     }
 
-    posted = await browser.post("/forms/new", {"how": "json", "json": json.dumps(document)})
-    page = await browser.get(posted.headers["location"])
+    page = await browser.submit("/forms/new", {"how": "json", "json": json.dumps(document)})
 
-    assert posted.status_code == 303
     assert said in page.text
     assert await _forms(session, organization) == 0
 
@@ -453,8 +446,7 @@ async def test_an_over_long_paste_is_refused_on_the_page(
 ) -> None:
     organization, browser, _ = await _owner(session, signed_in)
 
-    posted = await browser.post("/forms/new", {"how": "json", "json": " " * 500_001 + "{}"})
-    page = await browser.get(posted.headers["location"])
+    page = await browser.submit("/forms/new", {"how": "json", "json": " " * 500_001 + "{}"})
 
     assert "The JSON pasted is over 500,000 characters." in page.text
     assert await _forms(session, organization) == 0

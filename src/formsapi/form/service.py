@@ -275,16 +275,7 @@ async def create(
 async def create_from(session: AsyncSession, organization_id: str, body: FormCreate) -> Form:
     """A new draft made from a form's JSON (POST /v1/forms's body), by the
     API and the settings area alike."""
-    definition = Definition(
-        hidden_fields=body.hidden_fields,
-        variables=body.variables,
-        logic=body.logic,
-        endings=body.endings,
-        language=body.language,
-        translations=body.translations,
-        messages=body.messages,
-        resume_days=body.resume_days,
-    )
+    definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
     return await create(
         session, organization_id, body.title, body.blocks, body.slug, definition=definition
     )
@@ -294,25 +285,7 @@ def exported(form: Form) -> dict[str, Any]:
     """The form as its JSON (POST /v1/forms's body, camelCase): what makes
     the same form again, in this organization or another. Without its slug,
     which is the organization's, made again from the title."""
-    wire = _definition_wire(form.definition, form.blocks)
-    return {
-        "title": form.title,
-        "blocks": form.blocks,
-        **{name: wire[name] for name in EXPORTED},
-    }
-
-
-# What a form's JSON carries besides its title and blocks.
-EXPORTED = (
-    "hiddenFields",
-    "variables",
-    "logic",
-    "endings",
-    "language",
-    "translations",
-    "messages",
-    "resumeDays",
-)
+    return {"title": form.title, "blocks": form.blocks, **definition_of(form).dump()}
 
 
 async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -> Form:
