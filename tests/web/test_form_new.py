@@ -40,6 +40,16 @@ async def _forms(session: AsyncSession, organization: Organization) -> int:
     return int(count or 0)
 
 
+async def _title_and_status(
+    session: AsyncSession, organization: Organization, form_id: str
+) -> tuple[str, str]:
+    found = await session.execute(
+        select(Form.title, Form.status).where(scoped(Form, organization.id), Form.id == form_id)
+    )
+    title, status = found.one()
+    return title, status
+
+
 def _form_id(response: httpx.Response) -> str:
     match = re.search(r"/forms/(frm_[A-Za-z0-9]+)$", str(response.url))
     assert match, response.url
@@ -300,10 +310,17 @@ async def test_a_forged_post_makes_no_form(session: AsyncSession, signed_in: Sig
             headers={"Origin": "https://x.example"},
         ),
         await browser.post(f"/forms/{form.id}/duplicate", csrf=""),
+        await browser.post(f"/forms/{form.id}/status", {"status": "closed"}, csrf=""),
+        await browser.post(
+            f"/forms/{form.id}/settings",
+            {"title": "Forged", "slug": "forged"},
+            headers={"Origin": "https://x.example"},
+        ),
     ]
 
-    assert [r.status_code for r in forged] == [403] * 3
+    assert [r.status_code for r in forged] == [403] * 5
     assert await _forms(session, organization) == 1
+    assert await _title_and_status(session, organization, form.id) == ("Survey", "published")
 
 
 async def test_another_organizations_form_cannot_be_downloaded_or_duplicated(
@@ -316,13 +333,18 @@ async def test_another_organizations_form_cannot_be_downloaded_or_duplicated(
 
     download = await browser.get(f"/forms/{theirs.id}/form.json")
     missing = await browser.get("/forms/frm_01HZZZZZZZZZZZZZZZZZZZZZZZ/form.json")
-    duplicated = await browser.post(f"/forms/{theirs.id}/duplicate")
-    shown = await browser.get(duplicated.headers["location"])
+    refused = [
+        await browser.submit(f"/forms/{theirs.id}/duplicate"),
+        await browser.submit(f"/forms/{theirs.id}/status", {"status": "closed"}),
+        await browser.submit(f"/forms/{theirs.id}/settings", {"title": "Mine", "slug": "mine"}),
+    ]
 
     assert download.status_code == missing.status_code == 404
     assert "Theirs" not in download.text
-    assert "There is no such form in this organization." in shown.text
+    for page in refused:
+        assert "There is no such form in this organization." in page.text
     assert await _forms(session, organization) == 0
+    assert await _title_and_status(session, other, theirs.id) == ("Theirs", "published")
 
 
 async def test_a_draft_is_published_closed_reopened_and_archived_from_its_page(
@@ -396,6 +418,8 @@ async def test_title_and_slug_are_changed_as_the_api_checks_them(
     detail = (await api.get(f"/v1/forms/{form.id}", secret)).json()
     assert (detail["title"], detail["slug"]) == ("New", "new-one")
     assert "The slug: String should match pattern" in bad.text
+    huge = await browser.submit(f"/forms/{form.id}/settings", {"title": "New", "slug": "a" * 5000})
+    assert "The slug: String should have at most 100 characters." in huge.text
     assert f"Another form of this organization has the slug &#39;{other.slug}&#39;." in taken.text
 
 

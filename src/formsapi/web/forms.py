@@ -206,7 +206,7 @@ async def change_settings(
     managed: OrganizationDep,
     form_id: PathId,
     title: FormText = "",
-    slug: Annotated[str, Form(max_length=200)] = "",
+    slug: Annotated[str, Form()] = "",  # checked by FormUpdate, said on the page
 ) -> Response:
     """A form's title and slug, checked as the API checks them."""
     _may_edit(managed)
