@@ -218,17 +218,12 @@ class Unnumbered:
     ending: str | None
     language: str
     body: tuple[bytes, bytes, bytes, bytes]  # around submittedAt, updatedAt, changeSeq
-    thin: tuple[bytes, bytes]  # event_service.encoded_text's thin form, around changeSeq
+    # event_service.encoded_text's thin form, around changeSeq: for the
+    # statement, which chooses between the two as encoded_text does.
+    thin: tuple[bytes, bytes]
 
     def accepted(self, change_seq: int, at: str) -> Accepted:
         return Accepted(self.id, self.answers, self.ending, self._body(change_seq, at))
-
-    def event_data(self, change_seq: int, at: str) -> str:
-        """The event's data, as event_service.encoded_text makes it."""
-        body = self._body(change_seq, at)
-        if len(body) <= event_service.THIN_OVER:
-            return body.decode()
-        return str(change_seq).encode().join(self.thin).decode()
 
     def _body(self, change_seq: int, at: str) -> bytes:
         time, number = at.encode(), str(change_seq).encode()
@@ -280,12 +275,13 @@ def new_submission(
     """The parameters that write a new submission with its event
     (event_service.write along repository.new_row), and the submission."""
     new = new_unnumbered(form_id, version, checking)
-    at = isoformat_z(now)
+    accepted = new.accepted(change_seq, isoformat_z(now))
+    thin = _thin(new.id, form_id, 1, change_seq)
     event = event_service.parameters(
         organization_id,
         EventType.submission_created,
         now,
-        new.event_data(change_seq, at),
+        event_service.encoded_text(accepted.body, thin),
         form_id,
         new.id,
         new.event_id,
@@ -299,7 +295,7 @@ def new_submission(
         "ending": new.ending,
         "language": new.language,
     }
-    return event | row, new.accepted(change_seq, at)
+    return event | row, accepted
 
 
 async def not_accepting(session: AsyncSession, organization_id: str, form_id: str) -> Exception:
