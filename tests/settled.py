@@ -1,19 +1,16 @@
-"""Waiting for events to settle: on PostgreSQL an event is listed (and fanned
-out to webhooks) once no transaction that began writing before it is still
-running, anywhere in the cluster. Tests share their cluster with other
-tests' long transactions (bulk loads, migrations), so a test reads events
-once its own have settled, as a client would by asking again."""
+"""Waiting for events to settle: on PostgreSQL an event is listed once no
+transaction that began writing before it is still running in its database. A
+test's events may wait on its own server processes' transactions, so a test
+reads events once they have settled, as a client would by asking again."""
 
 import asyncio
 
 from sqlalchemy import text
 
 from formsapi.db import create_engine
+from formsapi.event.repository import HORIZON
 
-HELD_BACK = text(
-    "SELECT EXISTS (SELECT 1 FROM events"
-    " WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
-)
+HELD_BACK = text(f"SELECT EXISTS (SELECT 1 FROM events WHERE xid >= {HORIZON})")  # noqa: S608
 
 
 async def events_settled(database_url: str, patience: float = 60.0) -> None:

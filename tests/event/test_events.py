@@ -4,6 +4,7 @@ with the resource as the API returned it."""
 from datetime import timedelta
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -277,6 +278,27 @@ async def test_an_event_committed_after_one_still_in_flight_waits_for_it(
 
     events = (await _events(api, secret))["data"]
     assert [e["type"] for e in events] == ["ping", "form.created"]
+
+
+async def test_a_long_transaction_in_another_database_holds_no_event_back(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    """A bulk load or a report in another database of the same PostgreSQL
+    server writes nothing of ours: our events are listed all the same."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL's transactions only")
+    org_id, secret = await _org(session)
+    server = api.settings.database_url.get_secret_value().rsplit("/", 1)[0]
+    other = await asyncpg.connect(f"{server}/postgres")
+    try:
+        async with other.transaction():
+            await other.fetchval("SELECT pg_current_xact_id()")  # it now holds an xid
+            await api.post("/v1/forms", secret, json={"title": "Meanwhile", "blocks": BLOCKS})
+
+            events = (await _events(api, secret, settle=False))["data"]
+            assert [e["type"] for e in events] == ["form.created"]
+    finally:
+        await other.close()
 
 
 async def test_a_commit_of_events_calls_back_and_a_rollback_or_a_commit_without_does_not(

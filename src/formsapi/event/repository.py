@@ -23,6 +23,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
     select,
     tuple_,
     update,
@@ -111,14 +112,31 @@ async def write(
         await connection.execute(statement, parameters)
 
 
+# The oldest transaction still running in this database, or the snapshot's
+# xmax if none is: the snapshot's running xids, less those pg_stat_activity
+# shows in another database (a backend writes only to its own, so another
+# database's long transaction, a bulk load or a report, cannot hold our
+# events back). An xid missing from pg_stat_activity, ended since the
+# snapshot or on a backend it does not show, is kept: the horizon errs early.
+# backend_xid is 32 bits, the snapshot's xid8 64: running xids are never
+# 2^31 apart, so their low 32 bits tell them apart.
+HORIZON = """(
+SELECT coalesce(min(running.xid), pg_snapshot_xmax(pg_current_snapshot())::text::bigint)
+FROM (SELECT xip::text::bigint AS xid FROM pg_snapshot_xip(pg_current_snapshot()) AS xip)
+    AS running
+WHERE running.xid % 4294967296 NOT IN (
+    SELECT backend_xid::text::bigint FROM pg_stat_activity
+    WHERE backend_xid IS NOT NULL
+    AND datid <> (SELECT oid FROM pg_database WHERE datname = current_database())))"""
+
+
 def settled(session: AsyncSession) -> ColumnElement[bool]:
     """Events no transaction still running can come before: on PostgreSQL,
-    those of transactions older than the oldest one running (the snapshot's
-    xmin); on SQLite, whose writers take turns, every committed one."""
+    those of transactions older than the oldest one running in this
+    database; on SQLite, whose writers take turns, every committed one."""
     if session.get_bind().dialect.name != "postgresql":
         return literal(True)
-    xmin = cast(cast(func.pg_snapshot_xmin(func.pg_current_snapshot()), Text), BigInteger)
-    return Event.xid < xmin
+    return Event.xid < literal_column(HORIZON, BigInteger)
 
 
 def _after(position: Position) -> ColumnElement[bool]:
