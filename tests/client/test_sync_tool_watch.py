@@ -2,7 +2,11 @@
 in each target database, fifty writers, and the tool killed with SIGKILL
 and started again while it watches. The copy must end equal to the
 server's data, row for row and value for value; a run with nothing new
-writes nothing."""
+writes nothing.
+
+Each engine serves once and holds the copy once (SQLite's server into a
+PostgreSQL copy and the other way round): the server and the copy meet
+only over HTTP, so the same engine on both sides takes no path of its own."""
 
 import asyncio
 import random
@@ -10,6 +14,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.client.conftest import Live
 from tests.client.sync_tool import (
@@ -38,6 +43,9 @@ async def created_once_more(client: httpx.AsyncClient, form_id: str) -> None:
     raise AssertionError(f"the server kept refusing a create: {response.status_code}")
 
 
+@pytest.mark.parametrize(
+    ("live", "target"), [("sqlite", "postgresql"), ("postgresql", "sqlite")], indirect=True
+)
 async def test_a_watching_copy_killed_twice_ends_equal_to_the_server(
     setup: Setup, live: Live, target: str, tmp_path: Path
 ) -> None:
