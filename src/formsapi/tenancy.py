@@ -29,6 +29,7 @@ TENANT_TABLES = frozenset(
         "api_keys",
         "events",
         "files",
+        "form_drafts",
         "form_versions",
         "forms",
         "idempotency_keys",

@@ -287,7 +287,7 @@ async def test_a_long_transaction_in_another_database_holds_no_event_back(
     server writes nothing of ours: our events are listed all the same."""
     if engine.dialect.name != "postgresql":
         pytest.skip("PostgreSQL's transactions only")
-    org_id, secret = await _org(session)
+    _, secret = await _org(session)
     server = api.settings.database_url.get_secret_value().rsplit("/", 1)[0]
     other = await asyncpg.connect(f"{server}/postgres")
     try:

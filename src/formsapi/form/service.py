@@ -180,7 +180,8 @@ class SlugTaken(Conflict):
     slug = "slug-taken"
 
 
-def _check(blocks: list[Block], definition: Definition) -> None:
+def check(blocks: list[Block], definition: Definition) -> None:
+    """The whole form as a save checks it: keys, logic, recall, endings."""
     errors = key_errors(blocks) or definition_check(blocks, definition)
     if errors:
         raise ValidationFailed(
@@ -242,7 +243,7 @@ async def create(
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1."""
     definition = definition or Definition()
-    _check(blocks, definition)
+    check(blocks, definition)
     if slug is None:
         slug = await _free_slug(session, organization_id, title)
     elif await repository.slug_taken(session, organization_id, slug):
@@ -367,7 +368,7 @@ async def update(
                 for name in DEFINITION_FIELDS
             }
         )
-        _check(new_blocks, definition)
+        check(new_blocks, definition)
         blocks, stored = dump_blocks(new_blocks), _stored(definition)
         if blocks != form.blocks or stored != form.definition:
             form.blocks, form.definition = blocks, stored

@@ -5,6 +5,7 @@ from formsapi.models.event_outbox import EventOutbox
 from formsapi.models.event_position import EventPosition
 from formsapi.models.file import File, FileChunk
 from formsapi.models.form import Form, FormStatus
+from formsapi.models.form_draft import FormDraft
 from formsapi.models.form_version import FormVersion
 from formsapi.models.idempotency_key import IdempotencyKey
 from formsapi.models.invitation import Invitation
@@ -34,6 +35,7 @@ __all__ = [
     "File",
     "FileChunk",
     "Form",
+    "FormDraft",
     "FormStatus",
     "FormVersion",
     "IdempotencyKey",

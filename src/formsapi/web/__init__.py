@@ -9,6 +9,7 @@ from fastapi.staticfiles import StaticFiles
 from formsapi.kit.redact import redact_link_tokens
 from formsapi.web import (
     account,
+    builder,
     forms,
     invitations,
     keys,
@@ -20,7 +21,17 @@ from formsapi.web import (
 )
 
 router = APIRouter(include_in_schema=False)
-for module in (account, forms, invitations, keys, members, organization, problems, webhooks):
+for module in (
+    account,
+    builder,
+    forms,
+    invitations,
+    keys,
+    members,
+    organization,
+    problems,
+    webhooks,
+):
     router.include_router(module.router)
 
 

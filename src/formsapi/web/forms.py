@@ -1,5 +1,6 @@
 """The forms of the active organization, one form's page, and its CSV download."""
 
+import re
 from typing import Annotated, Any
 
 import orjson
@@ -38,14 +39,34 @@ PAGE = "/forms"
 
 def _back(request: Request, error: FormsAPIError) -> str:
     """Where a refused form goes back to: the new form's page (the forms for
-    a role that may not open it), or the page of the form it was posted from."""
+    a role that may not open it), the builder's page it was posted from, or
+    the page of the form it was posted from."""
     path = request.url.path
     if path == f"{PAGE}/new":
         return PAGE if isinstance(error, Forbidden) else path
+    if builder := _builder_back(path):
+        return builder
     for action in ("/duplicate", "/status", "/settings"):
         if path.endswith(action):
             return path.removesuffix(action)
     return PAGE
+
+
+def _builder_back(path: str) -> str | None:
+    """The builder's page a refused post goes back to: the one it came from
+    (a block's, the JSON's, the review's, the versions') or the builder."""
+    found = re.fullmatch(r"(/forms/[^/]+)/(edit|publish|versions)(/.*)?", path)
+    if found is None:
+        return None
+    base, part, rest = found[1], found[2], found[3] or ""
+    if part != "edit":
+        return f"{base}/{part}"
+    block = re.fullmatch(r"/blocks/(\d+)(/condition/.*)?", rest)
+    if block:
+        return f"{base}/edit/blocks/{block[1]}"
+    if rest == "/json":
+        return f"{base}/edit/json"
+    return f"{base}/edit"
 
 
 SECTION = Section("forms", "Forms", PAGE, back=_back)
@@ -85,7 +106,7 @@ async def forms(
 
 @router.get("/new")
 async def new_form_page(request: Request, managed: OrganizationDep) -> Response:
-    _may_edit(managed)
+    may_edit(managed)
     flash = managed.viewer.flash
     return render(
         request,
@@ -113,7 +134,7 @@ async def new_form(
 ) -> Response:
     """A new draft: blank, from a template of the gallery, or from a form's
     JSON pasted or uploaded (the API's own format)."""
-    _may_edit(managed)
+    may_edit(managed)
     organization_id = managed.organization.id
     keep(request, how=how, title=title)
     if how == "template":
@@ -129,7 +150,7 @@ async def new_form(
         except ValidationFailed as error:  # the logic and keys, checked as the API does
             document = orjson.loads(text)
             placed = [
-                (_pointer_path(document, problem["pointer"]), problem["detail"])
+                (pointer_path(document, problem["pointer"]), problem["detail"])
                 for problem in error.extensions["errors"]
             ]
             raise _problems(request, document, placed) from None
@@ -162,7 +183,7 @@ async def download_json(session: ReadDep, managed: OrganizationDep, form_id: Pat
 
 @router.post("/{form_id}/duplicate")
 async def duplicate(session: DbDep, managed: OrganizationDep, form_id: PathId) -> Response:
-    _may_edit(managed)
+    may_edit(managed)
     copy = await form_service.duplicate(session, managed.organization.id, form_id)
     return await back_with(
         session, managed.viewer, f"{PAGE}/{copy.id}", notice=f"Draft “{copy.title}” created."
@@ -187,7 +208,7 @@ async def change_status(
 ) -> Response:
     """Publish, close, reopen or archive, as PATCH /v1/forms/{id} does; an
     archive, which cannot be undone, only when confirmed."""
-    _may_edit(managed)
+    may_edit(managed)
     if status not in STATUS_ACTIONS:
         raise BadRequest("Choose publish, close or archive.")
     if status == "archived" and confirm != "yes":
@@ -209,7 +230,7 @@ async def change_settings(
     slug: Annotated[str, Form()] = "",  # checked by FormUpdate, said on the page
 ) -> Response:
     """A form's title and slug, checked as the API checks them."""
-    _may_edit(managed)
+    may_edit(managed)
     try:
         changes = FormUpdate(title=title.strip(), slug=slug.strip())
     except ValidationError as error:
@@ -219,7 +240,7 @@ async def change_settings(
     return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice="Saved.")
 
 
-def _may_edit(managed: Managed) -> None:
+def may_edit(managed: Managed) -> None:
     if not managed.viewer.can_edit_forms:
         raise Forbidden(
             f"Your role in {managed.organization.name} ({managed.role}) reads forms; "
@@ -271,7 +292,7 @@ def _problems(request: Request, document: Any, placed: list[tuple[list[Any], str
     )
 
 
-def _pointer_path(document: Any, pointer: str) -> list[Any]:
+def pointer_path(document: Any, pointer: str) -> list[Any]:
     """A JSON pointer's parts into `document`, as numbers where they index
     a list (a key of digits stays a key)."""
     path: list[Any] = []

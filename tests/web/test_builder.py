@@ -1,0 +1,353 @@
+"""The form builder: a draft changed block by block (add, edit, move,
+duplicate, remove, a condition made from a question), reviewed and
+published as the form's next version through the service the API uses;
+versions read and restored; a late save refused with what changed; roles,
+forged posts and hostile input. Both engines."""
+
+import html
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.models import Organization, Role
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org
+from tests.web.conftest import Browser, SignedIn, add_member
+
+SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
+BLOCKS: list[dict[str, Any]] = [
+    {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+    {"type": "email", "key": "email", "title": "Your email"},
+]
+REVISION = re.compile(r'name="revision" value="(\d+)"')
+
+
+async def _setup(
+    session: AsyncSession, signed_in: SignedIn, role: str = Role.editor
+) -> tuple[Organization, Browser, str, str]:
+    organization = await create_org(session)
+    member = await add_member(session, organization, role)
+    _, secret = await create_key(session, organization, scopes=SCOPES)
+    form = await create_form(session, organization, title="Sign-up", blocks=BLOCKS)
+    await session.commit()
+    return organization, await signed_in(member), secret, form.id
+
+
+def _titles(blocks: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(b["type"], b["key"], b["title"]) for b in blocks]
+
+
+def _revision(page: httpx.Response) -> str:
+    found = REVISION.search(page.text)
+    assert found, page.text
+    return found[1]
+
+
+async def _act(browser: Browser, path: str, data: dict[str, Any] | None = None) -> httpx.Response:
+    """Post one of the builder's forms with the revision its page shows."""
+    page = await browser.get(path.split("/edit")[0] + "/edit")
+    return await browser.submit(path, {"revision": _revision(page), **(data or {})})
+
+
+async def _draft_blocks_of(browser: Browser, form_id: str) -> list[dict[str, Any]]:
+    page = await browser.get(f"/forms/{form_id}/edit/json")
+    text = re.search(r'<textarea id="json"[^>]*>(.*?)</textarea>', page.text, re.S)
+    assert text, page.text
+    blocks: list[dict[str, Any]] = json.loads(html.unescape(text[1]))["blocks"]
+    return blocks
+
+
+async def test_a_form_edited_block_by_block_publishes_as_the_api_stores_it(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    edit = f"/forms/{form_id}/edit"
+
+    added = await _act(browser, f"{edit}/add", {"type": "single_choice", "position": "0"})
+    assert str(added.url).endswith(f"{edit}/blocks/1")
+    assert "Block 2 added" in added.text
+    saved = await browser.submit(
+        f"{edit}/blocks/1",
+        {
+            "revision": _revision(added),
+            "key": "plan",
+            "title": "Which plan?",
+            "options": "free | Free\nPro plan",
+            "required": "on",
+            "shuffle": "none",
+        },
+    )
+    assert "Saved." in saved.text
+    condition = await browser.submit(
+        f"{edit}/blocks/1/condition/visibleIf",
+        {"revision": _revision(saved), "question": "name", "operator": "filled"},
+    )
+    assert "Condition saved." in condition.text
+    moved = await _act(browser, f"{edit}/blocks/2/up")
+    assert "moved to position 2" in moved.text
+    await _act(browser, f"{edit}/blocks/0/duplicate")
+    removed = await _act(browser, f"{edit}/blocks/1/remove")
+    assert "removed." in removed.text
+
+    draft = await _draft_blocks_of(browser, form_id)
+    assert [b["key"] for b in draft] == ["name", "email", "plan"]
+    assert draft[2] == {
+        "type": "single_choice",
+        "key": "plan",
+        "title": "Which plan?",
+        "required": True,
+        "visibleIf": {"!!": [{"var": "name"}]},
+        "options": [{"value": "free", "label": "Free"}, {"value": "pro_plan", "label": "Pro plan"}],
+        "shuffle": "none",
+    }
+    # Nothing is published yet: the API still reads version 1.
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["version"] == 1
+
+    review = await browser.get(f"/forms/{form_id}/publish")
+    assert "Publishing makes version 2" in review.text
+    assert "“Which plan?” added" in review.text
+    version = re.search(r'name="version" value="(\d+)"', review.text)
+    assert version is not None
+    published = await browser.submit(
+        f"/forms/{form_id}/publish", {"revision": _revision(review), "version": version[1]}
+    )
+    assert "Version 2 of “Sign-up” is published." in published.text
+
+    detail = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert detail["version"] == 2
+    assert detail["status"] == "published"  # a draft form is published with it
+    assert detail["blocks"] == draft  # byte for byte what the builder showed
+    # The same blocks sent over the API make no new version: stored the same.
+    again = await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": draft})
+    assert again.json()["version"] == 2
+    first = (await api.get(f"/v1/forms/{form_id}", secret, params={"version": 1})).json()
+    assert [b["key"] for b in first["blocks"]] == ["name", "email"]
+    answered = await api.post(
+        f"/v1/forms/{form_id}/submissions",
+        secret,
+        json={"answers": {"name": "Ada", "plan": "free"}},
+    )
+    assert answered.status_code == 201, answered.text
+    assert (await browser.get(f"/forms/{form_id}/publish")).text.count("Nothing to publish") == 1
+
+
+async def test_a_save_made_on_an_older_draft_is_refused_and_told_what_changed(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization, ada, _, form_id = await _setup(session, signed_in)
+    admin = await add_member(session, organization, Role.admin)
+    await session.commit()
+    grace = await signed_in(admin)
+    edit = f"/forms/{form_id}/edit"
+    adas_page = await ada.get(edit)
+    graces_page = await grace.get(edit)
+
+    await ada.submit(
+        f"{edit}/add", {"revision": _revision(adas_page), "type": "yes_no", "position": "-1"}
+    )
+    late = await grace.post(f"{edit}/blocks/0/remove", {"revision": _revision(graces_page)})
+
+    assert late.status_code == 303
+    page = await grace.get(late.headers["location"])
+    assert "saved this form&#39;s draft" in page.text or "saved this form's draft" in page.text
+    assert "your change was not saved" in page.text
+    assert "What changed meanwhile" in page.text
+    assert "“New yes / no question” added" in page.text
+    blocks = await _draft_blocks_of(grace, form_id)
+    assert [b.get("key") for b in blocks] == ["name", "email", "yes_no"]  # nothing removed
+
+
+async def test_publishing_warns_where_answers_are_touched_and_versions_restore(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"status": "published"})
+    await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"name": "Ada"}})
+    page = await browser.get(f"/forms/{form_id}/edit/json")
+    document = {
+        "title": "Sign-up",
+        "blocks": [
+            {"type": "number", "key": "name", "title": "Your age"},
+            {"type": "heading", "text": "Thanks"},
+        ],
+    }
+    await browser.submit(
+        f"/forms/{form_id}/edit/json", {"revision": _revision(page), "json": json.dumps(document)}
+    )
+
+    review = await browser.get(f"/forms/{form_id}/publish")
+    assert "Existing answers are affected" in review.text
+    assert "“Your age” changes from short_text to number" in review.text
+    assert "“Your email” is removed: the answers to it in the 1 submissions" in review.text
+    version = re.search(r'name="version" value="(\d+)"', review.text)
+    assert version is not None
+    await browser.submit(
+        f"/forms/{form_id}/publish", {"revision": _revision(review), "version": version[1]}
+    )
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["version"] == 2
+
+    history = await browser.get(f"/forms/{form_id}/versions")
+    assert "Version 1" in history.text
+    assert "Version 2" in history.text
+    old = await browser.get(f"/forms/{form_id}/versions/1")
+    assert "“Your email” removed" in old.text  # from version 1 to the current one
+    restored = await browser.submit(
+        f"/forms/{form_id}/versions/1/restore", {"revision": _revision(history)}
+    )
+    assert "Version 1 is the draft now" in restored.text
+    assert [b["key"] for b in await _draft_blocks_of(browser, form_id)] == ["name", "email"]
+    review = await browser.get(f"/forms/{form_id}/publish")
+    await browser.submit(
+        f"/forms/{form_id}/publish", {"revision": _revision(review), "version": "2"}
+    )
+    detail = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert detail["version"] == 3
+    assert _titles(detail["blocks"]) == _titles(BLOCKS)
+    assert detail["status"] == "published"  # publishing a version leaves the status be
+
+
+async def test_a_review_older_than_the_form_is_shown_again(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    await _act(browser, f"/forms/{form_id}/edit/add", {"type": "yes_no"})
+    review = await browser.get(f"/forms/{form_id}/publish")
+    # Meanwhile a program changes the form over the API.
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": BLOCKS[:1]})
+
+    stale = await browser.post(
+        f"/forms/{form_id}/publish", {"revision": _revision(review), "version": "1"}
+    )
+    page = await browser.get(stale.headers["location"])
+    assert "The form was changed since you reviewed this" in page.text
+    assert "it was at version 1, it is at 2" in page.text
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["version"] == 2
+
+
+async def test_an_invalid_draft_is_not_saved_and_each_problem_names_its_block(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    _, browser, _, form_id = await _setup(session, signed_in)
+    edit = f"/forms/{form_id}/edit"
+    page = await browser.get(edit)
+
+    clash = await browser.post(
+        f"{edit}/blocks/1", {"revision": _revision(page), "key": "name", "title": "Email"}
+    )
+    shown = await browser.get(clash.headers["location"])
+    assert "Not saved" in shown.text
+    assert "Block 2 (“Email”), key" in shown.text
+    assert "repeats the key of block 0" in shown.text or "keys must be unique" in shown.text
+    bad_rule = await browser.post(
+        f"{edit}/blocks/1/condition/visibleIf",
+        {"revision": _revision(page), "how": "json", "rule": '{"var": "nowhere"}'},
+    )
+    shown = await browser.get(bad_rule.headers["location"])
+    assert "Not saved" in shown.text
+    assert [b["key"] for b in await _draft_blocks_of(browser, form_id)] == ["name", "email"]
+    assert _revision(await browser.get(edit)) == "0"  # no save was made
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 600,  # past a title's 500 characters
+        "<script>alert(1)</script>",
+        "tab\there",
+        "nul\x00here",
+        "\u202eevil",
+    ],
+)
+async def test_hostile_text_in_a_block_field_is_refused_or_kept_escaped(
+    session: AsyncSession, signed_in: SignedIn, api: Api, text: str
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    edit = f"/forms/{form_id}/edit"
+    page = await browser.get(edit)
+
+    posted = await browser.post(
+        f"{edit}/blocks/0", {"revision": _revision(page), "key": "name", "title": text}
+    )
+
+    assert posted.status_code in (303, 422), posted.text
+    if posted.status_code == 303:
+        shown = await browser.get(posted.headers["location"])
+        assert shown.status_code == 200
+        assert "<script>alert" not in shown.text
+        if "Not saved" not in shown.text:
+            assert (await _draft_blocks_of(browser, form_id))[0]["title"] == text
+    assert _titles((await api.get(f"/v1/forms/{form_id}", secret)).json()["blocks"]) == _titles(
+        BLOCKS
+    )
+
+
+async def test_a_viewer_reads_the_builder_and_saves_nothing(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    _, browser, _, form_id = await _setup(session, signed_in, Role.viewer)
+    edit = f"/forms/{form_id}/edit"
+
+    page = await browser.get(edit)
+    refused = await browser.post(f"{edit}/add", {"revision": "0", "type": "email"})
+
+    assert page.status_code == 200
+    assert "Add block" not in page.text
+    assert ">Remove<" not in page.text
+    assert "Your role reads forms" in page.text
+    assert refused.status_code == 303
+    shown = await browser.get(refused.headers["location"])
+    assert "editors, admins and owners make and change them" in shown.text
+    assert "No unpublished changes" in (await browser.get(edit)).text
+
+
+async def test_forged_posts_and_other_organizations_forms_change_nothing(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    stranger = await create_org(session)
+    theirs = await create_form(session, stranger, title="Theirs", blocks=BLOCKS)
+    await session.commit()
+    edit = f"/forms/{form_id}/edit"
+
+    no_token = await browser.post(f"{edit}/add", {"revision": "0", "type": "email"}, csrf="")
+    cross_site = await browser.post(
+        f"{edit}/add",
+        {"revision": "0", "type": "email"},
+        headers={"Origin": "https://evil.example"},
+    )
+    other = await browser.get(f"/forms/{theirs.id}/edit")
+    missing = await browser.get("/forms/frm_doesnotexist0000000000/edit")
+    posted_other = await browser.post(
+        f"/forms/{theirs.id}/edit/add", {"revision": "0", "type": "email"}
+    )
+
+    assert no_token.status_code == 403
+    assert cross_site.status_code == 403
+    assert other.status_code == missing.status_code == 404
+    assert other.text.replace(theirs.id, "X") == missing.text.replace(
+        "frm_doesnotexist0000000000", "X"
+    )
+    assert posted_other.status_code == 303
+    assert _revision(await browser.get(edit)) == "0"
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["version"] == 1
+
+
+async def test_blocks_dropped_in_a_new_order_are_saved_in_it(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    _, browser, _, form_id = await _setup(session, signed_in)
+    edit = f"/forms/{form_id}/edit"
+
+    reordered = await _act(browser, f"{edit}/order", {"order": "1,0"})
+    assert "Blocks reordered." in reordered.text
+    refused = await browser.post(
+        f"{edit}/order", {"revision": _revision(reordered), "order": "0,0"}
+    )
+    shown = await browser.get(refused.headers["location"])
+
+    assert "does not list every block once" in shown.text
+    assert [b["key"] for b in await _draft_blocks_of(browser, form_id)] == ["email", "name"]
