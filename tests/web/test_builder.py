@@ -351,3 +351,64 @@ async def test_blocks_dropped_in_a_new_order_are_saved_in_it(
 
     assert "does not list every block once" in shown.text
     assert [b["key"] for b in await _draft_blocks_of(browser, form_id)] == ["email", "name"]
+
+
+PAGED: dict[str, Any] = {
+    "title": "Sign-up",
+    "blocks": [
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {"type": "yes_no", "key": "team", "title": "For a team?"},
+        {"type": "page_break", "key": "work"},
+        {"type": "short_text", "key": "company", "title": "Company of {{name}}"},
+        {"type": "page_break", "key": "last"},
+        {"type": "email", "key": "email", "title": "Email, {{name}}?", "required": True},
+    ],
+    "logic": [
+        {"if": {"==": [{"var": "team"}, "no"]}, "then": [{"jump": "last", "after": "team"}]}
+    ],
+    "endings": [{"key": "done", "title": "Thanks, {{name}}", "text": "We will write."}],
+}
+
+
+def _hidden_fields(page: str) -> dict[str, str]:
+    return {
+        html.unescape(name): html.unescape(value)
+        for name, value in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', page)
+    }
+
+
+async def test_the_preview_walks_the_drafts_pages_and_logic_and_stores_nothing(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    page = await browser.get(f"/forms/{form_id}/edit/json")
+    saved = await browser.submit(
+        f"/forms/{form_id}/edit/json", {"revision": _revision(page), "json": json.dumps(PAGED)}
+    )
+    assert "Draft saved." in saved.text
+    preview = f"/forms/{form_id}/preview"
+
+    first = await browser.get(preview)
+    assert "Preview of the draft" in first.text
+    assert "Your name" in first.text
+    assert "Company of" not in first.text  # the second page's
+    incomplete = await browser.post(preview, {**_hidden_fields(first.text), "_go": "next"})
+    assert incomplete.status_code == 422  # the name is required
+    # Not for a team: the logic jumps past the company's page.
+    second = await browser.post(
+        preview, {**_hidden_fields(first.text), "name": "Ada", "team": "no", "_go": "next"}
+    )
+    assert second.status_code == 200, second.text
+    assert "Email, Ada?" in second.text
+    assert "Company of" not in second.text
+    ended = await browser.post(
+        preview, {**_hidden_fields(second.text), "email": "ada@example.com", "_go": "next"}
+    )
+    assert "Thanks, Ada" in ended.text
+    assert "nothing was stored" in ended.text
+
+    detail = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert detail["responseCount"] == 0
+    assert detail["version"] == 1  # the draft is still a draft
+    forged = await browser.post(preview, {"name": "Ada", "_page": "0"}, csrf="")
+    assert forged.status_code == 403

@@ -168,6 +168,8 @@ async def _render(
     status: int = 200,
     step: service.Step | None = None,
     resume: str | None = None,
+    action: str | None = None,
+    fields: Mapping[str, str] | None = None,
 ) -> HTMLResponse:
     blocks = step.blocks if step else page.blocks
     titles = {key: part.title for key, part in parts(blocks)}  # recalled
@@ -185,6 +187,10 @@ async def _render(
         "titles": titles,
         "input_types": INPUT_TYPES,
         "uploaded": await _uploaded(request, page, blocks, values),
+        # The builder's preview posts to itself, and says it stores nothing.
+        "action": action or f"/f/{page.id}",
+        "preview": action is not None,
+        "fields": fields or {},  # the preview's own (the settings area's CSRF token)
     }
     response = templates.TemplateResponse(request, "form.html", context, status_code=status)
     if resume is not None:  # the page holds the secret of their link
@@ -352,6 +358,71 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     except FormNotFound:  # deleted between the page lookup and now
         return _unavailable(request)
     return _ending(request, form, shown, submission.answers, submission.ending, page)
+
+
+async def preview(
+    request: Request,
+    form: Form,
+    version: Compiled,
+    action: str,
+    posted: FormData | None,
+    fields: Mapping[str, str],
+) -> HTMLResponse:
+    """The hosted page of a form as `version` (the builder's draft) would
+    show it, walked page by page as submit_form walks it, its logic
+    included, posting to `action`; its end shows the ending the logic
+    reaches instead of storing anything (no submission, no saved
+    progress, no file kept)."""
+    lang = _language(request, version, posted)
+    shown, page = _shown(form, version, lang)
+    today = utcnow().date()
+    if posted is None:
+        carried = service.carried_from(version, request.query_params, prefill=True)
+        run = flow.walk(version.layout, carried, today)
+        step = service.step(shown, carried, 0, run, service.new_seed())
+        return await _render(
+            request, page, _values(carried), {}, step=step, action=action, fields=fields
+        )
+    answers = {
+        **service.answers_from(version.blocks, posted),
+        **service.carried_from(version, posted, prefill=False),
+    }
+    current, seed = _page_of(posted, version), service.seed_of(posted)
+    run = flow.walk(version.layout, answers, today)
+    if current is not None and not posted.get("_switch"):
+        going, errors = _destination(version, answers, current, posted, run, today)
+        if errors or going is not None:
+            shown_page = current if errors or going is None else going
+            step = service.step(shown, answers, shown_page, run, seed)
+            status = 422 if errors else 200
+            return await _render(
+                request, page, _values(answers), errors, status, step, action=action, fields=fields
+            )
+        answers = service.on_path(version, answers, run)
+    elif current is not None:  # the same page, in the language switched to
+        step = service.step(shown, answers, current, run, seed)
+        return await _render(
+            request, page, _values(answers), {}, step=step, action=action, fields=fields
+        )
+    checked = validate_submission(version, answers, today)
+    if checked.errors:
+        errors = {e.pointer.removeprefix("/answers/"): e.detail for e in checked.errors}
+        first = _first_page_with(version, run, errors)
+        step = service.step(shown, answers, first, run, seed)
+        return await _render(
+            request, page, _values(answers), errors, 422, step, action=action, fields=fields
+        )
+    ending = service.ending_of(shown, checked.ending)
+    values = service.recall_values(shown, checked.stored, {})
+    if ending is not None and ending.redirect is not None:
+        where = service.recall(ending.redirect, values, encode=True)
+        return _page(request, page.title, f"Preview: respondents would now go to {where}", 200)
+    title = page.messages["thanks"]
+    text = ""
+    if ending is not None:
+        title = service.recall(ending.title or title, values)
+        text = service.recall(ending.text or "", values)
+    return _page(request, title, f"{text} (Preview of the draft: nothing was stored.)".strip(), 200)
 
 
 def _errors(invalid: ValidationFailed) -> dict[str, str]:

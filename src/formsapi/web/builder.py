@@ -22,8 +22,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.dependencies import check_json
 from formsapi.errors import BadRequest, MalformedJSON, ValidationFailed
 from formsapi.form import draft as drafts
-from formsapi.form.blocks import Block
-from formsapi.web.context import DbDep, PathId, ReadDep, back_with, render
+from formsapi.form.blocks import Block, BlockList
+from formsapi.form.compiled import Compiled
+from formsapi.form.definition import Definition
+from formsapi.hosted import routes as hosted
+from formsapi.models import Form as FormRow
+from formsapi.web.context import SECURITY_HEADERS, DbDep, PathId, ReadDep, back_with, render
 from formsapi.web.forms import (
     MAX_JSON,
     PAGE,
@@ -555,6 +559,41 @@ async def save_condition(
     return await back_with(
         session, managed.viewer, f"{_builder(form_id)}/blocks/{index}", notice="Condition saved."
     )
+
+
+def _compiled(draft: drafts.Draft) -> tuple[FormRow, Compiled]:
+    """The draft as the hosted page would run it: a form not stored, at the
+    version publishing would make."""
+    document = draft.document
+    form = FormRow(
+        id=draft.form.id, organization_id=draft.form.organization_id, title=document["title"]
+    )
+    definition = {name: document[name] for name in drafts.DEFINITION_PARTS if name in document}
+    version = Compiled(
+        draft.form.version + 1,
+        BlockList.validate_python(document["blocks"]),
+        Definition.model_validate(definition),
+    )
+    return form, version
+
+
+@router.api_route("/{form_id}/preview", methods=["GET", "POST"])
+async def preview(
+    request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId
+) -> Response:
+    """The draft on the hosted page, logic and pages included, storing
+    nothing: for anyone who may read the form."""
+    draft = await _draft(session, managed, form_id)
+    await session.close()
+    form, version = _compiled(draft)
+    posted = await request.form() if request.method == "POST" else None
+    fields = {"csrf_token": managed.viewer.csrf_token}
+    response = await hosted.preview(
+        request, form, version, f"{PAGE}/{form_id}/preview", posted, fields
+    )
+    response.headers.update(SECURITY_HEADERS)
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @router.get("/{form_id}/edit/json")
