@@ -60,6 +60,7 @@ SLOWEST_FILES = (
     "tests/test_bench_sync.py",
     "tests/test_webhooks_chaos.py",
     "tests/test_server.py",
+    "tests/e2e/test_builder_browser.py",
     "tests/test_export_draining.py",
     "tests/webhook/test_isolation.py",
     "tests/test_sync.py",

@@ -363,9 +363,7 @@ PAGED: dict[str, Any] = {
         {"type": "page_break", "key": "last"},
         {"type": "email", "key": "email", "title": "Email, {{name}}?", "required": True},
     ],
-    "logic": [
-        {"if": {"==": [{"var": "team"}, "no"]}, "then": [{"jump": "last", "after": "team"}]}
-    ],
+    "logic": [{"if": {"==": [{"var": "team"}, "no"]}, "then": [{"jump": "last", "after": "team"}]}],
     "endings": [{"key": "done", "title": "Thanks, {{name}}", "text": "We will write."}],
 }
 
@@ -412,3 +410,45 @@ async def test_the_preview_walks_the_drafts_pages_and_logic_and_stores_nothing(
     assert detail["version"] == 1  # the draft is still a draft
     forged = await browser.post(preview, {"name": "Ada", "_page": "0"}, csrf="")
     assert forged.status_code == 403
+
+
+async def test_translations_side_by_side_mark_what_is_missing_and_publish(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    translations = f"/forms/{form_id}/edit/translations"
+    page = await browser.get(translations)
+
+    added = await browser.submit(translations, {"revision": _revision(page), "lang": "fr"})
+    assert "en → fr" in added.text
+    assert "<strong>3</strong> of 3 texts missing" in added.text  # title, two questions
+    fields = dict(
+        re.findall(r'<label class="visually-hidden" for="(t\d+)">([^<]*)</label>', added.text)
+    )
+    assert fields == {
+        "t0": "Title in fr",
+        "t1": "Block 1, title in fr",
+        "t2": "Block 2, title in fr",
+    }
+    saved = await browser.submit(
+        translations,
+        {"revision": _revision(added), "lang": "fr", "t0": "Inscription", "t1": "Votre nom"},
+    )
+    assert "<strong>1</strong> of 3 texts missing" in saved.text
+    assert 'value="Votre nom"' in saved.text
+    refused = await browser.post(translations, {"revision": _revision(saved), "lang": "<script>"})
+    shown = await browser.get(refused.headers["location"])
+    assert "Give a language tag" in shown.text
+
+    review = await browser.get(f"/forms/{form_id}/publish")
+    assert (
+        "The form&#39;s translations changed" in review.text
+        or "translations changed" in review.text
+    )
+    await browser.submit(
+        f"/forms/{form_id}/publish", {"revision": _revision(review), "version": "1"}
+    )
+    french = (await api.get(f"/v1/forms/{form_id}", secret, params={"lang": "fr"})).json()
+    assert french["title"] == "Inscription"
+    assert french["blocks"][0]["title"] == "Votre nom"
+    assert french["blocks"][1]["title"] == "Your email"  # missing: in the form's own

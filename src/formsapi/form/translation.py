@@ -77,8 +77,8 @@ Message = Literal[
 ]
 
 # A block's texts, as the API names them, and its labelled lists.
-_TEXTS = ("title", "description", "placeholder", "text", "minLabel", "maxLabel")
-_LISTS = ("options", "rows", "columns")
+TEXTS = ("title", "description", "placeholder", "text", "minLabel", "maxLabel")
+LISTS = ("options", "rows", "columns")
 
 
 class BlockTexts(Schema):
@@ -120,7 +120,7 @@ NAMES = {
 }  # fmt: skip
 
 
-def _name(block: dict[str, Any], position: int) -> str:
+def name_of(block: dict[str, Any], position: int) -> str:
     return (
         str(block.get("key") or position)
         if block.get("type") not in ("heading", "paragraph")
@@ -136,7 +136,7 @@ def check(
 ) -> list[tuple[str, str]]:
     """(JSON pointer, problem) for translations of what the form does not have."""
     errors: list[tuple[str, str]] = []
-    named = {_name(block, i): block for i, block in enumerate(blocks)}
+    named = {name_of(block, i): block for i, block in enumerate(blocks)}
     ending_keys = {ending.get("key") for ending in endings}
     for tag, translation in translations.items():
         base = f"/translations/{tag}"
@@ -148,10 +148,10 @@ def check(
                 errors.append((f"{base}/blocks/{name}", "no block has this key or position"))
                 continue
             given = texts.model_dump(by_alias=True, exclude_none=True)
-            for field in _TEXTS:
+            for field in TEXTS:
                 if field in given and field not in block:
                     errors.append((f"{base}/blocks/{name}/{field}", "the block has no such text"))
-            for field in _LISTS:
+            for field in LISTS:
                 values = {item.get("value") for item in block.get(field) or []}
                 for value in given.get(field, {}):
                     if value not in values:
@@ -176,16 +176,16 @@ def translate(
         return title, blocks, endings
     shown = []
     for position, block in enumerate(blocks):
-        texts = translation.blocks.get(_name(block, position))
+        texts = translation.blocks.get(name_of(block, position))
         if texts is None:
             shown.append(block)
             continue
         given = texts.model_dump(by_alias=True, exclude_none=True)
         copy = dict(block)
-        for field in _TEXTS:
+        for field in TEXTS:
             if field in given and field in block:
                 copy[field] = given[field]
-        for field in _LISTS:
+        for field in LISTS:
             labels = given.get(field) or {}
             if labels and block.get(field):
                 copy[field] = [
@@ -208,12 +208,12 @@ def missing(
     translation leaves in the form's own language."""
     pointers = [] if translation.title else ["/title"]
     for position, block in enumerate(blocks):
-        texts = translation.blocks.get(_name(block, position))
+        texts = translation.blocks.get(name_of(block, position))
         given = texts.model_dump(by_alias=True, exclude_none=True) if texts else {}
-        for field in _TEXTS:
+        for field in TEXTS:
             if block.get(field) and field not in given:
                 pointers.append(f"/blocks/{position}/{field}")
-        for field in _LISTS:
+        for field in LISTS:
             labels = given.get(field) or {}
             for index, item in enumerate(block.get(field) or []):
                 if item.get("value") not in labels:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,7 +24,8 @@ from formsapi.errors import BadRequest, MalformedJSON, ValidationFailed
 from formsapi.form import draft as drafts
 from formsapi.form.blocks import Block, BlockList
 from formsapi.form.compiled import Compiled
-from formsapi.form.definition import Definition
+from formsapi.form.definition import DEFAULT_LANGUAGE, Definition
+from formsapi.form.translation import LANGUAGE_PATTERN, LISTS, TEXTS, name_of
 from formsapi.hosted import routes as hosted
 from formsapi.models import Form as FormRow
 from formsapi.web.context import SECURITY_HEADERS, DbDep, PathId, ReadDep, back_with, render
@@ -315,7 +316,7 @@ async def builder_page(
         blocks=draft.document["blocks"],
         types=TYPE_NAMES,
         layout=LAYOUT,
-        changes=managed.viewer.flash.get("changes", []),
+        late=managed.viewer.flash.get("changes", []),
         problems=managed.viewer.flash.get("problems", []),
     )
 
@@ -487,7 +488,7 @@ async def block_page(
         recall=[q["key"] for q in earlier],
         json_text=orjson.dumps(block, option=orjson.OPT_INDENT_2).decode(),
         problems=managed.viewer.flash.get("problems", []),
-        changes=managed.viewer.flash.get("changes", []),
+        late=managed.viewer.flash.get("changes", []),
     )
 
 
@@ -612,7 +613,7 @@ async def json_page(
         json_text=flash.get("json")
         or orjson.dumps(draft.document, option=orjson.OPT_INDENT_2).decode(),
         problems=flash.get("problems", []),
-        changes=flash.get("changes", []),
+        late=flash.get("changes", []),
     )
 
 
@@ -642,6 +643,133 @@ async def save_json(
     return await back_with(session, managed.viewer, _builder(form_id), notice="Draft saved.")
 
 
+@dataclass(frozen=True)
+class Text:
+    """One text of the form a translation may give: where it is, the form's
+    own words, and its place in a translation (`Translation`'s fields)."""
+
+    where: str
+    own: str
+    path: tuple[str, ...]
+
+
+def texts_of(document: dict[str, Any]) -> list[Text]:
+    """Every text of the draft a translation may give, in form order."""
+    found = [Text("Title", document["title"], ("title",))]
+    for position, block in enumerate(document["blocks"]):
+        name = name_of(block, position)
+        label = f"Block {position + 1}"
+        for field_name in TEXTS:
+            if block.get(field_name):
+                words = re.sub(r"(?<!^)([A-Z])", r" \1", field_name).lower()
+                found.append(
+                    Text(f"{label}, {words}", block[field_name], ("blocks", name, field_name))
+                )
+        for listed in LISTS:
+            for item in block.get(listed) or []:
+                found.append(
+                    Text(
+                        f"{label}, {listed[:-1]} “{item['value']}”",
+                        item["label"],
+                        ("blocks", name, listed, item["value"]),
+                    )
+                )
+    for ending in document.get("endings", []):
+        for field_name in ("title", "text"):
+            if ending.get(field_name):
+                found.append(
+                    Text(
+                        f"Ending “{ending['key']}”, {field_name}",
+                        ending[field_name],
+                        ("endings", ending["key"], field_name),
+                    )
+                )
+    return found
+
+
+def _given(translation: dict[str, Any], path: tuple[str, ...]) -> str:
+    node: Any = translation
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, str) else ""
+
+
+def _put(translation: dict[str, Any], path: tuple[str, ...], value: str) -> None:
+    node = translation
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+
+
+@router.get("/{form_id}/edit/translations")
+async def translations_page(
+    request: Request,
+    session: ReadDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    lang: Annotated[str, Query(max_length=35)] = "",
+) -> Response:
+    """The draft's texts beside a language's, with what is missing marked."""
+    draft = await _draft(session, managed, form_id)
+    document = draft.document
+    translations: dict[str, Any] = document.get("translations") or {}
+    chosen = lang if lang in translations else next(iter(translations), "")
+    given = translations.get(chosen, {})
+    rows = [(text, _given(given, text.path)) for text in texts_of(document)]
+    return render(
+        request,
+        "builder_translations.html",
+        managed.viewer,
+        section=SECTION.name,
+        form=draft.form,
+        draft=draft,
+        own=document.get("language") or DEFAULT_LANGUAGE,
+        languages=list(translations),
+        chosen=chosen,
+        rows=rows,
+        missing=sum(1 for _, said in rows if not said),
+        problems=managed.viewer.flash.get("problems", []),
+        late=managed.viewer.flash.get("changes", []),
+    )
+
+
+@router.post("/{form_id}/edit/translations")
+async def save_translation(
+    request: Request,
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    revision: Revision,
+    lang: Annotated[str, Form(max_length=35)] = "",
+    how: Annotated[str, Form(max_length=10)] = "save",
+) -> Response:
+    """A language's texts as posted (field `t<N>`: the N-th of texts_of;
+    blank: left in the form's own language), a language added, or removed."""
+    may_edit(managed)
+    if not re.fullmatch(LANGUAGE_PATTERN, lang):
+        raise BadRequest("Give a language tag, such as fr, de or pt-BR.")
+    draft = await _draft(session, managed, form_id)
+    document = dict(draft.document)
+    translations = dict(document.get("translations") or {})
+    if how == "remove":
+        translations.pop(lang, None)
+        summary = f"Removed the {lang} translation"
+    else:
+        posted = await request.form()
+        kept = translations.get(lang, {})
+        translation: dict[str, Any] = {"messages": kept["messages"]} if "messages" in kept else {}
+        for number, text in enumerate(texts_of(document)):
+            value = posted.get(f"t{number}")
+            if isinstance(value, str) and value.strip():
+                _put(translation, text.path, value.strip())
+        translations[lang] = translation
+        summary = f"Translated into {lang}"
+    document["translations"] = translations
+    await _save(request, session, managed, form_id, revision, document, summary)
+    target = f"{_builder(form_id)}/translations" + (f"?lang={lang}" if how != "remove" else "")
+    return await back_with(session, managed.viewer, target, notice="Translation saved.")
+
+
 @router.get("/{form_id}/publish")
 async def publish_page(
     request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId
@@ -658,6 +786,7 @@ async def publish_page(
         draft=draft,
         changes=changes,
         warnings=[c.warning for c in changes if c.warning],
+        late=managed.viewer.flash.get("changes", []),
         moved_on=draft.unpublished and draft.base_version != form.version,
     )
 
@@ -707,6 +836,7 @@ async def versions_page(
         form=draft.form,
         draft=draft,
         versions=found,
+        late=managed.viewer.flash.get("changes", []),
     )
 
 

@@ -64,8 +64,8 @@ def _builder_back(path: str) -> str | None:
     block = re.fullmatch(r"/blocks/(\d+)(/condition/.*)?", rest)
     if block:
         return f"{base}/edit/blocks/{block[1]}"
-    if rest == "/json":
-        return f"{base}/edit/json"
+    if rest in ("/json", "/translations"):
+        return f"{base}/edit{rest}"
     return f"{base}/edit"
 
 
