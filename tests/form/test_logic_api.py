@@ -85,6 +85,29 @@ async def test_the_definition_reads_back_as_it_was_sent(api: Api, session: Async
     assert form["variables"][0] == {"name": "score", "type": "number", "initial": 0}
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        lambda rule: {"blocks": [PLAN, {**PLAN, "key": "again", "visibleIf": rule}]},
+        lambda rule: {"variables": [{"name": "v", "type": "text", "value": rule}]},
+        lambda rule: {"logic": [{"if": rule, "then": []}]},
+    ],
+    ids=["visibleIf", "a variable's value", "a rule's if"],
+)
+async def test_a_nul_in_a_rules_text_is_refused_on_every_engine(
+    api: Api, session: AsyncSession, where: Any
+) -> None:
+    """PostgreSQL's JSONB cannot store U+0000: it answered 500 there."""
+    form_id, secret = await _published(api, session, SIGNUP)
+    rule = {"==": [{"var": "plan"}, "nul\x00here"]}
+
+    changed = await api.patch(f"/v1/forms/{form_id}", secret, json=where(rule))
+
+    assert changed.status_code == 422, changed.text
+    assert "NUL" in changed.text
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["version"] == 1
+
+
 async def test_a_question_the_logic_hides_is_not_required_and_cannot_be_answered(
     api: Api, session: AsyncSession
 ) -> None:

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.models import Organization, Role
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
+from tests.hostile_text import FORM, form_body
 from tests.web.conftest import Browser, SignedIn, add_member
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
@@ -252,37 +253,66 @@ async def test_an_invalid_draft_is_not_saved_and_each_problem_names_its_block(
     assert _revision(await browser.get(edit)) == "0"  # no save was made
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "x" * 600,  # past a title's 500 characters
-        "<script>alert(1)</script>",
-        "tab\there",
-        "nul\x00here",
-        "\u202eevil",
-    ],
-)
-async def test_hostile_text_in_a_block_field_is_refused_or_kept_escaped(
+HOSTILE = [
+    "x" * 6000,  # past every text's limit
+    "<script>alert(1)</script>",
+    "tab\there",
+    "nul\x00here",
+    "\u202eevil",
+    "\ud800",  # a lone surrogate
+]
+
+
+def _fields_of(form_id: str, text: str) -> list[tuple[str, dict[str, str]]]:
+    """Every field of the builder's forms, each with `text` in it."""
+    edit = f"/forms/{form_id}/edit"
+    return [
+        (f"{edit}/blocks/0", {"key": "name", "title": text}),
+        (f"{edit}/blocks/0", {"key": "name", "title": "Name", "description": text}),
+        (f"{edit}/blocks/0", {"key": "name", "title": "Name", "placeholder": text}),
+        (f"{edit}/blocks/0", {"key": text, "title": "Name"}),
+        (f"{edit}/blocks/0", {"key": "name", "title": "Name", "maxLength": text}),
+        (f"{edit}/add", {"type": text}),
+        (f"{edit}/blocks/1/condition/visibleIf", {"question": "name", "operator": "==",
+                                                  "value": text}),
+        (f"{edit}/blocks/1/condition/visibleIf", {"how": "json", "rule": text}),
+        (f"{edit}/blocks/1/condition/visibleIf",
+         {"how": "json", "rule": json.dumps({"==": [{"var": "name"}, text]})}),
+        (f"{edit}/json", {"json": text}),
+        (f"{edit}/json", {"json": json.dumps({"title": text, "blocks": BLOCKS})}),
+        (f"{edit}/json", {"json": json.dumps({"title": "T", "blocks": [], "logic": [
+            {"if": {"==": [{"var": "name"}, text]}, "then": []}]})}),
+        (f"{edit}/order", {"order": text}),
+        (f"{edit}/translations", {"lang": text}),
+        (f"{edit}/translations", {"lang": "fr", "t0": text}),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+async def test_hostile_text_in_every_field_is_refused_or_kept_escaped(
     session: AsyncSession, signed_in: SignedIn, api: Api, text: str
 ) -> None:
     _, browser, secret, form_id = await _setup(session, signed_in)
-    edit = f"/forms/{form_id}/edit"
-    page = await browser.get(edit)
+    failures = []
 
-    posted = await browser.post(
-        f"{edit}/blocks/0", {"revision": _revision(page), "key": "name", "title": text}
-    )
-
-    assert posted.status_code in (303, 422), posted.text
-    if posted.status_code == 303:
+    for path, fields in _fields_of(form_id, text):
+        page = await browser.get(f"/forms/{form_id}/edit")
+        body = {"revision": _revision(page), "csrf_token": browser.csrf, **fields}
+        posted = await browser.client.post(path, content=form_body(body), headers=FORM)
+        if posted.status_code == 422:  # refused as it arrived (a NUL, a lone surrogate)
+            continue
+        if posted.status_code != 303:
+            failures.append(f"{path} {list(fields)}: {posted.status_code}")
+            continue
         shown = await browser.get(posted.headers["location"])
-        assert shown.status_code == 200
-        assert "<script>alert" not in shown.text
-        if "Not saved" not in shown.text:
-            assert (await _draft_blocks_of(browser, form_id))[0]["title"] == text
-    assert _titles((await api.get(f"/v1/forms/{form_id}", secret)).json()["blocks"]) == _titles(
-        BLOCKS
-    )
+        if shown.status_code != 200 or "<script>alert" in shown.text:
+            failures.append(f"{path} {list(fields)}: shown {shown.status_code}")
+
+    assert not failures, failures
+    # Nothing reached the published form, and the draft is still a form.
+    published = (await api.get(f"/v1/forms/{form_id}", secret)).json()["blocks"]
+    assert _titles(published) == _titles(BLOCKS)
+    assert (await browser.get(f"/forms/{form_id}/publish")).status_code == 200
 
 
 async def test_a_viewer_reads_the_builder_and_saves_nothing(
@@ -390,6 +420,7 @@ async def test_the_preview_walks_the_drafts_pages_and_logic_and_stores_nothing(
     assert "Preview of the draft" in first.text
     assert "Your name" in first.text
     assert "Company of" not in first.text  # the second page's
+    assert "Save and continue later" not in first.text  # a preview keeps no progress
     incomplete = await browser.post(preview, {**_hidden_fields(first.text), "_go": "next"})
     assert incomplete.status_code == 422  # the name is required
     # Not for a team: the logic jumps past the company's page.

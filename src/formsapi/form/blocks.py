@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     JsonValue,
@@ -89,8 +90,23 @@ class Option(Schema):
     label: Annotated[CleanStr, Field(min_length=1, max_length=200)]
 
 
+def _without_nul(value: JsonValue) -> JsonValue:
+    """A rule's texts, like every text of a form, hold no NUL: PostgreSQL's
+    JSONB cannot store one (the rule's other checks are form/logic.py's)."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str) and "\x00" in node:
+            raise ValueError("a text in a rule cannot hold the NUL character (U+0000)")
+        if isinstance(node, dict):
+            pending += [*node.keys(), *node.values()]
+        elif isinstance(node, list):
+            pending += node
+    return value
+
+
 # A JSON Logic rule (form/logic.py), checked with the whole form on save.
-Rule = JsonValue
+Rule = Annotated[JsonValue, AfterValidator(_without_nul)]
 VISIBLE_IF = Field(default=None, description="JSON Logic: the block is shown only when this holds.")
 
 

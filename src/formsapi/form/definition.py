@@ -14,7 +14,7 @@ block; what spans the form sits here:
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, JsonValue, model_validator
+from pydantic import Field, model_validator
 
 from formsapi.form import logic, translation
 from formsapi.form.blocks import (
@@ -27,6 +27,7 @@ from formsapi.form.blocks import (
     Matrix,
     PageBreak,
     Question,
+    Rule,
     SingleChoice,
     YesNo,
     dump_blocks,
@@ -58,7 +59,7 @@ class Variable(Schema):
     name: Key
     type: Literal["number", "text"] = "number"
     initial: Bound | CleanStr | None = None
-    value: JsonValue = Field(default=None, description="JSON Logic: the variable's value.")
+    value: Rule = Field(default=None, description="JSON Logic: the variable's value.")
 
     @model_validator(mode="after")
     def _initial_fits(self) -> "Variable":
@@ -71,7 +72,7 @@ class Variable(Schema):
 
 class SetAction(Schema):
     set: Key = Field(description="The variable to set.")
-    to: JsonValue = Field(description="JSON Logic: its new value.")
+    to: Rule = Field(description="JSON Logic: its new value.")
 
 
 class JumpAction(Schema):
@@ -84,7 +85,7 @@ class JumpAction(Schema):
 
 
 class LogicRule(Schema):
-    if_: JsonValue = Field(default=True, alias="if", description="JSON Logic; default: always.")
+    if_: Rule = Field(default=True, alias="if", description="JSON Logic; default: always.")
     then: Annotated[list[SetAction | JumpAction], Field(min_length=1, max_length=20)]
 
 

@@ -27,6 +27,7 @@ from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE, Definition
 from formsapi.form.translation import LANGUAGE_PATTERN, LISTS, TEXTS, name_of
 from formsapi.hosted import routes as hosted
+from formsapi.kit.schemas import CleanStr
 from formsapi.models import Form as FormRow
 from formsapi.web.context import SECURITY_HEADERS, DbDep, PathId, ReadDep, back_with, render
 from formsapi.web.forms import (
@@ -527,7 +528,7 @@ async def save_condition(
     revision: Revision,
     question: Annotated[str, Form(max_length=100)] = "",
     operator: Annotated[str, Form(max_length=10)] = "",
-    value: Annotated[str, Form(max_length=500)] = "",
+    value: Annotated[CleanStr, Form(max_length=500)] = "",
     rule: Annotated[str, Form(max_length=100_000)] = "",
     how: Annotated[str, Form(max_length=10)] = "made",
 ) -> Response:
