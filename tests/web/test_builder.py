@@ -24,7 +24,7 @@ BLOCKS: list[dict[str, Any]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},
     {"type": "email", "key": "email", "title": "Your email"},
 ]
-REVISION = re.compile(r'name="revision" value="(\d+)"')
+REVISION = re.compile(r'name="revision" value="([\d.]+)"')
 
 
 async def _setup(
@@ -154,12 +154,60 @@ async def test_a_save_made_on_an_older_draft_is_refused_and_told_what_changed(
 
     assert late.status_code == 303
     page = await grace.get(late.headers["location"])
-    assert "saved this form&#39;s draft" in page.text or "saved this form's draft" in page.text
+    assert "changed this form&#39;s draft" in page.text
     assert "your change was not saved" in page.text
     assert "What changed meanwhile" in page.text
     assert "“New yes / no question” added" in page.text
     blocks = await _draft_blocks_of(grace, form_id)
     assert [b.get("key") for b in blocks] == ["name", "email", "yes_no"]  # nothing removed
+
+
+async def test_a_page_opened_before_the_form_changed_over_the_api_changes_nothing(
+    session: AsyncSession, signed_in: SignedIn, api: Api
+) -> None:
+    """No draft saved yet: the builder shows the form as it is, which a
+    program may change meanwhile. Removing "the second block" of a page
+    showing the old blocks must not remove another one."""
+    _, browser, secret, form_id = await _setup(session, signed_in)
+    edit = f"/forms/{form_id}/edit"
+    page = await browser.get(edit)
+    company = {"type": "short_text", "key": "company", "title": "Company"}
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": [company, *BLOCKS]})
+
+    late = await browser.post(f"{edit}/blocks/1/remove", {"revision": _revision(page)})
+
+    shown = await browser.get(late.headers["location"])
+    assert "your change was not saved" in shown.text
+    assert "“Company” added" in shown.text
+    blocks = await _draft_blocks_of(browser, form_id)
+    assert [b["key"] for b in blocks] == ["company", "name", "email"]
+
+
+async def test_a_draft_past_the_size_of_a_form_is_not_saved(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    _, browser, _, form_id = await _setup(session, signed_in)
+    edit = f"/forms/{form_id}/edit"
+    many = [{"type": "short_text", "key": f"q{n}", "title": f"Q{n}"} for n in range(500)]
+    page = await browser.get(f"{edit}/json")
+    await browser.submit(
+        f"{edit}/json",
+        {"revision": _revision(page), "json": json.dumps({"title": "Big", "blocks": many})},
+    )
+    page = await browser.get(edit)
+
+    past = await browser.post(f"{edit}/blocks/0/duplicate", {"revision": _revision(page)})
+
+    shown = await browser.get(past.headers["location"])
+    assert "at most 500 blocks" in shown.text
+    assert len(await _draft_blocks_of(browser, form_id)) == 500
+    far = await browser.get(f"/forms/{form_id}/versions/99999999999")
+    assert far.status_code == 400  # a page, not a 500
+    stale = await browser.post(
+        f"{edit}/json", {"revision": "2147483648.1", "json": '{"title": "T", "blocks": []}'}
+    )
+    assert stale.status_code == 303
+    assert "your change was not saved" in (await browser.get(stale.headers["location"])).text
 
 
 async def test_publishing_warns_where_answers_are_touched_and_versions_restore(
@@ -250,7 +298,7 @@ async def test_an_invalid_draft_is_not_saved_and_each_problem_names_its_block(
     shown = await browser.get(bad_rule.headers["location"])
     assert "Not saved" in shown.text
     assert [b["key"] for b in await _draft_blocks_of(browser, form_id)] == ["name", "email"]
-    assert _revision(await browser.get(edit)) == "0"  # no save was made
+    assert _revision(await browser.get(edit)) == "0.1"  # no save was made
 
 
 HOSTILE = [
@@ -362,7 +410,7 @@ async def test_forged_posts_and_other_organizations_forms_change_nothing(
         "frm_doesnotexist0000000000", "X"
     )
     assert posted_other.status_code == 303
-    assert _revision(await browser.get(edit)) == "0"
+    assert _revision(await browser.get(edit)) == "0.1"
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["version"] == 1
 
 

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.errors import Conflict, NotFound
+from formsapi.errors import BadRequest, Conflict, NotFound
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import dump_blocks
@@ -25,6 +26,8 @@ from formsapi.models import Form, FormDraft, FormStatus, FormVersion, User
 from formsapi.tenancy import scoped
 
 LAYOUT = ("heading", "paragraph", "page_break")  # blocks that ask nothing
+MAX_BLOCKS = 500
+MAX_BYTES = 1_000_000  # of a draft's JSON: what the API's body limit lets through
 KEPT = 50  # revisions kept per form: the newest, to tell a late saver what changed
 DEFINITION_PARTS = {
     "hiddenFields": "hidden fields",
@@ -54,6 +57,22 @@ class Draft:
     @property
     def unpublished(self) -> bool:
         return self.document != published(self.form)
+
+    @property
+    def token(self) -> str:
+        """What a page shows the draft at, posted back with each change: its
+        revision and the version it stands on. A draft without changes of
+        its own mirrors the form, which the API may move on meanwhile."""
+        return f"{self.revision}.{self.base_version}"
+
+
+def parse_token(token: str) -> tuple[int, int] | None:
+    """A page's draft token, or None for one no page was given."""
+    revision, dot, version = token.partition(".")
+    numbers = (revision, version)
+    if not dot or not all(n.isascii() and n.isdigit() and len(n) <= 9 for n in numbers):
+        return None
+    return int(revision), int(version)
 
 
 class DraftChanged(Conflict):
@@ -128,10 +147,20 @@ async def get(session: AsyncSession, organization_id: str, form_id: str) -> Draf
     return await _of(session, form)
 
 
+async def _version(session: AsyncSession, form: Form, version: int) -> FormVersion | None:
+    return await form_repository.get_version(session, form.organization_id, form.id, version)
+
+
 async def _of(session: AsyncSession, form: Form) -> Draft:
     newest = await _newest(session, form.organization_id, form.id)
     if newest is None:
         return Draft(form, 0, published(form), form.version)
+    if newest.base_version != form.version:
+        # The form moved on since (published, or changed over the API): a
+        # draft that had no changes of its own mirrors it as it is now.
+        began = await _version(session, form, newest.base_version)
+        if began is not None and published(began) == newest.document:
+            return Draft(form, newest.revision, published(form), form.version)
     return Draft(
         form,
         newest.revision,
@@ -147,23 +176,28 @@ async def save(
     session: AsyncSession,
     organization_id: str,
     form_id: str,
-    revision: int,
+    token: str,
     document: Any,
     *,
     user_id: str | None,
     summary: str,
 ) -> Draft:
     """Save `document` as the draft's next revision, if the draft is still
-    at `revision` (the one the saver's page showed): else DraftChanged,
+    at `token` (the one the saver's page showed): else DraftChanged,
     saying who changed what since. The form's row lock makes the check and
     the save one step for savers of the same form."""
     form = await form_service.get(session, organization_id, form_id, for_update=True)
     if form.status == FormStatus.archived:
         raise form_service.FormArchived("Archived forms are read-only.")
     draft = await _of(session, form)
-    if draft.revision != revision:
-        await _refuse_late(session, draft, revision)
+    if draft.token != token:
+        await _refuse_late(session, draft, token)
     checked = normalized(document)
+    if len(checked["blocks"]) > MAX_BLOCKS or len(orjson.dumps(checked)) > MAX_BYTES:
+        raise BadRequest(
+            f"A form holds at most {MAX_BLOCKS} blocks and {MAX_BYTES:,} bytes of JSON: "
+            "this change would take it past that."
+        )
     base_version = draft.base_version if draft.unpublished else form.version
     session.add(
         FormDraft(
@@ -187,18 +221,25 @@ async def save(
     return await _of(session, form)
 
 
-async def _refuse_late(session: AsyncSession, draft: Draft, revision: int) -> None:
-    """The saver's page showed `revision`; the draft is past it."""
-    then = await _revision(session, draft.form.organization_id, draft.form.id, revision)
-    before = then.document if then is not None else published(draft.form)
+async def _refuse_late(session: AsyncSession, draft: Draft, token: str) -> None:
+    """The saver's page showed the draft at `token`; it has moved since."""
+    form = draft.form
+    before = None
+    if (seen := parse_token(token)) is not None:
+        revision, version = seen
+        if revision == draft.revision or revision == 0:  # the form moved under it
+            began = await _version(session, form, version)
+            before = published(began) if began is not None else None
+        elif revision < draft.revision:
+            then = await _revision(session, form.organization_id, form.id, revision)
+            before = then.document if then is not None else None
     who = draft.saved_by or "Someone"
     when = f" at {draft.saved_at:%H:%M} UTC" if draft.saved_at else ""
-    changes = compare(before, draft.document)
     raise DraftChanged(
-        f"{who} saved this form's draft{when}, after you opened it: your change was not "
-        "saved, so as not to undo theirs. What they changed is listed; make your change "
+        f"{who} changed this form's draft{when}, after you opened it: your change was not "
+        "saved, so as not to undo theirs. What changed is listed; make your change "
         "again on the draft as it is now.",
-        changes,
+        compare(before, draft.document) if before is not None else [],
     )
 
 
@@ -294,19 +335,19 @@ async def publish(
     session: AsyncSession,
     organization_id: str,
     form_id: str,
-    revision: int,
+    token: str,
     version: int,
     *,
     make_public: bool,
 ) -> Form:
-    """Publish the draft at `revision`, reviewed against the form's
+    """Publish the draft at `token`, reviewed against the form's
     `version`, as the form's next version (through form_service.update, as
     PATCH /v1/forms/{id} would); a draft form becomes published when
     `make_public`. Refused if either moved since the review."""
     form = await form_service.get(session, organization_id, form_id, for_update=True)
     draft = await _of(session, form)
-    if draft.revision != revision:
-        await _refuse_late(session, draft, revision)
+    if draft.token != token:
+        await _refuse_late(session, draft, token)
     if form.version != version:
         raise FormChanged(
             f"The form was changed since you reviewed this (it is now at version "

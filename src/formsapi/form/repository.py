@@ -76,8 +76,10 @@ async def get(
 ) -> Form | None:
     statement = select(Form).where(scoped(Form, organization_id), Form.id == form_id)
     if for_update:
-        # Orders this change against concurrent submissions and edits of the form.
-        statement = statement.with_for_update()
+        # Orders this change against concurrent submissions and edits of the
+        # form, and reads it afresh: a form the session read before the lock
+        # would otherwise keep the values it had then.
+        statement = statement.with_for_update().execution_options(populate_existing=True)
     return await session.scalar(statement)
 
 

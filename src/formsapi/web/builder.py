@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Form, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -51,7 +52,6 @@ MODELS: dict[str, type[BaseModel]] = {
 TYPE_NAMES = {name: name.replace("_", " ").capitalize() for name in MODELS}
 TYPE_NAMES.update(nps="NPS (0-10)", yes_no="Yes / no", url="URL", date_time="Date and time")
 LAYOUT = ("heading", "paragraph", "page_break")
-MAX_BLOCKS = 500  # the builder's own bound on a draft's blocks (the body limit bounds the rest)
 # Settings whose text is long: a text area, not a line.
 LONG_TEXT = ("description", "text", "patternMessage")
 # Shown on the condition's own part of the page, not among the settings.
@@ -248,7 +248,7 @@ async def _save(
     session: AsyncSession,
     managed: Managed,
     form_id: str,
-    revision: int,
+    revision: str,
     document: dict[str, Any],
     summary: str,
 ) -> drafts.Draft:
@@ -283,7 +283,7 @@ async def _save_blocks(
     session: AsyncSession,
     managed: Managed,
     draft: drafts.Draft,
-    revision: int,
+    revision: str,
     blocks: list[dict[str, Any]],
     summary: str,
 ) -> drafts.Draft:
@@ -322,8 +322,11 @@ async def builder_page(
     )
 
 
-Revision = Annotated[int, Form(ge=0, le=2**31)]
-Index = Annotated[int, Form(ge=0, le=MAX_BLOCKS)]
+# The draft as the page showed it (Draft.token); any other text is a page
+# out of date, and refused as one.
+Revision = Annotated[str, Form(max_length=30)]
+BlockIndex = Annotated[int, PathParam(ge=0, le=drafts.MAX_BLOCKS)]
+VersionNumber = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
 
 
 def _new_block(block_type: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -366,7 +369,7 @@ async def add_block(
     form_id: PathId,
     revision: Revision,
     block_type: Annotated[str, Form(alias="type", max_length=40)] = "",
-    position: Annotated[int, Form(ge=-1, le=MAX_BLOCKS)] = -1,
+    position: Annotated[int, Form(ge=-1, le=drafts.MAX_BLOCKS)] = -1,
 ) -> Response:
     """A new block of the type chosen, at the end or after the block chosen."""
     may_edit(managed)
@@ -374,8 +377,8 @@ async def add_block(
         raise BadRequest("Choose the kind of block to add.")
     draft = await _draft(session, managed, form_id)
     blocks = list(draft.document["blocks"])
-    if len(blocks) >= MAX_BLOCKS:
-        raise BadRequest(f"A form holds at most {MAX_BLOCKS} blocks.")
+    if len(blocks) >= drafts.MAX_BLOCKS:
+        raise BadRequest(f"A form holds at most {drafts.MAX_BLOCKS} blocks.")
     at = len(blocks) if position < 0 or position >= len(blocks) else position + 1
     block = _new_block(block_type, blocks)
     blocks.insert(at, block)
@@ -394,7 +397,7 @@ async def block_action(
     session: DbDep,
     managed: OrganizationDep,
     form_id: PathId,
-    index: int,
+    index: BlockIndex,
     action: str,
     revision: Revision,
 ) -> Response:
@@ -435,7 +438,7 @@ async def reorder(
     managed: OrganizationDep,
     form_id: PathId,
     revision: Revision,
-    order: Annotated[str, Form(max_length=4 * MAX_BLOCKS)] = "",
+    order: Annotated[str, Form(max_length=4 * drafts.MAX_BLOCKS)] = "",
 ) -> Response:
     """The blocks in a new order (the page's drag and drop): their indexes,
     comma-separated, each once."""
@@ -463,7 +466,7 @@ def _block_at(draft: drafts.Draft, index: int) -> dict[str, Any]:
 
 @router.get("/{form_id}/edit/blocks/{index}")
 async def block_page(
-    request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId, index: int
+    request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId, index: BlockIndex
 ) -> Response:
     draft = await _draft(session, managed, form_id)
     blocks = draft.document["blocks"]
@@ -499,7 +502,7 @@ async def save_block(
     session: DbDep,
     managed: OrganizationDep,
     form_id: PathId,
-    index: int,
+    index: BlockIndex,
     revision: Revision,
 ) -> Response:
     """The block's settings as posted, checked with the whole form."""
@@ -523,7 +526,7 @@ async def save_condition(
     session: DbDep,
     managed: OrganizationDep,
     form_id: PathId,
-    index: int,
+    index: BlockIndex,
     name: str,
     revision: Revision,
     question: Annotated[str, Form(max_length=100)] = "",
@@ -799,7 +802,7 @@ async def publish(
     managed: OrganizationDep,
     form_id: PathId,
     revision: Revision,
-    version: Annotated[int, Form(ge=1, le=2**31)],
+    version: Annotated[int, Form(ge=1, le=2**31 - 1)],
 ) -> Response:
     may_edit(managed)
     form = (await _draft(session, managed, form_id)).form
@@ -843,7 +846,11 @@ async def versions_page(
 
 @router.get("/{form_id}/versions/{version}")
 async def version_page(
-    request: Request, session: ReadDep, managed: OrganizationDep, form_id: PathId, version: int
+    request: Request,
+    session: ReadDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    version: VersionNumber,
 ) -> Response:
     draft = await _draft(session, managed, form_id)
     form, found = await drafts.version_document(session, managed.organization.id, form_id, version)
@@ -867,7 +874,7 @@ async def restore(
     session: DbDep,
     managed: OrganizationDep,
     form_id: PathId,
-    version: int,
+    version: VersionNumber,
     revision: Revision,
 ) -> Response:
     """An earlier version as the draft, to publish again as the next one."""
