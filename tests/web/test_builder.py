@@ -531,3 +531,18 @@ async def test_translations_side_by_side_mark_what_is_missing_and_publish(
     assert french["title"] == "Inscription"
     assert french["blocks"][0]["title"] == "Votre nom"
     assert french["blocks"][1]["title"] == "Your email"  # missing: in the form's own
+
+
+async def test_a_forms_settings_say_where_it_may_be_framed_and_lead_to_the_builder(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization, browser, _, form_id = await _setup(session, signed_in)
+    page = await browser.get(f"/forms/{form_id}")
+    assert "no site may show this form's page in a frame" in page.text
+    organization.embed_origins = ["https://shop.example"]
+    await session.commit()
+
+    page = await browser.get(f"/forms/{form_id}")
+
+    assert "may be shown in a frame on https://shop.example" in page.text
+    assert f'href="/forms/{form_id}/edit"' in page.text
