@@ -113,6 +113,23 @@ async def test_unknown_routes_and_methods_are_problems(
     assert response.json()["status"] == status
 
 
+@pytest.mark.parametrize("method", ["HEAD", "PUT", "PATCH", "DELETE"])
+async def test_a_method_a_forms_submissions_do_not_take_names_the_two_they_do(
+    api: Api, secret_and_form: tuple[str, str], method: str
+) -> None:
+    """GET lists them, POST adds one: served by two routes, named together."""
+    secret, form_id = secret_and_form
+    path = f"/v1/forms/{form_id}/submissions"
+
+    refused = await api.client.request(method, path, headers={"Authorization": f"Bearer {secret}"})
+
+    assert refused.status_code == 405
+    assert refused.headers["allow"] == "GET, POST"
+    if method != "HEAD":
+        assert refused.json()["status"] == 405
+    assert (await api.get(path, secret)).status_code == 200
+
+
 async def test_unknown_ids_are_404_and_ids_that_cannot_exist_400_never_500(
     api: Api, secret_and_form: tuple[str, str]
 ) -> None:
