@@ -178,3 +178,23 @@ async def test_numbers_json_cannot_carry_are_refused_on_the_page(
     assert page.status_code == 422
     assert 'id="age-error"' in page.text
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
+
+
+async def test_a_scales_ends_show_only_the_labels_it_has(api: Api, session: AsyncSession) -> None:
+    org = await create_org(session)
+    blocks = [
+        {"type": "scale", "key": "bare", "title": "Bare", "min": 1, "max": 5},
+        {"type": "scale", "key": "low", "title": "Low", "min": 0, "max": 3, "minLabel": "Never"},
+        {"type": "nps", "key": "nps", "title": "NPS"},
+    ]
+    form = await create_form(session, org, title="Scales", blocks=blocks)
+    await session.commit()
+
+    page = (await api.get(f"/f/{form.id}")).text
+
+    ends = re.findall(r'<p class="ends">(.*?)</p>', page)
+    assert ends == [
+        "<span>0: Never</span><span></span>",
+        "<span>0: Not at all likely</span><span>10: Extremely likely</span>",
+    ]
+    assert "1: <" not in page  # no number followed by an empty label
