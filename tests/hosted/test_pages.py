@@ -182,7 +182,7 @@ async def test_numbers_json_cannot_carry_are_refused_on_the_page(
 
 async def test_a_scales_ends_show_only_the_labels_it_has(api: Api, session: AsyncSession) -> None:
     org = await create_org(session)
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "scale", "key": "bare", "title": "Bare", "min": 1, "max": 5},
         {"type": "scale", "key": "low", "title": "Low", "min": 0, "max": 3, "minLabel": "Never"},
         {"type": "nps", "key": "nps", "title": "NPS"},
