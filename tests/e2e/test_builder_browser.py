@@ -14,48 +14,35 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from formsapi.web.builder import TYPE_NAMES
 from tests.conftest import service_unavailable
 from tests.e2e.test_browser import (
     AXE,
-    CHROMIUM,
     LAPTOP,
-    PHONE,
-    SCREENSHOTS,
     Site,
     api,
     axe_violations,
+    chromium,
     generate_key,
+    shoot_phone,
     sign_in,
     site,  # noqa: F401 - the module's server, as the settings area's tests have it
 )
+from tests.e2e.test_browser import shoot as shoot_laptop
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        service_unavailable(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SCREENSHOTS.glob("6?-builder*.png"):
-        old.unlink()
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+    with chromium("6?-builder*.png") as launched:
         yield launched
-        launched.close()
 
 
 def shoot(browser: Browser, page: Page, name: str) -> None:
     """The page at laptop width, and at a phone's in the same session."""
-    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
-    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    phone.add_cookies(page.context.cookies())  # type: ignore[arg-type]
-    other = phone.new_page()
-    other.goto(page.url)
-    other.screenshot(path=SCREENSHOTS / f"{name}-phone.png", full_page=True)
-    phone.close()
+    shoot_laptop(page, name)
+    shoot_phone(browser, page, name)
 
 
 def keys_in_order(page: Page) -> list[str]:

@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.conftest import service_unavailable
-from tests.e2e.test_browser import AXE, CHROMIUM, LAPTOP, PHONE, SCREENSHOTS, axe_violations
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
 from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
 
 MAX_SIZE = 200_000
@@ -112,16 +112,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        service_unavailable(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SCREENSHOTS.glob("4[6-9]-upload*.png"):
-        old.unlink()
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+    with chromium("4[6-9]-upload*.png") as launched:
         yield launched
-        launched.close()
 
 
 def respondent(browser: Browser, phone: bool = False) -> Page:

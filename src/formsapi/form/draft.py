@@ -10,6 +10,7 @@ publish."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -54,9 +55,9 @@ class Draft:
     saved_at: datetime | None = None
     summary: str = ""
 
-    @property
+    @cached_property
     def unpublished(self) -> bool:
-        return self.document != published(self.form)
+        return self.document != form_service.exported(self.form)
 
     @property
     def token(self) -> str:
@@ -106,14 +107,6 @@ def normalized(document: Any) -> dict[str, Any]:
     return {"title": body.title, "blocks": dump_blocks(body.blocks), **definition.dump()}
 
 
-def published(form: Form | FormVersion) -> dict[str, Any]:
-    return {
-        "title": form.title,
-        "blocks": form.blocks,
-        **form_service.definition_of(form).dump(),
-    }
-
-
 async def _newest(session: AsyncSession, organization_id: str, form_id: str) -> FormDraft | None:
     statement = (
         select(FormDraft)
@@ -154,13 +147,13 @@ async def _version(session: AsyncSession, form: Form, version: int) -> FormVersi
 async def _of(session: AsyncSession, form: Form) -> Draft:
     newest = await _newest(session, form.organization_id, form.id)
     if newest is None:
-        return Draft(form, 0, published(form), form.version)
+        return Draft(form, 0, form_service.exported(form), form.version)
     if newest.base_version != form.version:
         # The form moved on since (published, or changed over the API): a
         # draft that had no changes of its own mirrors it as it is now.
         began = await _version(session, form, newest.base_version)
-        if began is not None and published(began) == newest.document:
-            return Draft(form, newest.revision, published(form), form.version)
+        if began is not None and form_service.exported(began) == newest.document:
+            return Draft(form, newest.revision, form_service.exported(form), form.version)
     return Draft(
         form,
         newest.revision,
@@ -229,7 +222,7 @@ async def _refuse_late(session: AsyncSession, draft: Draft, token: str) -> None:
         revision, version = seen
         if revision == draft.revision or revision == 0:  # the form moved under it
             began = await _version(session, form, version)
-            before = published(began) if began is not None else None
+            before = form_service.exported(began) if began is not None else None
         elif revision < draft.revision:
             then = await _revision(session, form.organization_id, form.id, revision)
             before = then.document if then is not None else None

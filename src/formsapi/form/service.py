@@ -282,10 +282,11 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
     )
 
 
-def exported(form: Form) -> dict[str, Any]:
-    """The form as its JSON (POST /v1/forms's body, camelCase): what makes
-    the same form again, in this organization or another. Without its slug,
-    which is the organization's, made again from the title."""
+def exported(form: Form | FormVersion) -> dict[str, Any]:
+    """The form (or one of its versions) as its JSON (POST /v1/forms's body,
+    camelCase): what makes the same form again, in this organization or
+    another. Without its slug, which is the organization's, made again from
+    the title. The builder's drafts are kept in this form."""
     return {"title": form.title, "blocks": form.blocks, **definition_of(form).dump()}
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.dependencies import check_json
 from formsapi.errors import BadRequest, MalformedJSON, ValidationFailed
 from formsapi.form import draft as drafts
+from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, BlockList
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE, Definition
@@ -780,7 +781,9 @@ async def publish_page(
 ) -> Response:
     draft = await _draft(session, managed, form_id)
     form = draft.form
-    changes = drafts.compare(drafts.published(form), draft.document, answered=form.response_count)
+    changes = drafts.compare(
+        form_service.exported(form), draft.document, answered=form.response_count
+    )
     return render(
         request,
         "builder_publish.html",
@@ -854,7 +857,7 @@ async def version_page(
 ) -> Response:
     draft = await _draft(session, managed, form_id)
     form, found = await drafts.version_document(session, managed.organization.id, form_id, version)
-    document = drafts.published(found)
+    document = form_service.exported(found)
     return render(
         request,
         "builder_version.html",
@@ -863,7 +866,7 @@ async def version_page(
         form=form,
         draft=draft,
         version=found,
-        changes=drafts.compare(document, drafts.published(form)),
+        changes=drafts.compare(document, form_service.exported(form)),
         json_text=orjson.dumps(document, option=orjson.OPT_INDENT_2).decode(),
     )
 
@@ -880,7 +883,7 @@ async def restore(
     """An earlier version as the draft, to publish again as the next one."""
     may_edit(managed)
     _, found = await drafts.version_document(session, managed.organization.id, form_id, version)
-    document = drafts.published(found)
+    document = form_service.exported(found)
     await _save(
         request, session, managed, form_id, revision, document, f"Restored version {version}"
     )
