@@ -8,7 +8,7 @@ form_service.update. No draft saved, or one equal to the form: nothing to
 publish."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -241,15 +241,6 @@ class Change:
     what: str  # "added", "removed", "changed", "retyped", "moved"
     text: str
     warning: str | None = None
-
-
-@dataclass
-class Comparison:
-    changes: list[Change] = field(default_factory=list)
-
-    @property
-    def warnings(self) -> list[str]:
-        return [c.warning for c in self.changes if c.warning]
 
 
 def label(block: dict[str, Any]) -> str:

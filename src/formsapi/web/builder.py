@@ -11,6 +11,7 @@ setting of a block type shows up here without a template of its own."""
 import re
 import typing
 from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any
 
 import orjson
@@ -52,7 +53,6 @@ MODELS: dict[str, type[BaseModel]] = {
 }
 TYPE_NAMES = {name: name.replace("_", " ").capitalize() for name in MODELS}
 TYPE_NAMES.update(nps="NPS (0-10)", yes_no="Yes / no", url="URL", date_time="Date and time")
-LAYOUT = ("heading", "paragraph", "page_break")
 # Settings whose text is long: a text area, not a line.
 LONG_TEXT = ("description", "text", "patternMessage")
 # Shown on the condition's own part of the page, not among the settings.
@@ -102,8 +102,10 @@ def _kind(schema: dict[str, Any], name: str) -> tuple[str, tuple[str, ...]]:
     return ("long" if name in LONG_TEXT else "text"), ()
 
 
-def settings_of(block_type: str) -> list[Setting]:
-    """The editor's fields for a block type, from its model's JSON Schema."""
+@cache
+def settings_of(block_type: str) -> tuple[Setting, ...]:
+    """The editor's fields for a block type, from its model's JSON Schema
+    (a millisecond to make: made once a type)."""
     schema = MODELS[block_type].model_json_schema(by_alias=True)
     required = set(schema.get("required", []))
     found = []
@@ -117,7 +119,7 @@ def settings_of(block_type: str) -> list[Setting]:
                 name, label, kind, name in required, choices, field_schema.get("description", "")
             )
         )
-    return found
+    return tuple(found)
 
 
 def _options_text(items: list[dict[str, Any]]) -> str:
@@ -153,7 +155,7 @@ def shown(block: dict[str, Any], setting: Setting) -> str:
     return str(value)
 
 
-def _read(block: dict[str, Any], settings: list[Setting], posted: Any) -> dict[str, Any]:
+def _read(block: dict[str, Any], settings: tuple[Setting, ...], posted: Any) -> dict[str, Any]:
     """The block with its settings as posted; a blank optional one left out."""
     changed: dict[str, Any] = {"type": block["type"]}
     for setting in settings:
@@ -237,7 +239,7 @@ def _typed(block: dict[str, Any], text: str) -> Any:
 
 
 def _earlier_questions(blocks: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
-    return [b for b in blocks[:index] if b.get("type") not in LAYOUT and "key" in b]
+    return [b for b in blocks[:index] if b.get("type") not in drafts.LAYOUT and "key" in b]
 
 
 async def _draft(session: AsyncSession, managed: Managed, form_id: str) -> drafts.Draft:
@@ -317,7 +319,7 @@ async def builder_page(
         draft=draft,
         blocks=draft.document["blocks"],
         types=TYPE_NAMES,
-        layout=LAYOUT,
+        layout=drafts.LAYOUT,
         late=managed.viewer.flash.get("changes", []),
         problems=managed.viewer.flash.get("problems", []),
     )
