@@ -58,6 +58,7 @@ from formsapi.submission import endpoints as submissions
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
 from formsapi.submission.retention import purge_tombstones
+from formsapi.summary.endpoints import router as summary_router
 from formsapi.webhook import catalogue
 from formsapi.webhook.endpoints import router as webhooks_router
 from formsapi.webhook.retention import purge_deliveries, purge_periods
@@ -229,6 +230,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1 = APIRouter(prefix="/v1")
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
+    v1.include_router(summary_router)
     v1.include_router(partials_router)
     v1.include_router(files_router)
     v1.include_router(events_router)

@@ -100,6 +100,25 @@ def test_the_iterators_page_through_every_form_and_submission(client: Client) ->
     assert form.id in {f.id for f in forms}
 
 
+def test_a_dashboard_reads_a_typed_summary_with_filters(client: Client) -> None:
+    form = published_form(client, "Summary")
+    for colors, age in (("red", 30), ("red,blue", 40), ("blue", None)):
+        answers = {**ANSWERS, "colors": colors} | ({"age": age} if age else {})
+        client.submissions.create(form.id, answers)
+
+    summary = client.forms.summary(form.id)
+    reds = client.forms.summary(
+        form.id, answer="colors:red", since=datetime(2000, 1, 1, tzinfo=UTC)
+    )
+
+    assert summary.submissions == 3
+    chosen = next(q for q in summary.questions if q.key == "colors")
+    assert [(o.value, o.count) for o in chosen.options or []] == [("red", 2), ("blue", 2)]
+    ages = next(q for q in reds.questions if q.key == "age")
+    assert (reds.submissions, ages.answered, ages.mean, ages.min, ages.max) == (2, 2, 35, 30, 40)
+    assert reds.filters.answer == "colors:red"
+
+
 def test_the_change_feed_is_read_to_its_end_page_by_page(client: Client) -> None:
     form = published_form(client, "Feed")
     ids = [client.submissions.create(form.id, ANSWERS).id for _ in range(5)]

@@ -92,6 +92,17 @@ MODELS: dict[type[BaseModel], str] = {
     models.DeliveriesPage: "Page_DeliveryOut_",
     models.Recover: "Recover",
     models.Recovered: "Recovered",
+    models.FormAnswerSummary: "FormAnswerSummary",
+    models.QuestionSummary: "QuestionSummary",
+    models.OptionCount: "OptionCount",
+    models.ValueCount: "ValueCount",
+    models.RankedOption: "RankedOption",
+    models.MatrixRowSummary: "MatrixRowSummary",
+    models.NpsFigures: "NpsFigures",
+    models.VariableSummary: "VariableSummary",
+    models.VariableValueCount: "VariableValueCount",
+    models.EndingCount: "EndingCount",
+    models.SummaryFilters: "SummaryFilters",
     models.Problem: "Problem",
     models.InvalidParam: "InvalidParam",
     # The event catalogue (the document's `webhooks`).
@@ -319,6 +330,9 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
 QUERIES: dict[str, list[_core.Call[Any]]] = {
     "forms.list": [_calls.forms_list(1, 50)],
     "forms.get": [_calls.forms_get("frm_1", 2, "fr")],
+    "forms.summary": [
+        _calls.forms_summary("frm_1", "2026-11-01", "2026-12-01", 2, "utm:ads", "plan:team")
+    ],
     "partials.list": [_calls.partials_list("frm_1", 1, 50)],
     "forms.delete": [_calls.forms_delete("frm_1", True)],
     "submissions.list": [_calls.submissions_list("frm_1", 1, 50, "2026-11-01")],

@@ -21,6 +21,7 @@ from formsapi_client.models import (
     File,
     FileLink,
     FileLinkCreate,
+    FormAnswerSummary,
     FormCreate,
     FormDetail,
     FormsPage,
@@ -54,6 +55,7 @@ def _logic(logic: Logic | None) -> dict[str, Any]:
 
 _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
+_summary = from_model(FormAnswerSummary)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
 _submission = from_model(SubmissionDetail)
@@ -99,6 +101,24 @@ def forms_list(page: int, limit: int) -> Call[FormsPage]:
 def forms_get(form_id: str, version: int | None, lang: str | None = None) -> Call[FormDetail]:
     params = {"version": version, "lang": lang}
     return call("forms.get", _form, ids={"formId": form_id}, params=params)
+
+
+def forms_summary(
+    form_id: str,
+    since: datetime | str | None,
+    until: datetime | str | None,
+    version: int | None,
+    hidden: str | None,
+    answer: str | None,
+) -> Call[FormAnswerSummary]:
+    params = {
+        "since": _moment(since),
+        "until": _moment(until),
+        "version": version,
+        "hidden": hidden,
+        "answer": answer,
+    }
+    return call("forms.summary", _summary, ids={"formId": form_id}, params=params)
 
 
 def forms_create(

@@ -67,6 +67,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "forms.get": ("GET", "/forms/{formId}"),
     "forms.update": ("PATCH", "/forms/{formId}"),
     "forms.delete": ("DELETE", "/forms/{formId}"),
+    "forms.summary": ("GET", "/forms/{formId}/summary"),
     "submissions.list": ("GET", "/forms/{formId}/submissions"),
     "submissions.create": ("POST", "/forms/{formId}/submissions"),
     "submissions.changes": ("GET", "/forms/{formId}/submissions/changes"),

@@ -28,6 +28,7 @@ from formsapi_client.models import (
     EventType,
     File,
     FileLink,
+    FormAnswerSummary,
     FormDetail,
     FormsPage,
     FormStatus,
@@ -151,6 +152,25 @@ class Forms(_Resource):
         """One form with its blocks and schema (an earlier `version`'s blocks
         if given; its texts in `lang`, one of its `languages`, if given)."""
         return self._client._run(calls.forms_get(form_id, version, lang))
+
+    def summary(
+        self,
+        form_id: str,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        version: int | None = None,
+        hidden: str | None = None,
+        answer: str | None = None,
+    ) -> FormAnswerSummary:
+        """Answer summaries of the form's submissions (counts per option,
+        distributions, means, NPS, number statistics, endings), of those
+        submitted in [`since`, `until`), of one `version`, with a hidden
+        field's value (`hidden="utm_source:newsletter"`) or one answer
+        (`answer="plan:business"`)."""
+        return self._client._run(
+            calls.forms_summary(form_id, since, until, version, hidden, answer)
+        )
 
     def create(
         self,

@@ -397,6 +397,106 @@ class FormsPage(_Page[FormSummary]):
     pass
 
 
+# Answer summaries (GET /v1/forms/{formId}/summary).
+
+SummaryNumber = int | float
+
+
+class OptionCount(Model):
+    value: str
+    label: str | None = None
+    count: int
+
+
+class ValueCount(Model):
+    value: SummaryNumber
+    count: int
+
+
+class RankedOption(Model):
+    value: str
+    label: str
+    mean_rank: float | None  # 1 is the most preferred
+    first: int
+
+
+class MatrixRowSummary(Model):
+    value: str
+    label: str
+    answered: int
+    columns: list[OptionCount]
+
+
+class NpsFigures(Model):
+    score: float | None
+    promoters: int
+    passives: int
+    detractors: int
+
+
+class QuestionSummary(Model):
+    """One question's figures; the fields beside `answered` and `skipped`
+    are those of its type, the others None."""
+
+    key: str
+    type: str
+    title: str
+    answered: int
+    skipped: int
+    options: list[OptionCount] | None = None
+    ranks: list[RankedOption] | None = None
+    distribution: list[ValueCount] | None = None
+    mean: float | None = None
+    median: float | None = None
+    nps: NpsFigures | None = None
+    min: SummaryNumber | None = None
+    max: SummaryNumber | None = None
+    sum: SummaryNumber | None = None
+    quantiles: dict[str, float | None] | None = None
+    rows: list[MatrixRowSummary] | None = None
+
+
+class VariableValueCount(Model):
+    value: SummaryNumber | str
+    count: int
+
+
+class VariableSummary(Model):
+    name: str
+    type: str
+    distribution: list[VariableValueCount]
+    distinct_values: int
+    min: SummaryNumber | None = None
+    max: SummaryNumber | None = None
+    mean: float | None = None
+    sum: SummaryNumber | None = None
+    quantiles: dict[str, float | None] | None = None
+
+
+class EndingCount(Model):
+    key: str
+    title: str | None
+    count: int
+
+
+class SummaryFilters(Model):
+    since: str | None
+    until: str | None
+    version: int | None
+    hidden: str | None
+    answer: str | None
+
+
+class FormAnswerSummary(Model):
+    form_id: str
+    version: int
+    filters: SummaryFilters
+    submissions: int
+    questions: list[QuestionSummary]
+    variables: list[VariableSummary]
+    endings: list[EndingCount]
+
+
 class FormCreate(Model):
     title: str
     slug: str | None = None

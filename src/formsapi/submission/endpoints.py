@@ -49,9 +49,12 @@ def _parse_since(value: object) -> datetime:
         raise PydanticCustomError("timestamp", str(error)) from None
 
 
+# An ISO 8601 query parameter, as the API reads timestamps everywhere.
+Timestamp = BeforeValidator(lambda value: None if value is None else _parse_since(value))
+
 Since = Annotated[
     datetime | None,
-    BeforeValidator(lambda value: None if value is None else _parse_since(value)),
+    Timestamp,
     Query(
         description="ISO 8601; only submissions strictly after it. No offset means UTC.",
         examples=["2026-01-31T09:30:00Z"],
