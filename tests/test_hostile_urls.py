@@ -7,11 +7,12 @@ document pointing at the field, the page with its error, the hosted form
 again with the error beside the field); and what is accepted is kept, and
 comes back, without a raw control character.
 
-Fields: the API's webhook endpoint `url` (POST and PATCH) and `url` answers
-(a submission's POST and PATCH); the settings area's webhook URL, embed
-origins, the `next` of signing in and of switching organization, the sign-in
-redirect's own target, and the Origin header every settings form is checked
-by; the hosted form page's `url` answers."""
+Fields: the API's webhook endpoint `url` (POST and PATCH), `url` answers
+(a submission's POST and PATCH) and a form's `embedOrigins` (PATCH); the
+settings area's webhook URL, embed origins, the `next` of signing in and of
+switching organization, the sign-in redirect's own target, and the Origin
+header every settings form is checked by; the hosted form page's `url`
+answers."""
 
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -393,6 +394,37 @@ async def test_embed_origins_set_on_the_organization_page(api: Api, session: Asy
             failures.append(f"{what}: the hosted page then answers {hosted.status_code}")
         elif "https://good.example" not in hosted.headers["content-security-policy"]:
             failures.append(f"{what}: {hosted.headers['content-security-policy']}")
+
+    assert not failures, "\n".join(failures)
+
+
+async def test_embed_origins_of_a_form_patched_over_the_api(
+    api: Api, session: AsyncSession
+) -> None:
+    organization = await create_org(session)
+    _, key = await create_key(session, organization, scopes=["forms:read", "forms:write"])
+    form = await create_form(session, organization, blocks=BLOCKS)
+    await session.commit()
+    path = f"/v1/forms/{form.id}"
+    failures: list[str] = []
+
+    for what, origin in url_cases(ORIGIN_PLACES):
+        # After a good origin: the pointer names the item, and the good one is not spoiled.
+        response = await api.client.patch(
+            path,
+            content=json_body({"embedOrigins": ["https://good.example", origin]}),
+            headers={**JSON, "Authorization": f"Bearer {key}"},
+        )
+        failures += _api_answer(api, what, origin, response, 200, "/embedOrigins/1")
+        if response.status_code == 200:
+            kept = response.json()["embedOrigins"]
+            if kept[0] != "https://good.example":
+                failures.append(f"{what}: kept {kept!r}")
+            for each in kept:
+                failures += _kept(what, each, ascii_only=True)
+            hosted = await api.client.get(f"/f/{form.id}")
+            if hosted.headers["content-security-policy"].count("https://") != len(kept):
+                failures.append(f"{what}: {hosted.headers['content-security-policy']}")
 
     assert not failures, "\n".join(failures)
 

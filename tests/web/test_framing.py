@@ -1,14 +1,15 @@
 """What a browser may do with the hosted form pages: no script runs, nothing
 loads from elsewhere, nothing is sniffed, and the page shows in a frame only
-on the sites its organization lists."""
+on the sites the form lists, or else its organization: set on the
+organization's page, and over the API."""
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.models import Role
+from formsapi.models import Organization, Role
 from tests.conftest import Api
-from tests.factories import create_form, create_org
+from tests.factories import create_form, create_key, create_org
 from tests.web.conftest import SignedIn, add_member
 
 
@@ -128,3 +129,57 @@ async def test_only_owners_and_admins_change_where_forms_may_be_framed(
 
     assert "Only owners and admins" in refused.text
     assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'none'"
+
+
+async def _organization_allowing(session: AsyncSession, *origins: str) -> Organization:
+    organization = await create_org(session)
+    organization.embed_origins = list(origins)
+    return organization
+
+
+async def test_a_forms_own_list_replaces_its_organizations_until_it_is_cleared(
+    api: Api, session: AsyncSession
+) -> None:
+    organization = await _organization_allowing(session, "https://org.example")
+    _, key = await create_key(session, organization, scopes=["forms:read", "forms:write"])
+    form = await create_form(session, organization)
+    neighbour = await create_form(session, organization)
+    await session.commit()
+    path = f"/v1/forms/{form.id}"
+
+    before = await api.get(f"/f/{form.id}")
+    own = ["https://shop.example", "https://*.shop.example"]
+    assert (await api.patch(path, key, json={"embedOrigins": own})).status_code == 200
+    framed = {
+        "form": await api.get(f"/f/{form.id}"),
+        "invalid post": await api.post(f"/f/{form.id}", data={}),
+        "thanks": await api.get(f"/f/{form.id}/thanks"),
+    }
+    beside = await api.get(f"/f/{neighbour.id}")
+    assert (await api.patch(path, key, json={"embedOrigins": None})).status_code == 200
+    after = await api.get(f"/f/{form.id}")
+
+    assert _policy(before)["frame-ancestors"] == "https://org.example"
+    for name, response in framed.items():
+        assert _policy(response)["frame-ancestors"] == " ".join(own), name
+        assert "x-frame-options" not in response.headers, name
+    assert _policy(beside)["frame-ancestors"] == "https://org.example"  # its organization's
+    assert _policy(after)["frame-ancestors"] == "https://org.example"  # back to it
+    assert "x-frame-options" not in after.headers
+
+
+async def test_an_empty_own_list_lets_no_site_frame_the_form_whatever_the_organization_allows(
+    api: Api, session: AsyncSession
+) -> None:
+    organization = await _organization_allowing(session, "https://org.example")
+    _, key = await create_key(session, organization, scopes=["forms:read", "forms:write"])
+    form = await create_form(session, organization, status="closed")
+    await session.commit()
+
+    patched = await api.patch(f"/v1/forms/{form.id}", key, json={"embedOrigins": []})
+    closed = await api.get(f"/f/{form.id}")  # 410, and framed by nobody
+
+    assert patched.json()["embedOrigins"] == []
+    assert closed.status_code == 410
+    assert _policy(closed)["frame-ancestors"] == "'none'"
+    assert closed.headers["x-frame-options"] == "DENY"

@@ -390,6 +390,8 @@ class FormDetail(FormSummary):
     content_language: str  # the language of this response's texts
     messages: dict[str, str]
     resume_days: int
+    # The sites that may frame its hosted page; None: the organization's list.
+    embed_origins: list[str] | None
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -509,6 +511,7 @@ class FormCreate(Model):
     translations: dict[str, Translation] | None = None
     messages: dict[str, str] | None = None
     resume_days: int | None = None
+    embed_origins: list[str] | None = None  # None: the organization's list
 
 
 class FormUpdate(Model):
@@ -523,6 +526,9 @@ class FormUpdate(Model):
     translations: dict[str, Translation] | None = None
     messages: dict[str, str] | None = None
     resume_days: int | None = None
+    # None is not sent (unchanged); back to the organization's list is a null,
+    # which these models never send.
+    embed_origins: list[str] | None = None
     status: FormStatus | None = None
 
 

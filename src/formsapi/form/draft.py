@@ -99,8 +99,8 @@ class FormChanged(Conflict):
 def normalized(document: Any) -> dict[str, Any]:
     """`document` checked as POST /v1/forms checks a form, in the form the
     API stores it: pydantic's ValidationError or the service's
-    ValidationFailed when it is not a valid form. A slug is not the draft's
-    (the form's settings change it)."""
+    ValidationFailed when it is not a valid form. A slug, and the sites that
+    may frame the form, are not the draft's (the form's settings change them)."""
     body = FormCreate.model_validate(document)
     definition = Definition(**{n: getattr(body, n) for n in form_service.DEFINITION_FIELDS})
     form_service.check(body.blocks, definition)

@@ -219,9 +219,10 @@ async def delete(session: AsyncSession, organization_id: str, form_id: str) -> N
 
 async def get_public(session: AsyncSession, form_id: str) -> Row[Form, list[str]] | None:
     """A form by id alone, for its public page, with the origins its
-    organization lets frame it: the one lookup without an organization, because
-    the respondent has none. Drafts and archived forms are not public.
-    Everything after it uses the form's organization."""
+    organization lets frame its forms (the form may have its own, which
+    hosted.service.public_form prefers): the one lookup without an
+    organization, because the respondent has none. Drafts and archived forms
+    are not public. Everything after it uses the form's organization."""
     statement = (
         select(Form, Organization.embed_origins)
         .join(Organization, Organization.id == Form.organization_id)

@@ -1,7 +1,13 @@
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from formsapi.form.blocks import Block
@@ -23,6 +29,7 @@ from formsapi.form.definition import (
 from formsapi.form.translation import MAX_LANGUAGES, Language, Message, Translation
 from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import FormStatus
+from formsapi.organization.service import MAX_EMBED_ORIGINS, ORIGIN_RULE, normalized_origin
 
 MESSAGES_DESCRIPTION = (
     "The hosted page's own words in the form's language, by name: next, back, send, save, "
@@ -34,6 +41,33 @@ RESUME_DESCRIPTION = (
     "Days a respondent's unfinished answers to a form with pages, and the link that "
     "resumes them, are kept after their last change (1 to 365; default 30)."
 )
+
+EMBED_DESCRIPTION = (
+    "The sites whose pages may show the form's hosted page (`/f/{formId}`) in a frame, in "
+    "place of the organization's list: origins (`https://www.example.com`, or "
+    "`https://*.example.com` for its subdomains), at most "
+    f"{MAX_EMBED_ORIGINS}; `[]`: no site may. `null`: the organization's list applies."
+)
+
+
+def _origin(value: str) -> str:
+    origin = normalized_origin(value)
+    if origin is None:
+        raise ValueError(f"is not an origin ({ORIGIN_RULE})")
+    return origin
+
+
+def _folded(origins: list[str]) -> list[str]:
+    return list(dict.fromkeys(origins))  # the first of each, in order
+
+
+# Checked as the organization's list is, item by item (a 422 points at the one
+# that is not an origin); stored lower case, without a trailing slash, once each.
+EmbedOrigins = Annotated[
+    list[Annotated[str, AfterValidator(_origin)]],
+    Field(max_length=MAX_EMBED_ORIGINS),
+    AfterValidator(_folded),
+]
 
 
 class FormSummary(Schema):
@@ -73,6 +107,7 @@ class FormDetail(FormSummary):
     )
     messages: dict[Message, str] = Field(description=MESSAGES_DESCRIPTION)
     resume_days: int = Field(description=RESUME_DESCRIPTION)
+    embed_origins: list[str] | None = Field(description=EMBED_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -158,11 +193,13 @@ class FormCreate(Schema):
     resume_days: int = Field(
         default=RESUME_DAYS, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
+    embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
 
 
 class FormUpdate(Schema):
     """Only the fields sent change. A change of `blocks`, `hiddenFields`,
-    `variables`, `logic` or `endings` makes a new version."""
+    `variables`, `logic` or `endings` makes a new version; `embedOrigins`
+    (`null`: back to the organization's list) does not."""
 
     title: TITLE | None = None
     slug: SLUG | None = None
@@ -181,6 +218,7 @@ class FormUpdate(Schema):
     resume_days: int | None = Field(
         default=None, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
+    embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

@@ -142,6 +142,7 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
         "blocks": blocks,
         "endings": endings,
         "contentLanguage": content_language,
+        "embedOrigins": form.embed_origins,
         "schema": _schema_of(form),
     }
 
@@ -240,8 +241,10 @@ async def create(
     status: str = FormStatus.draft,
     created_at: datetime | None = None,
     form_id: str | None = None,
+    embed_origins: list[str] | None = None,
 ) -> Form:
-    """A new form (a draft unless told otherwise) and its version 1."""
+    """A new form (a draft unless told otherwise) and its version 1;
+    `embed_origins` None: its organization's list frames it."""
     definition = definition or Definition()
     check(blocks, definition)
     if slug is None:
@@ -258,6 +261,7 @@ async def create(
         version=1,
         blocks=dump_blocks(blocks),
         definition=_stored(definition),
+        embed_origins=embed_origins,
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
@@ -278,7 +282,13 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
     API and the settings area alike."""
     definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
     return await create(
-        session, organization_id, body.title, body.blocks, body.slug, definition=definition
+        session,
+        organization_id,
+        body.title,
+        body.blocks,
+        body.slug,
+        definition=definition,
+        embed_origins=body.embed_origins,
     )
 
 
@@ -286,16 +296,19 @@ def exported(form: Form | FormVersion) -> dict[str, Any]:
     """The form (or one of its versions) as its JSON (POST /v1/forms's body,
     camelCase): what makes the same form again, in this organization or
     another. Without its slug, which is the organization's, made again from
-    the title. The builder's drafts are kept in this form."""
+    the title, and without the sites that may frame it, which are where the
+    organization shows it, not what the form is. The builder's drafts are
+    kept in this form."""
     return {"title": form.title, "blocks": form.blocks, **definition_of(form).dump()}
 
 
 async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -> Form:
-    """A new draft with the form's blocks and settings, titled as its copy;
-    no submission goes with it."""
+    """A new draft with the form's blocks and settings (the sites that may
+    frame it among them), titled as its copy; no submission goes with it."""
     original = await get(session, organization_id, form_id)
     title = f"Copy of {original.title}"[:TITLE_MAX].rstrip()
-    body = FormCreate.model_validate({**exported(original), "title": title})
+    copied = {**exported(original), "title": title, "embedOrigins": original.embed_origins}
+    body = FormCreate.model_validate(copied)
     return await create_from(session, organization_id, body)
 
 
@@ -333,7 +346,7 @@ async def update(
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
-    before = (form.status, form.title, form.slug, form.version)
+    before = (form.status, form.title, form.slug, form.version, form.embed_origins)
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
         if changes.status not in allowed:
@@ -349,6 +362,8 @@ async def update(
         form.slug = changes.slug
     if "title" in sent and changes.title is not None:
         form.title = changes.title
+    if "embed_origins" in sent:  # null included: back to the organization's list
+        form.embed_origins = changes.embed_origins
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -379,7 +394,8 @@ async def update(
     if new_version:
         session.add(_snapshot(form))
     await session.flush()
-    if (form.title, form.slug, form.version) != before[1:]:
+    # Where it may be framed is not a version of the form, but a change all the same.
+    if (form.title, form.slug, form.version, form.embed_origins) != before[1:]:
         await _record(session, form, EventType.form_updated)
     if form.status != before[0]:
         await _record(

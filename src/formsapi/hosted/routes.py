@@ -4,7 +4,7 @@ server, working without JavaScript, limited per IP like the API.
 Every response under /f/ says what a browser may do with it
 (HostedPageHeaders): no script, styles and images from here only, forms
 posted here only, never sniffed as another type, and shown in a frame only by
-the sites the form's organization lists (none by default).
+the sites the form lists, or else its organization (none by default).
 """
 
 import re
@@ -229,8 +229,9 @@ def _values(answers: dict[str, Any]) -> MultiDict:
 
 
 async def _public(request: Request, session: AsyncSession, form_id: str) -> Form | None:
-    """The public form at this address, if any; its organization's framing
-    rule goes to the response's headers (HostedPageHeaders)."""
+    """The public form at this address, if any; its framing rule (its own
+    list, or its organization's) goes to the response's headers
+    (HostedPageHeaders)."""
     found = await service.public_form(session, form_id)
     if found is None:
         return None
@@ -715,8 +716,9 @@ _CSP = (
 
 class HostedPageHeaders:
     """Security headers on every response under /f/, errors and static files
-    included; frame-ancestors from the organization of the form the route
-    found (request.state.frame_ancestors), else 'none'."""
+    included; frame-ancestors from the form the route found (its own list
+    or its organization's, as hosted.service.public_form chose them:
+    request.state.frame_ancestors), else 'none'."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -43,9 +43,15 @@ class Posted(Protocol):
 
 
 async def public_form(session: AsyncSession, form_id: str) -> tuple[Form, list[str]] | None:
-    """The form, if public, and the origins allowed to show it in a frame."""
+    """The form, if public, and the origins allowed to show it in a frame:
+    the form's own list when it has one (an empty one too: no site may),
+    else its organization's."""
     found = await form_repository.get_public(session, form_id) if is_plausible(form_id) else None
-    return None if found is None else (found[0], list(found[1] or []))
+    if found is None:
+        return None
+    form, organization_origins = found
+    own = form.embed_origins
+    return form, list(own if own is not None else organization_origins or [])
 
 
 def blocks_of(form: Form) -> list[Block]:

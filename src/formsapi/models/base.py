@@ -21,6 +21,9 @@ NAMING_CONVENTION = {
 }
 
 JSONColumn = JSON().with_variant(JSONB(), "postgresql")
+# The same for a column where None means "not set": stored as SQL NULL, not as
+# the JSON value null (JSON's default), so `IS NULL` and COALESCE see it.
+NullableJSONColumn = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 
 
 class UTCDateTime(TypeDecorator[datetime]):

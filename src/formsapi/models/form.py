@@ -6,7 +6,7 @@ from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, UniqueCon
 from sqlalchemy.orm import Mapped, mapped_column
 
 from formsapi.kit.time import utcnow
-from formsapi.models.base import Base, JSONColumn, UTCDateTime
+from formsapi.models.base import Base, JSONColumn, NullableJSONColumn, UTCDateTime
 
 
 class FormStatus(StrEnum):
@@ -35,6 +35,10 @@ class Form(Base):
     # Hidden fields, variables, rules and endings (form/definition.py), as
     # the API shows them; None: none of them.
     definition: Mapped[dict[str, Any] | None] = mapped_column(JSONColumn, nullable=True)
+    # Origins whose pages may show this form's hosted page in a frame, in place
+    # of its organization's list; None: the organization's applies, []: no site
+    # may. A delivery setting, not part of the form's versions or its JSON.
+    embed_origins: Mapped[list[str] | None] = mapped_column(NullableJSONColumn, nullable=True)
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)

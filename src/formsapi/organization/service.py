@@ -42,6 +42,17 @@ _ORIGIN = re.compile(
 )
 
 
+ORIGIN_RULE = "scheme://host[:port], no path"
+
+
+def normalized_origin(raw: str) -> str | None:
+    """`raw` as frame-ancestors takes it (lower case, no trailing slash), or
+    None when it is not an origin: the one rule for the organization's list
+    and a form's own."""
+    origin = raw.lower().rstrip("/")
+    return origin if _ORIGIN.fullmatch(origin) else None
+
+
 def parse_origins(text: str) -> list[str]:
     """One origin a line (or separated by spaces or commas), normalized;
     BadRequest naming each one that is not an origin."""
@@ -50,17 +61,14 @@ def parse_origins(text: str) -> list[str]:
     for raw in re.split(r"[\s,]+", text.strip()):
         if not raw:
             continue
-        origin = raw.lower().rstrip("/")
-        if _ORIGIN.fullmatch(origin):
-            if origin not in origins:
-                origins.append(origin)
-        else:
+        origin = normalized_origin(raw)
+        if origin is None:
             wrong.append(raw)
+        elif origin not in origins:
+            origins.append(origin)
     if wrong:
         raise BadRequest(
-            "Not an origin (scheme://host[:port], no path): "
-            + ", ".join(w[:100] for w in wrong[:5])
-            + "."
+            f"Not an origin ({ORIGIN_RULE}): " + ", ".join(w[:100] for w in wrong[:5]) + "."
         )
     if len(origins) > MAX_EMBED_ORIGINS:
         raise BadRequest(f"At most {MAX_EMBED_ORIGINS} origins.")
