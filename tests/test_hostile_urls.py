@@ -9,10 +9,10 @@ comes back, without a raw control character.
 
 Fields: the API's webhook endpoint `url` (POST and PATCH), `url` answers
 (a submission's POST and PATCH) and a form's `embedOrigins` (PATCH); the
-settings area's webhook URL, embed origins, the `next` of signing in and of
-switching organization, the sign-in redirect's own target, and the Origin
-header every settings form is checked by; the hosted form page's `url`
-answers."""
+settings area's webhook URL, embed origins (the organization's and a
+form's), the `next` of signing in and of switching organization, the sign-in
+redirect's own target, and the Origin header every settings form is checked
+by; the hosted form page's `url` answers."""
 
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -64,6 +64,7 @@ FORM_TYPE = FORM["Content-Type"].encode()
 _ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')
 _NOTICE = re.compile(r'<p class="notice" role="status">([^<]*)</p>')
 _TEXTAREA = re.compile(r'<textarea id="origins" name="origins"[^>]*>([^<]*)</textarea>')
+_FORM_TEXTAREA = re.compile(r'<textarea id="embed-origins" name="origins"[^>]*>([^<]*)</textarea>')
 
 
 @pytest.fixture
@@ -425,6 +426,49 @@ async def test_embed_origins_of_a_form_patched_over_the_api(
             hosted = await api.client.get(f"/f/{form.id}")
             if hosted.headers["content-security-policy"].count("https://") != len(kept):
                 failures.append(f"{what}: {hosted.headers['content-security-policy']}")
+
+    assert not failures, "\n".join(failures)
+
+
+async def test_embed_origins_set_on_a_forms_page(api: Api, session: AsyncSession) -> None:
+    """The organization's page and this one take the text through the same
+    parse (the test above puts each character in every place): here, in the
+    host, kept on the page when refused."""
+    browser, _, form_id, _ = await _signed_in_owner(api, session)
+    page_path = f"/forms/{form_id}"
+    failures: list[str] = []
+
+    for what, origins in url_cases({"host": ORIGIN_PLACES["host"]}):
+        posted = f"https://good.example\n{origins}"
+        fields = {"embedding": "own", "origins": posted, "csrf_token": browser.csrf}
+        response = await api.client.post(
+            f"{page_path}/embedding", content=form_body(fields), headers=FORM
+        )
+        if response.status_code == 422:
+            failures += _form_refusal(what, response, "origins")
+            continue
+        if response.status_code != 303 or response.headers["location"] != page_path:
+            failures.append(f"{what}: {response.status_code} {response.text[:200]}")
+            continue
+        page = await api.client.get(page_path)
+        if fault := _server_error(what, page):
+            failures += fault
+            continue
+        shown = _shown(page.text, _FORM_TEXTAREA)
+        if _shown(page.text, _ERROR):
+            # What was typed, to be fixed (as the server reads a form: broken UTF-8 replaced).
+            typed = posted.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            if shown != typed:
+                failures.append(f"{what}: refused, and the page shows {shown!r}")
+            continue
+        if not _shown(page.text, _NOTICE) or shown is None:
+            failures.append(f"{what}: neither refused nor saved")
+            continue
+        for origin in shown.split("\n"):
+            failures += _kept(what, origin, ascii_only=True)
+        hosted = await api.client.get(f"/f/{form_id}")
+        if "https://good.example" not in hosted.headers["content-security-policy"]:
+            failures.append(f"{what}: {hosted.headers['content-security-policy']}")
 
     assert not failures, "\n".join(failures)
 

@@ -386,6 +386,19 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
         expect(shown).to_be_visible()
         shoot(visitor, "15-frame-allowed")
 
+        # The form's own list, left empty, overrides the organization's: no site may.
+        page.goto(f"{site.url}/forms/{public.removeprefix('/f/')}")
+        embedding = page.locator('form[action$="/embedding"]')
+        embedding.get_by_label("This form's own list").check()
+        embedding.get_by_role("button", name="Save").click()
+        expect(page.locator(".notice")).to_contain_text("No site may show this form in a frame")
+        shoot(page, "16-form-framing")
+        policy = httpx.get(f"{site.url}{public}").headers["content-security-policy"]
+        assert policy.endswith("frame-ancestors 'none'"), policy
+        embedding.get_by_label("Use the organization's list").check()
+        embedding.get_by_role("button", name="Save").click()
+        expect(page.locator(".notice")).to_contain_text("follows the organization's list")
+
 
 def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
     browser: Browser, tmp_path: Path

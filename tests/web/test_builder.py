@@ -538,11 +538,11 @@ async def test_a_forms_settings_say_where_it_may_be_framed_and_lead_to_the_build
 ) -> None:
     organization, browser, _, form_id = await _setup(session, signed_in)
     page = await browser.get(f"/forms/{form_id}")
-    assert "no site may show this form's page in a frame" in page.text
+    assert 'Use the organization\'s list <span class="hint">(currently: no site)' in page.text
     organization.embed_origins = ["https://shop.example"]
     await session.commit()
 
     page = await browser.get(f"/forms/{form_id}")
 
-    assert "may be shown in a frame on https://shop.example" in page.text
+    assert "(currently: https://shop.example)" in page.text
     assert f'href="/forms/{form_id}/edit"' in page.text

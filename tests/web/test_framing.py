@@ -1,16 +1,26 @@
 """What a browser may do with the hosted form pages: no script runs, nothing
 loads from elsewhere, nothing is sniffed, and the page shows in a frame only
 on the sites the form lists, or else its organization: set on the
-organization's page, and over the API."""
+organization's page, over the API, and on the form's page."""
 
+import re
+from html import unescape
+
+import httpx
 import pytest
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.models import Organization, Role
+from formsapi.models import Form, Organization, Role
+from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
-from tests.web.conftest import SignedIn, add_member
+from tests.web.conftest import Browser, SignedIn, add_member
+
+_ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')
+_ORIGINS = re.compile(r'<textarea id="embed-origins" name="origins"[^>]*>([^<]*)</textarea>')
+_CHOSEN = re.compile(r'<input type="radio" name="embedding" value="(\w+)" checked>')
 
 
 @pytest.fixture
@@ -183,3 +193,141 @@ async def test_an_empty_own_list_lets_no_site_frame_the_form_whatever_the_organi
     assert closed.status_code == 410
     assert _policy(closed)["frame-ancestors"] == "'none'"
     assert closed.headers["x-frame-options"] == "DENY"
+
+
+# The form's page (the settings area): its framing, in the panel with its title and slug.
+
+
+async def _own_origins(session: AsyncSession, organization: Organization, form_id: str) -> object:
+    session.expunge_all()
+    found = await session.execute(
+        select(Form.embed_origins).where(scoped(Form, organization.id), Form.id == form_id)
+    )
+    return found.scalar_one()
+
+
+async def _editor(
+    session: AsyncSession, signed_in: SignedIn, role: str = Role.editor
+) -> tuple[Organization, Browser, Form]:
+    organization = await _organization_allowing(session, "https://org.example")
+    member = await add_member(session, organization, role)
+    form = await create_form(session, organization, title="Survey")
+    await session.commit()
+    return organization, await signed_in(member), form
+
+
+def _shown(page: httpx.Response) -> tuple[str | None, str]:
+    """The choice the form's page shows checked, and its origins' text."""
+    chosen, origins = _CHOSEN.search(page.text), _ORIGINS.search(page.text)
+    assert origins is not None, page.text
+    return (chosen.group(1) if chosen else None), unescape(origins.group(1))
+
+
+async def test_an_editor_gives_a_form_its_own_list_on_its_page_and_goes_back_to_the_organizations(
+    api: Api, session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization, browser, form = await _editor(session, signed_in)
+    action = f"/forms/{form.id}/embedding"
+
+    page = await browser.get(f"/forms/{form.id}")
+    own = await browser.submit(
+        action, {"embedding": "own", "origins": "HTTPS://Shop.example/\nhttps://*.shop.example"}
+    )
+    framed = await api.get(f"/f/{form.id}")
+    none = await browser.submit(action, {"embedding": "own", "origins": " \n"})
+    denied = await api.get(f"/f/{form.id}")
+    back = await browser.submit(action, {"embedding": "organization", "origins": "ignored"})
+    followed = await api.get(f"/f/{form.id}")
+
+    assert "Use the organization's list" in page.text
+    assert "(currently: https://org.example)" in page.text
+    assert 'href="/settings/org"' in page.text
+    assert f'href="/forms/{form.id}/edit"' in page.text  # the builder, as before
+    assert _shown(page) == ("organization", "")
+    assert "This form may be shown in a frame on 2 sites." in own.text
+    assert _shown(own) == ("own", "https://shop.example\nhttps://*.shop.example")
+    assert _policy(framed)["frame-ancestors"] == "https://shop.example https://*.shop.example"
+    assert "No site may show this form in a frame." in none.text
+    assert _shown(none) == ("own", "")
+    assert _policy(denied)["frame-ancestors"] == "'none'"
+    assert "follows the organization&#39;s list" in back.text
+    assert _shown(back) == ("organization", "")
+    assert _policy(followed)["frame-ancestors"] == "https://org.example"
+    assert await _own_origins(session, organization, form.id) is None
+
+
+async def test_the_organizations_list_reads_no_site_when_it_has_none(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization = await create_org(session)
+    owner = await add_member(session, organization, Role.owner)
+    form = await create_form(session, organization)
+    await session.commit()
+    browser = await signed_in(owner)
+
+    page = await browser.get(f"/forms/{form.id}")
+
+    assert "(currently: no site)" in page.text
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"embedding": "own", "origins": "https://ok.example\nhttps://example.com/path"}, None),
+        ({"embedding": "own", "origins": "</textarea><script>alert(1)</script>"}, None),
+        ({"embedding": "own", "origins": "https://a.com; script-src *"}, None),
+        (
+            {"embedding": "own", "origins": "\n".join(f"https://s{n}.example" for n in range(21))},
+            "At most 20 origins.",
+        ),
+        ({"embedding": "own", "origins": "x" * 10_001}, "The origins are over 10,000 characters."),
+        ({"embedding": "everyone", "origins": ""}, "Choose the organization&#39;s list"),
+        ({"origins": "https://ok.example"}, "Choose the organization&#39;s list"),
+    ],
+)
+async def test_what_is_not_a_list_of_origins_is_refused_on_the_page_and_changes_nothing(
+    api: Api, session: AsyncSession, signed_in: SignedIn, fields: dict[str, str], said: str | None
+) -> None:
+    organization, browser, form = await _editor(session, signed_in)
+
+    refused = await browser.submit(f"/forms/{form.id}/embedding", fields)
+
+    [error] = _ERROR.findall(refused.text)
+    assert error.startswith(said or "Not an origin (scheme://host[:port], no path): "), error
+    assert "<script>alert" not in refused.text
+    if len(fields.get("origins", "")) <= 10_000 and fields.get("embedding") == "own":
+        assert _shown(refused) == ("own", fields["origins"])  # kept, to be fixed
+    assert await _own_origins(session, organization, form.id) is None
+    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "https://org.example"
+
+
+async def test_a_viewer_a_forged_post_and_another_organizations_form_change_no_framing(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization, viewer, form = await _editor(session, signed_in, Role.viewer)
+    owner = await add_member(session, organization, Role.owner)
+    other = await _organization_allowing(session)
+    theirs = await create_form(session, other, title="Theirs")
+    await session.commit()
+    browser = await signed_in(owner)
+    fields = {"embedding": "own", "origins": "https://evil.example"}
+
+    page = await viewer.get(f"/forms/{form.id}")
+    as_viewer = await viewer.submit(f"/forms/{form.id}/embedding", fields)
+    forged = [
+        await browser.post(f"/forms/{form.id}/embedding", fields, csrf=""),
+        await browser.post(f"/forms/{form.id}/embedding", fields, csrf=viewer.csrf),
+        await browser.post(
+            f"/forms/{form.id}/embedding", fields, headers={"Origin": "https://evil.example"}
+        ),
+    ]
+    foreign = await browser.submit(f"/forms/{theirs.id}/embedding", fields)
+
+    assert 'action="/forms/' + form.id + '/embedding"' not in page.text
+    assert "reads forms; editors, admins and owners make and change them" in as_viewer.text
+    assert [response.status_code for response in forged] == [403] * 3
+    assert all("This page had expired" in response.text for response in forged)
+    assert "There is no such form in this organization." in foreign.text
+    assert "Theirs" not in foreign.text
+    assert await _own_origins(session, organization, form.id) is None
+    assert await _own_origins(session, other, theirs.id) is None

@@ -115,6 +115,7 @@ async def test_a_refused_form_goes_back_to_its_page_which_shows_the_error_once(
     organization = await create_org(session)
     owner = await add_member(session, organization, Role.owner)
     editor = await add_member(session, organization, Role.editor)
+    form = await create_form(session, organization)
     await session.commit()
     as_owner, as_editor = await signed_in(owner), await signed_in(editor)
     posts = [
@@ -133,6 +134,13 @@ async def test_a_refused_form_goes_back_to_its_page_which_shows_the_error_once(
             {"origins": "https://example.com"},
             "/settings/org",
             "Only owners and admins change the organization's settings.",
+        ),
+        (
+            as_editor,
+            f"/forms/{form.id}/embedding",
+            {"embedding": "own", "origins": "https://example.com/path"},
+            f"/forms/{form.id}",
+            "Not an origin (scheme://host[:port], no path): https://example.com/path.",
         ),
         (
             as_owner,
@@ -193,6 +201,7 @@ async def test_a_person_in_no_organization_gets_the_same_answer_from_every_secti
         ("/settings/members", {"email": "a@example.com", "role": "viewer"}, "/settings/members"),
         (f"/settings/members/{someone}/remove", {}, "/settings/members"),
         ("/settings/org/embedding", {"origins": ""}, "/settings/org"),
+        (f"/forms/{new_id('frm')}/embedding", {"embedding": "organization"}, "/forms"),
         ("/settings/webhooks", {"url": "https://example.com/hook"}, "/settings/webhooks"),
         (f"/settings/webhooks/{thing}/disable", {}, "/settings/webhooks"),
     ]

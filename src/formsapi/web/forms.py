@@ -19,7 +19,9 @@ from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, FileUpload, questions
 from formsapi.form.schemas import FormCreate, FormUpdate
 from formsapi.kit.pagination import PageParams
+from formsapi.kit.schemas import CleanStr
 from formsapi.models import File
+from formsapi.organization.service import parse_origins
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
@@ -46,7 +48,7 @@ def _back(request: Request, error: FormsAPIError) -> str:
         return PAGE if isinstance(error, Forbidden) else path
     if builder := _builder_back(path):
         return builder
-    for action in ("/duplicate", "/status", "/settings"):
+    for action in ("/duplicate", "/status", "/settings", "/embedding"):
         if path.endswith(action):
             return path.removesuffix(action)
     return PAGE
@@ -78,6 +80,7 @@ PER_PAGE = 50
 MAX_JSON = 500_000  # characters of a form's JSON (the API's body limit is 1 MiB)
 KEPT_JSON = 100_000  # shown again after a refusal when no longer than this
 MAX_PROBLEMS = 50
+MAX_ORIGINS_TEXT = 10_000  # characters: 20 origins of the longest host names fit
 RECENT = 20
 TABLE_COLUMNS = 5  # answers shown in the recent submissions table; the CSV has them all
 
@@ -240,6 +243,42 @@ async def change_settings(
     return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice="Saved.")
 
 
+# A form's framing: its organization's list, or a list of its own.
+EMBEDDING_CHOICES = ("organization", "own")
+
+
+@router.post("/{form_id}/embedding")
+async def change_embedding(
+    request: Request,
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    embedding: Annotated[str, Form(max_length=20)] = "",
+    # Checked here, and said on the page (bounded by the request's body limit).
+    origins: Annotated[CleanStr, Form()] = "",
+) -> Response:
+    """Which sites may show the form's hosted page in a frame: its
+    organization's list, or its own (one origin a line, checked as the
+    organization's are), set through the service PATCH /v1/forms/{id} uses."""
+    may_edit(managed)
+    if embedding not in EMBEDDING_CHOICES:
+        raise BadRequest("Choose the organization's list or this form's own.")
+    if len(origins) > MAX_ORIGINS_TEXT:
+        raise BadRequest(f"The origins are over {MAX_ORIGINS_TEXT:,} characters.")
+    keep(request, embedding=embedding, origins=origins)  # shown again if refused
+    own = parse_origins(origins) if embedding == "own" else None
+    form = await form_service.update(
+        session, managed.organization.id, form_id, FormUpdate(embed_origins=own)
+    )
+    if own is None:
+        notice = "This form follows the organization's list of sites that may frame it."
+    elif own:
+        notice = f"This form may be shown in a frame on {len(own)} site{'s' * (len(own) != 1)}."
+    else:
+        notice = "No site may show this form in a frame."
+    return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
+
+
 def may_edit(managed: Managed) -> None:
     if not managed.viewer.can_edit_forms:
         raise Forbidden(
@@ -350,6 +389,8 @@ async def form_page(
         for file_id in file_service.answered_files(blocks, submission.answers)
     ]
     files = await file_service.named(session, organization_id, form.id, named) if named else []
+    kept = managed.viewer.flash  # what a refused embedding post had chosen and typed
+    own = form.embed_origins
     return render(
         request,
         "form.html",
@@ -364,6 +405,8 @@ async def form_page(
         public_url=f"/f/{form.id}" if form.status in ("published", "closed") else None,
         file_keys={q.key for q in asked if isinstance(q, FileUpload)},
         files={file.id: file for file in files},
+        embedding=kept.get("embedding", "organization" if own is None else "own"),
+        embed_origins_text=kept.get("origins", "\n".join(own or [])),
         transitions=[
             (
                 status,
