@@ -28,6 +28,7 @@ from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
 from formsapi.models import Base, Form, Membership, Organization, Submission, User
 from formsapi.submission import repository as submission_repository
+from formsapi.submission import service as submission_service
 from formsapi.tenancy import scoped
 
 ORG_ID = "org_bench"
@@ -185,6 +186,7 @@ async def load(url: str, total: int, forms: int, seed: int) -> float:
     async with create_sessionmaker(engine)() as session:
         # The rows went in by COPY; the counts are derived from them here.
         await submission_repository.rebuild_counts(session, ORG_ID)
+        await submission_service.recount_answers(session, ORG_ID)
         for form_id, count in zip(form_ids, counts, strict=True):
             await session.execute(
                 update(Form)

@@ -4,7 +4,7 @@ service's own statements (compiled for PostgreSQL, parameters inlined),
 with fresh ids and the numbers the lock returns.
 
 - `per_post`: one post, one transaction (lock, row with its event and
-  outbox row, counts, commit). What every post paid before group commit,
+  outbox row, counts, answer counts, commit). What every post paid before group commit,
   and what a post with an Idempotency-Key still pays (less its claim).
 - `batch`: `size` posts in one transaction, as the intake writes them: the
   rows pipelined, as asyncpg's executemany sends them. What a batch of
@@ -16,6 +16,7 @@ Posts per second of a script = its transactions per second x its posts.
 """
 
 import re
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -23,8 +24,9 @@ from sqlalchemy.dialects import postgresql
 
 from formsapi.event import repository as event_repository
 from formsapi.form import repository as form_repository
+from formsapi.form.compiled import Counted
 from formsapi.submission import repository as submission_repository
-from formsapi.submission.repository import counts
+from formsapi.submission.repository import counts, tallies
 
 # The service's driver's dialect: its SQL, with its casts.
 _DIALECT = postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
@@ -109,8 +111,36 @@ def script(organization_id: str, form_id: str, answers: dict[str, Any], size: in
         )
         + ";"
     )
+    upsert = tallies.upsert_statement(True)
+    for (key, value), n in _tally(answers, size).items():
+        for period, start in (("h", "hour"), ("d", "day"), ("t", "epoch")):
+            moment = (
+                "'1970-01-01 00:00:00+00'::timestamptz"
+                if start == "epoch"
+                else (f"date_trunc('{start}', now())")
+            )
+            answer_counts = {
+                "organization_id": _text(organization_id),
+                "form_id": _text(form_id),
+                "period": _text(period),
+                "start": moment,
+                "form_version": ":version",
+                "key": _text(key),
+                "value": _text(value),
+                "count": str(n),
+            }
+            lines.append(_compiled(upsert, answer_counts) + ";")
     lines.append("COMMIT;")
     return "\n".join(lines) + "\n"
+
+
+def _tally(answers: dict[str, Any], size: int) -> tallies.Tally:
+    """What `size` posts of `answers` add to the answer counts, every key's
+    value counted (as many rows as the bench form's own counting writes:
+    the posts' answers are all the same)."""
+    counted = Counted(frozenset(answers), {})
+    one = tallies.tally(counted, answers, None)
+    return Counter({pair: n * size for pair, n in one.items()})
 
 
 def at_once(organization_id: str, form_id: str, answers: dict[str, Any], size: int) -> str:
@@ -143,9 +173,19 @@ def at_once(organization_id: str, form_id: str, answers: dict[str, Any], size: i
         "body_tails": each(_text(tail)),
         "thin_heads": each(_text(before)),
         "thin_tails": each(_text(tail)),
+        **_arrays(_tally(answers, size)),
     }
     statement = submission_repository.created_statement()
     return "BEGIN;\n" + _compiled(statement, values) + ";\nCOMMIT;\n"
+
+
+def _arrays(tally: tallies.Tally) -> dict[str, str]:
+    arrays = tallies.tally_arrays(tally)
+    return {
+        "tally_keys": "ARRAY[" + ", ".join(map(_text, arrays["tally_keys"])) + "]::text[]",
+        "tally_values": "ARRAY[" + ", ".join(map(_text, arrays["tally_values"])) + "]::text[]",
+        "tally_counts": "ARRAY[" + ", ".join(map(str, arrays["tally_counts"])) + "]::int[]",
+    }
 
 
 def _around(body: str) -> tuple[str, str, str, str]:

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
+from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
@@ -115,6 +116,18 @@ async def create_submission(
         form.organization_id,
         form.id,
         {submission_repository.hour_of(submission.submitted_at): 1},
+    )
+    # Its answers counted as a post's are (by the form's blocks as they are).
+    blocks = compiled.compile_version(
+        form.organization_id, form.id, form.version, form.blocks, form.definition
+    )
+    await submission_repository.add_tally(
+        session,
+        form.organization_id,
+        form.id,
+        submission.form_version,
+        submission.submitted_at,
+        submission_repository.tally(blocks.counted, submission.answers, None),
     )
     return submission
 

@@ -364,14 +364,26 @@ def _known(script: Any, revision: str) -> bool:
         return False
 
 
-def migrate(url: str, revision: str = "head") -> None:
-    """Bring the database to `revision`, creating the SQLite file if needed."""
+def migrate(url: str, revision: str = "head") -> set[str]:
+    """Bring the database to `revision`, creating the SQLite file if needed;
+    the revisions it was at before (none for a new database)."""
     from alembic import command
 
     parsed = make_url(async_url(url))
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    before = asyncio.run(_current_revisions(url))
     command.upgrade(_alembic_config(url), revision)
+    return before
+
+
+async def _current_revisions(url: str) -> set[str]:
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            return await connection.run_sync(_revisions)
+    finally:
+        await engine.dispose()
 
 
 # The driver's signs of a connection the server has closed (a restart, a

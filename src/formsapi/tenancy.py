@@ -26,6 +26,7 @@ from sqlalchemy.sql.elements import BinaryExpression, BindParameter
 # password resets belong to people, who may be in several organizations.)
 TENANT_TABLES = frozenset(
     {
+        "answer_counts",
         "api_keys",
         "events",
         "files",

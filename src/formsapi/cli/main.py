@@ -39,6 +39,7 @@ from formsapi.kit.time import isoformat_z
 from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, Plan, Role, User
 from formsapi.organization import service as organization_service
+from formsapi.submission import service as submission_service
 from formsapi.user import service as user_service
 
 T = TypeVar("T")
@@ -129,7 +130,7 @@ def serve(
         os.environ["FORMSAPI_PUBLIC_URL"] = base
         get_settings.cache_clear()
     settings = get_settings()
-    migrate(settings.database_url.get_secret_value())
+    _migrate(settings.database_url.get_secret_value())
     if demo:
         _print_demo_hint(run(_ensure_demo), base)
     if workers is None:
@@ -193,8 +194,26 @@ def worker() -> None:
 @app.command("migrate")
 def migrate_command() -> None:
     """Create or upgrade the database schema."""
-    migrate(get_settings().database_url.get_secret_value())
+    _migrate(get_settings().database_url.get_secret_value())
     typer.echo("database is up to date")
+
+
+# The revision that began the answer counts (models.AnswerCount).
+ANSWER_COUNTS = 21
+
+
+def _migrate(url: str) -> None:
+    """Migrate; a database that had submissions before the answer counts
+    began has them counted (revisions are numbered in order)."""
+    before = migrate(url)
+    if before and max(int(revision) for revision in before) < ANSWER_COUNTS:
+        err("counting the answers stored so far, for summaries")
+        run(_recount_answers)
+
+
+async def _recount_answers(session: AsyncSession) -> None:
+    for organization_id in await organization_service.all_ids(session):
+        await submission_service.recount_answers(session, organization_id)
 
 
 @org_app.command("create")

@@ -22,6 +22,7 @@ from formsapi.form.blocks import Block, BlockList, MultipleChoice, Number, Ratin
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Submission
 from formsapi.submission import repository as submission_repository
+from formsapi.submission import service as submission_service
 from formsapi.tenancy import scoped
 
 
@@ -182,6 +183,8 @@ async def fill(
             .where(scoped(Form, organization_id), Form.id == form.id)
             .values(response_count=Form.response_count + share, change_seq=Form.change_seq + share)
         )
+    # The rows went in directly: their answers are counted from them.
+    await submission_service.recount_answers(session, organization_id)
     return created
 
 

@@ -797,6 +797,9 @@ Part = _Question | MatrixRow | OtherText
 # Questions whose answers are numbers; those whose answers rules see as lists.
 NUMERIC = (Number, Rating, Nps, Scale)
 LISTED = (MultipleChoice, Ranking)
+# Questions whose answers are counted value by value for summaries; the
+# others (texts, dates, files) only as answered or not. A matrix's rows are too.
+VALUED = (SingleChoice, Dropdown, MultipleChoice, YesNo, Rating, Scale, Nps, Number, Ranking)
 
 BlockList: TypeAdapter[list[Block]] = TypeAdapter(list[Block])
 

@@ -6,8 +6,21 @@ from functools import cached_property
 from typing import Any
 
 from formsapi.form import translation
-from formsapi.form.blocks import Block, BlockList, dump_blocks
+from formsapi.form.blocks import VALUED, Block, BlockList, Matrix, dump_blocks, questions
 from formsapi.form.definition import Definition, Ending, Layout
+
+VARIABLE_PREFIX = "vars."
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What an answer summary counts of a version's answers: the keys whose
+    values are counted (choices, scales, numbers, each matrix row, each
+    variable), and the keys counted as one more (a matrix's rows, as the
+    matrix: answered when any row is)."""
+
+    valued: frozenset[str]
+    groups: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,20 @@ class Compiled:
     @cached_property
     def _translated(self) -> dict[str, "Compiled"]:
         return {}
+
+    @cached_property
+    def counted(self) -> Counted:
+        valued: list[str] = []
+        groups: dict[str, str] = {}
+        for question in questions(self.blocks):
+            if isinstance(question, Matrix):
+                rows = [f"{question.key}.{row.value}" for row in question.rows]
+                valued.extend(rows)
+                groups.update(dict.fromkeys(rows, question.key))
+            elif isinstance(question, VALUED):
+                valued.append(question.key)
+        valued.extend(VARIABLE_PREFIX + variable.name for variable in self.definition.variables)
+        return Counted(frozenset(valued), groups)
 
     @cached_property
     def has_logic(self) -> bool:

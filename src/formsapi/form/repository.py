@@ -232,6 +232,21 @@ async def get_public(session: AsyncSession, form_id: str) -> Row[Form, list[str]
     return (await session.execute(statement)).first()
 
 
+async def lock_all(session: AsyncSession, organization_id: str) -> None:
+    """Hold every form of the organization, as a write to its submissions
+    does one: its writers wait until this transaction ends."""
+    await session.execute(select(Form.id).where(scoped(Form, organization_id)).with_for_update())
+
+
+async def versions_of_organization(
+    session: AsyncSession, organization_id: str
+) -> Sequence[FormVersion]:
+    """Every version of every form of the organization."""
+    return (
+        await session.scalars(select(FormVersion).where(scoped(FormVersion, organization_id)))
+    ).all()
+
+
 async def all_versions(
     session: AsyncSession, organization_id: str, form_id: str
 ) -> Sequence[FormVersion]:

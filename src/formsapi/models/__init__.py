@@ -1,3 +1,4 @@
+from formsapi.models.answer_count import AnswerCount
 from formsapi.models.api_key import APIKey
 from formsapi.models.base import Base
 from formsapi.models.event import Event, EventType
@@ -26,6 +27,7 @@ from formsapi.models.webhook_subscription import WebhookSubscription
 
 __all__ = [
     "APIKey",
+    "AnswerCount",
     "Base",
     "DeliveryStatus",
     "Event",

@@ -1,4 +1,6 @@
-from sqlalchemy import update
+from collections.abc import Sequence
+
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Organization
@@ -14,3 +16,8 @@ async def set_embed_origins(
     await session.execute(
         update(Organization).where(Organization.id == organization_id).values(embed_origins=origins)
     )
+
+
+async def all_ids(session: AsyncSession) -> Sequence[str]:
+    """Every organization: for maintenance that goes through them one by one."""
+    return (await session.scalars(select(Organization.id).order_by(Organization.id))).all()

@@ -2,6 +2,7 @@
 member domain's concern."""
 
 import re
+from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -84,3 +85,8 @@ async def set_embed_origins(
     origins = parse_origins(text)
     await repository.set_embed_origins(session, organization_id, origins)
     return origins
+
+
+async def all_ids(session: AsyncSession) -> Sequence[str]:
+    """Every organization's id: for maintenance that visits each."""
+    return await repository.all_ids(session)

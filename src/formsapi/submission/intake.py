@@ -20,6 +20,7 @@ the lock, not the CPU, had been the limit.
 
 import asyncio
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,9 +195,10 @@ class Intake:
                     if post.checking is None or post.checking.form is not form:
                         post.checking = check(form, post.answers, today, post.language)
             accepted = [p for p in batch if p.checking is not None and p.checking.valid]
+            answers_tally = _tally(accepted)
             if at_once and form is not None and accepted and all(map(_plain, accepted)):
                 answered = await self._write_at_once(
-                    organization_id, form_id, form.version, accepted
+                    organization_id, form_id, form.version, accepted, answers_tally
                 )
                 if answered is not None:
                     _answer(batch, answered)
@@ -250,6 +252,9 @@ class Intake:
                     await repository.add_counts(
                         session, organization_id, form_id, {hour_of(now): len(new)}
                     )
+                    await repository.add_tally(
+                        session, organization_id, form_id, version, now, answers_tally
+                    )
                 refused = await _take_files(session, organization_id, form_id, accepted, new)
                 if refused:
                     await session.rollback()
@@ -265,7 +270,12 @@ class Intake:
             return
 
     async def _write_at_once(
-        self, organization_id: str, form_id: str, version: int, accepted: list[_Post]
+        self,
+        organization_id: str,
+        form_id: str,
+        version: int,
+        accepted: list[_Post],
+        answers_tally: repository.Tally,
     ) -> dict[_Post, Accepted] | None:
         """(PostgreSQL) Write `accepted`, posts of no key, partial or file, in
         one statement (submission/repository/created.py); what each became,
@@ -276,7 +286,7 @@ class Intake:
             assert post.checking is not None
             new.append(new_unnumbered(form_id, version, post.checking))
         parameters = repository.created_parameters(
-            organization_id, form_id, version, new, event_service.THIN_OVER
+            organization_id, form_id, version, new, event_service.THIN_OVER, answers_tally
         )
         async with self._sessionmaker() as session:
             found = await event_service.write_within(
@@ -290,6 +300,18 @@ class Intake:
         time = isoformat_z(at)
         numbered = enumerate(zip(accepted, new, strict=True), int(last) - len(new) + 1)
         return {post: submission.accepted(number, time) for number, (post, submission) in numbered}
+
+
+def _tally(accepted: list[_Post]) -> repository.Tally:
+    """What the posts add to their form's answer counts, worked out before
+    the lock. Posts checked against another version than the one found
+    under the lock are checked again, and this worked out again."""
+    total: repository.Tally = Counter()
+    for post in accepted:
+        assert post.checking is not None
+        checked = post.checking.checked
+        total.update(repository.tally(post.checking.form.counted, checked.stored, checked.ending))
+    return total
 
 
 def _plain(post: _Post) -> bool:

@@ -1,5 +1,6 @@
 """Reading submissions of one form, most recent first."""
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -19,7 +20,8 @@ from formsapi.file import service as file_service
 from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
-from formsapi.form.blocks import Block
+from formsapi.form.blocks import Block, BlockList
+from formsapi.form.definition import Definition
 from formsapi.form.service import FormNotAccepting
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
@@ -382,10 +384,17 @@ async def delete(
     if change_seq is None:
         raise FormNotFound(form_id)
     await file_service.release(session, organization_id, form_id, [submission_id])
-    submitted_at = await repository.delete_row(session, organization_id, form_id, submission_id)
-    if submitted_at is None:
+    deleted = await repository.delete_row(session, organization_id, form_id, submission_id)
+    if deleted is None:
         raise SubmissionNotFound(submission_id)
+    submitted_at = deleted.submitted_at
     await repository.add_counts(session, organization_id, form_id, {hour_of(submitted_at): -1})
+    answered = await _version(session, organization_id, form_id, deleted.form_version)
+    taken = repository.tally(answered.counted, deleted.answers, deleted.ending)
+    taken = Counter({pair: -n for pair, n in taken.items()})  # (unary minus drops them)
+    await repository.add_tally(
+        session, organization_id, form_id, deleted.form_version, submitted_at, taken
+    )
     now = utcnow()
     await repository.bury(session, organization_id, form_id, submission_id, change_seq, now)
     await event_service.erase_answers(session, organization_id, form_id, submission_id)
@@ -448,19 +457,24 @@ async def edit(
     kept = {k: v for k, v in submission.answers.items() if not k.startswith("vars.")}
     answers = {**kept, **changes}
     answers = {key: value for key, value in answers.items() if value is not None}
-    snapshot = await form_repository.get_version(
-        session, organization_id, form_id, submission.form_version
-    )
-    assert snapshot is not None, "every version a submission answered is kept"
-    answered = compiled.compile_version(
-        organization_id, form_id, snapshot.version, snapshot.blocks, snapshot.definition
-    )
+    answered = await _version(session, organization_id, form_id, submission.form_version)
     checked = validate_submission(answered, answers, utcnow().date())
     if checked.errors:
         raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in checked.errors])
     stored = checked.stored
+    before = repository.tally(answered.counted, submission.answers, submission.ending)
     submission.ending = checked.ending
     if stored != submission.answers:  # else nothing to record: its ETag stays
+        change = repository.tally(answered.counted, stored, checked.ending)
+        change.subtract(before)
+        await repository.add_tally(
+            session,
+            organization_id,
+            form_id,
+            submission.form_version,
+            submission.submitted_at,
+            change,
+        )
         await _refile(session, organization_id, form_id, submission, answered.blocks, stored)
         change_seq = await form_repository.next_change(session, organization_id, form_id)
         assert change_seq is not None, "the form is locked"
@@ -476,6 +490,34 @@ async def edit(
         )
         await event_service.write(session, [event])
     return submission
+
+
+async def _version(
+    session: AsyncSession, organization_id: str, form_id: str, version: int
+) -> compiled.Compiled:
+    """The version of the form a submission answered, compiled."""
+    snapshot = await form_repository.get_version(session, organization_id, form_id, version)
+    assert snapshot is not None, "every version a submission answered is kept"
+    return compiled.compile_version(
+        organization_id, form_id, snapshot.version, snapshot.blocks, snapshot.definition
+    )
+
+
+async def recount_answers(session: AsyncSession, organization_id: str) -> None:
+    """Count the organization's answers again from its rows (the answer
+    counts summaries add up): after a bulk load, or the migration that began
+    them. Each form's rows are counted by the version they answered; its
+    writers wait meanwhile."""
+    await form_repository.lock_all(session, organization_id)
+    counted = {
+        (v.form_id, v.version): compiled.Compiled(
+            v.version,
+            BlockList.validate_python(v.blocks),
+            Definition.model_validate(v.definition or {}),
+        ).counted
+        for v in await form_repository.versions_of_organization(session, organization_id)
+    }
+    await repository.rebuild_tallies(session, organization_id, counted)
 
 
 async def _refile(

@@ -13,7 +13,6 @@ from typing import Any
 from formsapi.form.blocks import (
     OTHER,
     Block,
-    Dropdown,
     Matrix,
     MultipleChoice,
     Nps,
@@ -26,13 +25,13 @@ from formsapi.form.blocks import (
     YesNo,
     questions,
 )
+from formsapi.form.compiled import VARIABLE_PREFIX
 from formsapi.form.definition import Definition
 
 # The quantiles a number question reports, as percentages.
 QUANTILES = (10, 25, 50, 75, 90)
 # A variable's distribution lists at most this many values, the most frequent.
 MAX_VALUES = 200
-VARIABLE_PREFIX = "vars."
 
 Value = str | int | float
 
@@ -48,24 +47,6 @@ class Tallies:
     values: dict[str, Counter[Value]] = field(default_factory=dict)
     # Submissions per ending key (None: the form had no ending).
     endings: Counter[str | None] = field(default_factory=Counter)
-
-
-# Questions whose answers are counted value by value; the others (texts,
-# dates, files) only as answered or skipped.
-VALUED = (SingleChoice, Dropdown, MultipleChoice, YesNo, Rating, Scale, Nps, Number, Ranking)
-
-
-def valued_keys(blocks: list[Block], definition: Definition) -> list[str]:
-    """The answer keys whose values the summary counts: choices, scales and
-    numbers, each matrix row, each variable."""
-    keys: list[str] = []
-    for question in questions(blocks):
-        if isinstance(question, Matrix):
-            keys.extend(key for key, _ in question.parts())
-        elif isinstance(question, VALUED):
-            keys.append(question.key)
-    keys.extend(VARIABLE_PREFIX + variable.name for variable in definition.variables)
-    return keys
 
 
 def summarize(blocks: list[Block], definition: Definition, tallies: Tallies) -> dict[str, Any]:

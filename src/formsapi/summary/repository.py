@@ -5,21 +5,24 @@ how many reached each ending, and how many there are. One statement, so the
 figures agree with each other whatever is written meanwhile."""
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 from sqlalchemy import (
     ColumnElement,
+    Select,
     Text,
+    and_,
     case,
     cast,
+    false,
     func,
     literal,
     literal_column,
     null,
+    or_,
     select,
     true,
     union_all,
@@ -27,7 +30,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from formsapi.db import ReadSession
-from formsapi.models import Submission
+from formsapi.form.compiled import Counted
+from formsapi.models import AnswerCount, Submission
+from formsapi.submission.repository.counts import DAY, HOUR, day_of, hour_of
+from formsapi.submission.repository.tallies import ENDING, EPOCH, VALUE_MAX
 from formsapi.summary.figures import Tallies
 from formsapi.tenancy import scoped
 
@@ -53,9 +59,10 @@ class Filters:
     answer: AnswerIs | None = None
 
 
-# The kinds of row the statement returns: a key's answers (per value, for
-# the valued keys), submissions per ending, a group's answers.
-_ANSWERED, _ENDING, _GROUP = "a", "e", "g"
+# The kinds of row the statement returns: from rows, a key's answers (per
+# value, for the valued keys), submissions per ending, a group's answers;
+# from the kept counts, a key and value's count (tallies.tally's pairs).
+_ANSWERED, _ENDING, _GROUP, _KEPT = "a", "e", "g", "k"
 
 
 async def tallies(
@@ -63,18 +70,121 @@ async def tallies(
     organization_id: str,
     form_id: str,
     filters: Filters,
-    valued: Sequence[str],
-    groups: dict[str, str],
+    counted: Counted,
 ) -> Tallies:
-    """The tallies of the form's submissions that `filters` match. `valued`:
-    the keys whose values are counted; `groups`: answer keys counted together
-    as one more key (a matrix's rows, as the matrix), answered when any is."""
+    """The tallies of the form's submissions that `filters` match, `counted`
+    saying which keys' values count and which keys are counted together.
+
+    Without a hidden-field or answer filter they are added up from the kept
+    answer counts (models.AnswerCount): all time, or the whole UTC days, then
+    whole hours, of a range; only the minutes at its ends are counted from
+    rows. With one, they are counted from the rows that match. Either way in
+    one statement: the figures agree with each other."""
     postgres = session.get_bind().dialect.name == "postgresql"
-    matching = [
-        scoped(Submission, organization_id),
-        Submission.form_id == form_id,
-        *_conditions(filters, postgres),
+    of_form = [scoped(Submission, organization_id), Submission.form_id == form_id]
+    if filters.version is not None:
+        of_form.append(Submission.form_version == filters.version)
+    if filters.hidden is not None or filters.answer is not None:
+        parts = _counted_from_rows([*of_form, *_conditions(filters, postgres)], postgres, counted)
+    else:
+        kept, edges = _spans(filters.since, filters.until)
+        parts = [_kept(organization_id, form_id, filters.version, kept)]
+        if edges:
+            in_edges = or_(
+                *(
+                    and_(Submission.submitted_at >= low, Submission.submitted_at < high)
+                    for low, high in edges
+                )
+            )
+            parts += _counted_from_rows([*of_form, in_edges], postgres, counted)
+    found = Tallies()
+    for kind, name, json_text, count in await session.execute(union_all(*parts)):
+        if not count:
+            continue
+        if kind == _KEPT and name == ENDING:
+            ending = orjson.loads(json_text)
+            found.endings[ending] += count
+            found.submissions += count
+            continue
+        if kind == _ENDING:
+            found.endings[name] += count
+            found.submissions += count
+            continue
+        found.answered[name] += count
+        if json_text:
+            found.values.setdefault(name, Counter())[orjson.loads(json_text)] += count
+    return found
+
+
+# Spans of the kept counts: a period and the starts it covers, [low, high).
+Span = tuple[str, datetime, datetime]
+# No submission is older or newer; ranges are cut to these.
+OLDEST = datetime(1970, 1, 1, tzinfo=UTC)
+NEWEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def _spans(
+    since: datetime | None, until: datetime | None
+) -> tuple[list[Span], list[tuple[datetime, datetime]]]:
+    """[since, until) as the kept counts that cover it (all time; or whole
+    UTC days, then whole hours) and the ends they leave, under an hour each,
+    to count from rows."""
+    if since is None and until is None:
+        return [("t", EPOCH, EPOCH + HOUR)], []
+    low = max(since or OLDEST, OLDEST)
+    high = min(until or NEWEST, NEWEST)
+    hours = (_ceil(low, HOUR), hour_of(high))
+    if hours[0] >= hours[1]:
+        return [], [(low, high)]
+    days = (_ceil(low, DAY), day_of(high))
+    spans: list[Span] = []
+    if days[0] < days[1]:
+        spans.append(("d", *days))
+        spans += [("h", hours[0], days[0]), ("h", days[1], hours[1])]
+    else:
+        spans.append(("h", *hours))
+    edges = [(low, hours[0]), (hours[1], high)]
+    return (
+        [span for span in spans if span[1] < span[2]],
+        [(a, b) for a, b in edges if a < b],
+    )
+
+
+def _ceil(moment: datetime, unit: timedelta) -> datetime:
+    floor = hour_of(moment) if unit == HOUR else day_of(moment)
+    return floor if floor == moment else floor + unit
+
+
+def _kept(
+    organization_id: str, form_id: str, version: int | None, spans: list[Span]
+) -> Select[*tuple[Any, ...]]:
+    conditions = [
+        scoped(AnswerCount, organization_id),
+        AnswerCount.form_id == form_id,
+        or_(
+            false(),
+            *(
+                and_(
+                    AnswerCount.period == period, AnswerCount.start >= low, AnswerCount.start < high
+                )
+                for period, low, high in spans
+            ),
+        ),
     ]
+    if version is not None:
+        conditions.append(AnswerCount.form_version == version)
+    return (
+        select(literal(_KEPT), AnswerCount.key, AnswerCount.value, func.sum(AnswerCount.count))
+        .where(*conditions)
+        .group_by(AnswerCount.key, AnswerCount.value)
+    )
+
+
+def _counted_from_rows(
+    matching: list[ColumnElement[bool]], postgres: bool, counted: Counted
+) -> list[Select[*tuple[Any, ...]]]:
+    """The tallies of the rows `matching` selects, as the kept counts hold
+    them (tallies.tally): per key and counted value, per ending, per group."""
     if postgres:
         pairs = func.jsonb_each(Submission.answers).table_valued("key", "value").lateral()
         value: ColumnElement[Any] = cast(pairs.c.value, Text)  # JSON text
@@ -83,12 +193,17 @@ async def tallies(
         # json_each gives SQL values; json_quote makes them JSON text again.
         value = func.json_quote(pairs.c.value)
     key: ColumnElement[str] = pairs.c.key
+    valued = sorted(counted.valued)
     # One pass over the answers: a valued key's rows per value, any other
     # key's in one row (value NULL). A key is answered as often as its rows
     # count, whatever their values.
-    counted = case((key.in_(valued), value), else_=null()) if valued else null()
+    shown = (
+        case((and_(key.in_(valued), func.length(value) <= VALUE_MAX), value), else_=null())
+        if valued
+        else null()
+    )
     parts = [
-        select(literal(_ANSWERED), key, counted, func.count())
+        select(literal(_ANSWERED), key, shown, func.count())
         .select_from(Submission)
         .join(pairs, true())
         .where(*matching)
@@ -98,25 +213,16 @@ async def tallies(
         .where(*matching)
         .group_by(Submission.ending),
     ]
-    if groups:
-        group = case(groups, value=key)
+    if counted.groups:
+        group = case(counted.groups, value=key)
         parts.append(
             select(literal(_GROUP), group, null(), func.count(Submission.id.distinct()))
             .select_from(Submission)
             .join(pairs, true())
-            .where(*matching, key.in_(list(groups)))
+            .where(*matching, key.in_(list(counted.groups)))
             .group_by(literal_column("2"))
         )
-    found = Tallies()
-    for kind, name, json_text, count in await session.execute(union_all(*parts)):
-        if kind == _ENDING:
-            found.endings[name] += count
-            found.submissions += count
-            continue
-        found.answered[name] += count
-        if json_text is not None:
-            found.values.setdefault(name, Counter())[orjson.loads(json_text)] += count
-    return found
+    return parts
 
 
 def _conditions(filters: Filters, postgres: bool) -> list[ColumnElement[bool]]:

@@ -58,20 +58,7 @@ async def summary(
         hidden=_hidden(shown, hidden) if hidden is not None else None,
         answer=_answer(shown, answer) if answer is not None else None,
     )
-    groups = {
-        f"{q.key}.{row.value}": q.key
-        for q in questions(shown.blocks)
-        if isinstance(q, Matrix)
-        for row in q.rows
-    }
-    tallies = await repository.tallies(
-        session,
-        organization_id,
-        form.id,
-        filters,
-        figures.valued_keys(shown.blocks, shown.definition),
-        groups,
-    )
+    tallies = await repository.tallies(session, organization_id, form.id, filters, shown.counted)
     return {
         "formId": form.id,
         "version": shown.version,

@@ -20,11 +20,20 @@ from formsapi.submission.repository.counts import (
 from formsapi.submission.repository.created import created_parameters, created_statement
 from formsapi.submission.repository.paging import PageRow, list_page, seek, total
 from formsapi.submission.repository.rows import delete_row, get, recent
+from formsapi.submission.repository.tallies import (
+    Tally,
+    add_tally,
+    rebuild_tallies,
+    tally,
+    tally_arrays,
+)
 
 __all__ = [
     "ChangeRow",
     "PageRow",
+    "Tally",
     "add_counts",
+    "add_tally",
     "bury",
     "changes_after",
     "created_parameters",
@@ -41,7 +50,10 @@ __all__ = [
     "positions",
     "purge_tombstones",
     "rebuild_counts",
+    "rebuild_tallies",
     "recent",
     "seek",
+    "tally",
+    "tally_arrays",
     "total",
 ]

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import (
     Executable,
+    Integer,
     Text,
     bindparam,
     case,
@@ -33,7 +34,16 @@ from sqlalchemy.dialects import postgresql
 from formsapi.event import repository as event_repository
 from formsapi.form.repository import submission_lock_statement
 from formsapi.kit.time import offset as clock_offset
-from formsapi.models import EventType, Form, Submission, SubmissionCount, SubmissionDayCount
+from formsapi.models import (
+    AnswerCount,
+    EventType,
+    Form,
+    Submission,
+    SubmissionCount,
+    SubmissionDayCount,
+)
+from formsapi.submission.repository import tallies
+from formsapi.submission.repository.tallies import EPOCH, Tally, tally_arrays
 
 # The arrays of a batch, one element a submission, in change number order.
 # No parameter is named as a column of the tables written: an UPDATE would
@@ -151,8 +161,42 @@ def _statement() -> Executable:
             ).cte(f"{name}s")
         )
     return select(locked.c.change_seq, locked.c.at).add_cte(
-        events, outbox, submissions.cte("sb"), *counts
+        events, outbox, submissions.cte("sb"), *counts, *_answer_counts(locked)
     )
+
+
+def _answer_counts(locked: Any) -> list[Any]:
+    """The batch's tally (tallies.tally_arrays) added to the form's answer
+    counts, per hour, UTC day and in all, at the batch's time."""
+    texts = postgresql.ARRAY(Text)
+    pairs = func.unnest(
+        bindparam("tally_keys", type_=texts),
+        bindparam("tally_values", type_=texts),
+        bindparam("tally_counts", type_=postgresql.ARRAY(Integer)),
+    ).table_valued(column("k", Text), column("v", Text), column("c", Integer))
+    pairs = pairs.render_derived(name="tl")
+    ctes = []
+    for period, start in (
+        ("h", func.date_trunc("hour", locked.c.at, "UTC")),
+        ("d", func.date_trunc("day", locked.c.at, "UTC")),
+        ("t", literal(EPOCH)),
+    ):
+        upsert = postgresql.insert(AnswerCount).from_select(
+            [*tallies.KEY, "count"],
+            select(
+                bindparam("org"),
+                bindparam("form"),
+                literal(period),
+                start,
+                bindparam("checked_version"),
+                pairs.c.k,
+                pairs.c.v,
+                pairs.c.c,
+            ).select_from(locked.join(pairs, true())),
+            include_defaults=False,
+        )
+        ctes.append(tallies.adding(upsert).cte(f"answers_{period}"))
+    return ctes
 
 
 def created_statement() -> Executable:
@@ -165,11 +209,18 @@ def created_statement() -> Executable:
 
 
 def created_parameters(
-    organization_id: str, form_id: str, version: int, batch: Sequence[Any], thin_over: int
+    organization_id: str,
+    form_id: str,
+    version: int,
+    batch: Sequence[Any],
+    thin_over: int,
+    answers_tally: Tally,
 ) -> dict[str, Any]:
     """The parameters of `created_statement` for `batch` (submission/service.py's
-    `Unnumbered`, in order), its events thin when over `thin_over` bytes."""
+    `Unnumbered`, in order), its events thin when over `thin_over` bytes, and
+    what its answers add to the answer counts."""
     return {
+        **tally_arrays(answers_tally),
         "org": organization_id,
         "form": form_id,
         "checked_version": version,

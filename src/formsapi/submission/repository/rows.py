@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,10 +23,18 @@ async def get(
     )
 
 
+class Deleted(NamedTuple):
+    submitted_at: datetime
+    form_version: int
+    answers: dict[str, Any]
+    ending: str | None
+
+
 async def delete_row(
     session: AsyncSession, organization_id: str, form_id: str, submission_id: str
-) -> datetime | None:
-    """Delete one submission; its time, or None if there was none to delete."""
+) -> Deleted | None:
+    """Delete one submission; what the counts take off, or None if there
+    was none to delete."""
     deleted = await session.execute(
         delete(Submission)
         .where(
@@ -33,9 +42,12 @@ async def delete_row(
             Submission.form_id == form_id,
             Submission.id == submission_id,
         )
-        .returning(Submission.submitted_at)
+        .returning(
+            Submission.submitted_at, Submission.form_version, Submission.answers, Submission.ending
+        )
     )
-    return deleted.scalar_one_or_none()
+    row = deleted.one_or_none()
+    return None if row is None else Deleted(*row)
 
 
 async def recent(
