@@ -16,17 +16,14 @@ class AnswerCount(Base):
     __tablename__ = "answer_counts"
     __table_args__ = (
         # A summary reads one form's rows of one period, a range of starts.
+        # The count is left out of the key (no INCLUDE), and a page keeps room,
+        # so that adding to a count is a HOT update on PostgreSQL, not a new
+        # index entry: the rows a busy form's posts add to are the same ones,
+        # batch after batch, under the form's lock (bench/RESULTS.md).
         PrimaryKeyConstraint(
-            "organization_id",
-            "form_id",
-            "period",
-            "start",
-            "form_version",
-            "key",
-            "value",
-            postgresql_include=["count"],
+            "organization_id", "form_id", "period", "start", "form_version", "key", "value"
         ),
-        {"sqlite_with_rowid": False},
+        {"sqlite_with_rowid": False, "postgresql_with": {"fillfactor": 70}},
     )
 
     organization_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))

@@ -51,9 +51,9 @@ def upgrade() -> None:
             "key",
             "value",
             name=op.f("pk_answer_counts"),
-            postgresql_include=["count"],
         ),
         sqlite_with_rowid=False,
+        postgresql_with={"fillfactor": 70},
     )
 
 
