@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parent
 BIG_FORM = "frm_bench00"
 # About 9% of the big form: the last 66 of its 730 days.
 SINCE = (END - timedelta(days=66)).strftime("%Y-%m-%dT%H:%M:%SZ")
+# Not on an hour: the range's first minutes are counted from rows.
+MONTH_AGO = (END - timedelta(days=30, minutes=17)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 SCENARIOS: dict[str, tuple[str, bool]] = {  # name: (path, authenticated)
     "forms_list": ("/v1/forms", True),
@@ -53,10 +55,23 @@ SCENARIOS: dict[str, tuple[str, bool]] = {  # name: (path, authenticated)
     "page1000": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&page=1000", True),
     "since_9pct": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&since={SINCE}", True),
     "post_submission": (f"/v1/forms/{BIG_FORM}/submissions", True),
+    # Answer summaries of the big form: all of it, its last 30 days (kept
+    # counts; bench.summary prices a summary filtered by an answer).
+    "summary": (f"/v1/forms/{BIG_FORM}/summary", True),
+    "summary_30d": (f"/v1/forms/{BIG_FORM}/summary?since={MONTH_AGO}", True),
     "not_found": ("/v1/forms/frm_missing", True),
     "unauthorized": ("/v1/forms", False),
 }
-SQL_SCENARIOS = ["forms_list", "form_schema", "page1_50", "page1_100", "page1000", "since_9pct"]
+SQL_SCENARIOS = [
+    "forms_list",
+    "form_schema",
+    "page1_50",
+    "page1_100",
+    "page1000",
+    "since_9pct",
+    "summary",
+    "summary_30d",
+]
 NO_AUTH_SCENARIOS = ["page1_50"]
 # Scenarios that POST this body (a valid answer to the bench form).
 POST_BODIES = {
