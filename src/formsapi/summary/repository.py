@@ -59,12 +59,6 @@ class Filters:
     answer: AnswerIs | None = None
 
 
-# The kinds of row the statement returns: from rows, a key's answers (per
-# value, for the valued keys), submissions per ending, a group's answers;
-# from the kept counts, a key and value's count (tallies.tally's pairs).
-_ANSWERED, _ENDING, _GROUP, _KEPT = "a", "e", "g", "k"
-
-
 async def tallies(
     session: ReadSession,
     organization_id: str,
@@ -98,16 +92,12 @@ async def tallies(
             )
             parts += _counted_from_rows([*of_form, in_edges], postgres, counted)
     found = Tallies()
-    for kind, name, json_text, count in await session.execute(union_all(*parts)):
+    # Every part gives (key, value as JSON text or NULL, count), as tallies.tally pairs.
+    for name, json_text, count in await session.execute(union_all(*parts)):
         if not count:
             continue
-        if kind == _KEPT and name == ENDING:
-            ending = orjson.loads(json_text)
-            found.endings[ending] += count
-            found.submissions += count
-            continue
-        if kind == _ENDING:
-            found.endings[name] += count
+        if name == ENDING:  # kept or counted from rows alike
+            found.endings[orjson.loads(json_text)] += count
             found.submissions += count
             continue
         found.answered[name] += count
@@ -174,7 +164,7 @@ def _kept(
     if version is not None:
         conditions.append(AnswerCount.form_version == version)
     return (
-        select(literal(_KEPT), AnswerCount.key, AnswerCount.value, func.sum(AnswerCount.count))
+        select(AnswerCount.key, AnswerCount.value, func.sum(AnswerCount.count))
         .where(*conditions)
         .group_by(AnswerCount.key, AnswerCount.value)
     )
@@ -184,43 +174,50 @@ def _counted_from_rows(
     matching: list[ColumnElement[bool]], postgres: bool, counted: Counted
 ) -> list[Select[*tuple[Any, ...]]]:
     """The tallies of the rows `matching` selects, as the kept counts hold
-    them (tallies.tally): per key and counted value, per ending, per group."""
+    them (tallies.tally): per key and counted value, the ending's too, and
+    per group."""
+    endings: list[Select[*tuple[Any, ...]]] = []
     if postgres:
         pairs = func.jsonb_each(Submission.answers).table_valued("key", "value").lateral()
         value: ColumnElement[Any] = cast(pairs.c.value, Text)  # JSON text
+        # The ending as a pair of its own, by a second read of the rows:
+        # joined to each row's answers (||), it cost more than that read.
+        ending = func.coalesce(cast(func.to_jsonb(Submission.ending), Text), "null")
+        endings.append(
+            select(literal(ENDING), ending, func.count())
+            .where(*matching)
+            .group_by(Submission.ending)
+        )
     else:
-        pairs = func.json_each(Submission.answers).table_valued("key", "value", "type")
+        # The ending joins the answers as one more pair (no answer key
+        # starts with "#"): the rows are read once.
+        with_ending = func.json_set(Submission.answers, _path(ENDING), Submission.ending)
+        pairs = func.json_each(with_ending).table_valued("key", "value", "type")
         # json_each gives SQL values; json_quote makes them JSON text again.
         value = func.json_quote(pairs.c.value)
     key: ColumnElement[str] = pairs.c.key
-    valued = sorted(counted.valued)
+    valued = sorted({*counted.valued, ENDING})
     # One pass over the answers: a valued key's rows per value, any other
     # key's in one row (value NULL). A key is answered as often as its rows
     # count, whatever their values.
-    shown = (
-        case((and_(key.in_(valued), func.length(value) <= VALUE_MAX), value), else_=null())
-        if valued
-        else null()
-    )
+    shown = case((and_(key.in_(valued), func.length(value) <= VALUE_MAX), value), else_=null())
     parts = [
-        select(literal(_ANSWERED), key, shown, func.count())
+        select(key, shown, func.count())
         .select_from(Submission)
         .join(pairs, true())
         .where(*matching)
         # By position: the CASE's bound keys would make it another expression.
-        .group_by(literal_column("2"), literal_column("3")),
-        select(literal(_ENDING), Submission.ending, null(), func.count())
-        .where(*matching)
-        .group_by(Submission.ending),
+        .group_by(literal_column("1"), literal_column("2")),
+        *endings,
     ]
     if counted.groups:
         group = case(counted.groups, value=key)
         parts.append(
-            select(literal(_GROUP), group, null(), func.count(Submission.id.distinct()))
+            select(group, null(), func.count(Submission.id.distinct()))
             .select_from(Submission)
             .join(pairs, true())
             .where(*matching, key.in_(list(counted.groups)))
-            .group_by(literal_column("2"))
+            .group_by(literal_column("1"))
         )
     return parts
 
