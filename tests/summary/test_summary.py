@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.kit.time import parse_timestamp, shift
+from formsapi.summary import service as summary_service
 from tests.conftest import Api
 from tests.factories import create_key, create_org, publish_over_api
 
@@ -440,3 +441,26 @@ async def test_another_organizations_form_answers_like_a_missing_one(
         "frm_00000000000000000000000000", "?"
     )
     assert unscoped.status_code == 403
+
+
+async def test_summaries_counted_from_rows_take_turns_within_an_organization(
+    api: Api, session: AsyncSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = {"type": "single_choice", "key": "plan", "title": "Plan", "options": CHOICES}
+    form_id, secret, organization_id = await publish_over_api(
+        api, session, {"title": "Turns", "blocks": [plan]}
+    )
+    await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": "team"}})
+    monkeypatch.setattr(summary_service, "TURN_WAIT", 0.2)
+    url = f"/v1/forms/{form_id}/summary"
+
+    async with summary_service.TURNS.turn(organization_id):  # another one, counting
+        waited = await api.get(url, secret, params={"answer": "plan:team"})
+        kept = await api.get(url, secret)
+    after = await api.get(url, secret, params={"answer": "plan:team"})
+
+    assert waited.status_code == 429
+    assert waited.headers["retry-after"] == "5"
+    assert waited.json()["type"].endswith("/summary-in-progress")
+    assert kept.status_code == after.status_code == 200  # kept counts take no turn
+    assert after.json()["submissions"] == 1

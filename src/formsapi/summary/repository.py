@@ -58,6 +58,12 @@ class Filters:
     hidden: tuple[str, str] | None = None  # a hidden field's key and value
     answer: AnswerIs | None = None
 
+    @property
+    def counts_rows(self) -> bool:
+        """Whether the tallies are counted from rows: the kept counts cannot
+        split by a hidden field or an answer."""
+        return self.hidden is not None or self.answer is not None
+
 
 async def tallies(
     session: ReadSession,
@@ -78,7 +84,7 @@ async def tallies(
     of_form = [scoped(Submission, organization_id), Submission.form_id == form_id]
     if filters.version is not None:
         of_form.append(Submission.form_version == filters.version)
-    if filters.hidden is not None or filters.answer is not None:
+    if filters.counts_rows:
         parts = _counted_from_rows([*of_form, *_conditions(filters, postgres)], postgres, counted)
     else:
         kept, edges = _spans(filters.since, filters.until)

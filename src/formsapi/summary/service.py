@@ -1,11 +1,15 @@
 """A form's answer summary: the filters checked against the form, the
 tallies counted (summary.repository), the figures worked out (summary.figures)."""
 
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 from formsapi.db import ReadSession
-from formsapi.errors import BadRequest, NotFound
+from formsapi.errors import BadRequest, FormsAPIError, NotFound
 from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
@@ -31,6 +35,53 @@ from formsapi.summary.repository import AnswerIs, Filters
 
 # A filter's value, after the key and its colon.
 FILTER_MAX = 300
+# How long a summary counted from rows waits for its organization's turn.
+TURN_WAIT = 10.0
+
+
+class SummaryInProgress(FormsAPIError):
+    """Another summary of your organization that counts rows (one filtered by
+    a hidden field or an answer) is being counted on this server, and this
+    one waited its turn for 10 s. Such summaries are counted one at a time
+    per organization, so that one organization's long counts cannot hold the
+    database for everyone else's. Retry after `Retry-After`."""
+
+    status = 429
+    title = "Too Many Requests"
+    slug = "summary-in-progress"
+
+
+class _Turns:
+    """One summary counted from rows at a time per organization, in this process."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._waiting: Counter[str] = Counter()
+
+    @asynccontextmanager
+    async def turn(self, organization_id: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(organization_id, asyncio.Lock())
+        self._waiting[organization_id] += 1
+        try:
+            try:
+                await asyncio.wait_for(lock.acquire(), TURN_WAIT)
+            except TimeoutError:
+                raise SummaryInProgress(
+                    "Another summary of your organization that counts rows is being "
+                    "counted; they take turns. Retry in a few seconds.",
+                    headers={"Retry-After": "5"},
+                ) from None
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            self._waiting[organization_id] -= 1
+            if not self._waiting[organization_id]:
+                del self._waiting[organization_id], self._locks[organization_id]
+
+
+TURNS = _Turns()
 
 
 async def summary(
@@ -58,7 +109,15 @@ async def summary(
         hidden=_hidden(shown, hidden) if hidden is not None else None,
         answer=_answer(shown, answer) if answer is not None else None,
     )
-    tallies = await repository.tallies(session, organization_id, form.id, filters, shown.counted)
+    if filters.counts_rows:
+        async with TURNS.turn(organization_id):
+            tallies = await repository.tallies(
+                session, organization_id, form.id, filters, shown.counted
+            )
+    else:
+        tallies = await repository.tallies(
+            session, organization_id, form.id, filters, shown.counted
+        )
     return {
         "formId": form.id,
         "version": shown.version,
