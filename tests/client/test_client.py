@@ -117,6 +117,10 @@ def test_a_dashboard_reads_a_typed_summary_with_filters(client: Client) -> None:
     ages = next(q for q in reds.questions if q.key == "age")
     assert (reds.submissions, ages.answered, ages.mean, ages.min, ages.max) == (2, 2, 35, 30, 40)
     assert reds.filters.answer == "colors:red"
+    series = client.forms.timeseries(form.id, interval="hour", tz="Asia/Kolkata", question="age")
+    assert series.buckets[-1].submissions == 3  # within the last hour
+    assert (series.buckets[-1].answered, series.buckets[-1].mean) == (2, 35)
+    assert series.buckets[-1].start.endswith("+05:30")
 
 
 def test_the_change_feed_is_read_to_its_end_page_by_page(client: Client) -> None:

@@ -103,6 +103,9 @@ MODELS: dict[type[BaseModel], str] = {
     models.VariableValueCount: "VariableValueCount",
     models.EndingCount: "EndingCount",
     models.SummaryFilters: "SummaryFilters",
+    models.TimeSeries: "TimeSeries",
+    models.Bucket: "Bucket",
+    models.FollowedQuestion: "FollowedQuestion",
     models.Problem: "Problem",
     models.InvalidParam: "InvalidParam",
     # The event catalogue (the document's `webhooks`).
@@ -332,6 +335,11 @@ QUERIES: dict[str, list[_core.Call[Any]]] = {
     "forms.get": [_calls.forms_get("frm_1", 2, "fr")],
     "forms.summary": [
         _calls.forms_summary("frm_1", "2026-11-01", "2026-12-01", 2, "utm:ads", "plan:team")
+    ],
+    "forms.timeseries": [
+        _calls.forms_timeseries(
+            "frm_1", "week", "Europe/Paris", "2026-11-01", "2026-12-01", "plan", 2
+        )
     ],
     "partials.list": [_calls.partials_list("frm_1", 1, 50)],
     "forms.delete": [_calls.forms_delete("frm_1", True)],

@@ -36,6 +36,7 @@ from formsapi_client.models import (
     SubmissionPatch,
     SubmissionsPage,
     TestSent,
+    TimeSeries,
     WebhookEndpoint,
     WebhookEndpointCreate,
     WebhookEndpointCreated,
@@ -56,6 +57,7 @@ def _logic(logic: Logic | None) -> dict[str, Any]:
 _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
 _summary = from_model(FormAnswerSummary)
+_series = from_model(TimeSeries)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
 _submission = from_model(SubmissionDetail)
@@ -119,6 +121,26 @@ def forms_summary(
         "answer": answer,
     }
     return call("forms.summary", _summary, ids={"formId": form_id}, params=params)
+
+
+def forms_timeseries(
+    form_id: str,
+    interval: str,
+    tz: str,
+    since: datetime | str | None,
+    until: datetime | str | None,
+    question: str | None,
+    version: int | None,
+) -> Call[TimeSeries]:
+    params = {
+        "interval": interval,
+        "tz": tz,
+        "since": _moment(since),
+        "until": _moment(until),
+        "question": question,
+        "version": version,
+    }
+    return call("forms.timeseries", _series, ids={"formId": form_id}, params=params)
 
 
 def forms_create(

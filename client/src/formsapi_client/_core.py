@@ -68,6 +68,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "forms.update": ("PATCH", "/forms/{formId}"),
     "forms.delete": ("DELETE", "/forms/{formId}"),
     "forms.summary": ("GET", "/forms/{formId}/summary"),
+    "forms.timeseries": ("GET", "/forms/{formId}/summary/timeseries"),
     "submissions.list": ("GET", "/forms/{formId}/submissions"),
     "submissions.create": ("POST", "/forms/{formId}/submissions"),
     "submissions.changes": ("GET", "/forms/{formId}/submissions/changes"),

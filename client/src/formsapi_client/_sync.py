@@ -40,6 +40,7 @@ from formsapi_client.models import (
     SubmissionDetail,
     SubmissionsPage,
     TestSent,
+    TimeSeries,
     WebhookEndpoint,
     WebhookEndpointCreated,
     WebhookEndpointsPage,
@@ -170,6 +171,24 @@ class Forms(_Resource):
         (`answer="plan:business"`)."""
         return self._client._run(
             calls.forms_summary(form_id, since, until, version, hidden, answer)
+        )
+
+    def timeseries(
+        self,
+        form_id: str,
+        *,
+        interval: str = "day",
+        tz: str = "UTC",
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        question: str | None = None,
+        version: int | None = None,
+    ) -> TimeSeries:
+        """Submissions per `interval` (hour, day, week from Monday, month)
+        of the time zone `tz`, every bucket present; with `question`, that
+        question's counts per option, or its mean, in each."""
+        return self._client._run(
+            calls.forms_timeseries(form_id, interval, tz, since, until, question, version)
         )
 
     def create(

@@ -489,6 +489,29 @@ class SummaryFilters(Model):
     answer: str | None
 
 
+class FollowedQuestion(Model):
+    key: str
+    type: str
+    title: str
+
+
+class Bucket(Model):
+    start: str  # in the series' time zone, with its offset
+    end: str
+    submissions: int
+    answered: int | None = None
+    options: list[OptionCount] | None = None
+    mean: float | None = None
+
+
+class TimeSeries(Model):
+    form_id: str
+    interval: str
+    time_zone: str
+    question: FollowedQuestion | None
+    buckets: list[Bucket]
+
+
 class FormAnswerSummary(Model):
     form_id: str
     version: int

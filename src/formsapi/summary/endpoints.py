@@ -9,7 +9,8 @@ from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, re
 from formsapi.form.endpoints import ERRORS_404, FormId, json
 from formsapi.submission.endpoints import Timestamp
 from formsapi.summary import service
-from formsapi.summary.schemas import FormAnswerSummary
+from formsapi.summary.buckets import Interval
+from formsapi.summary.schemas import FormAnswerSummary, TimeSeries
 
 router = APIRouter(prefix="/forms/{formId}/summary", tags=["Summaries"], route_class=GuardedRoute)
 
@@ -75,5 +76,73 @@ async def get_summary(
             version=version,
             hidden=hidden,
             answer=answer,
+        )
+    )
+
+
+@router.get(
+    "/timeseries",
+    response_model=TimeSeries,
+    responses=ERRORS_404,
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def get_timeseries(
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    form_id: FormId,
+    interval: Annotated[
+        Interval, Query(description="hour, day, week (from Monday) or month.")
+    ] = "day",
+    tz: Annotated[
+        str,
+        Query(
+            max_length=64,
+            description="An IANA time zone (Europe/Paris): days, weeks and months are its "
+            "own, 23 or 25 hours long when its clocks change.",
+        ),
+    ] = "UTC",
+    since: Annotated[
+        datetime | None,
+        Timestamp,
+        Query(
+            description="ISO 8601; the series starts with the bucket holding it. Default: "
+            "48 hours, 30 days, 26 weeks or 365 days before `until`."
+        ),
+    ] = None,
+    until: Annotated[
+        datetime | None,
+        Timestamp,
+        Query(
+            description="ISO 8601; the series ends with the bucket holding the moment "
+            "before it. Default: now."
+        ),
+    ] = None,
+    question: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="A choice, yes/no, rating, scale, NPS or number question's key: its "
+            "counts per option, or its mean, in each bucket.",
+        ),
+    ] = None,
+    version: Annotated[
+        int | None,
+        Query(ge=1, le=2**31 - 1, description="Only this version's submissions."),
+    ] = None,
+) -> Response:
+    """Submissions per hour, day, week or month in a time zone, every bucket
+    of the range present (at most 1,000), and with `question` that question's
+    answers in each: exact, edits and deletes included, as the summary."""
+    return json(
+        await service.timeseries(
+            session,
+            principal.organization_id,
+            form_id,
+            interval=interval,
+            time_zone=tz,
+            since=since,
+            until=until,
+            question=question,
+            version=version,
         )
     )

@@ -4,7 +4,9 @@ hold it (and, for the keys whose values count, how many hold each value),
 how many reached each ending, and how many there are. One statement, so the
 figures agree with each other whatever is written meanwhile."""
 
+from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -100,15 +102,7 @@ async def tallies(
     found = Tallies()
     # Every part gives (key, value as JSON text or NULL, count), as tallies.tally pairs.
     for name, json_text, count in await session.execute(union_all(*parts)):
-        if not count:
-            continue
-        if name == ENDING:  # kept or counted from rows alike
-            found.endings[orjson.loads(json_text)] += count
-            found.submissions += count
-            continue
-        found.answered[name] += count
-        if json_text:
-            found.values.setdefault(name, Counter())[orjson.loads(json_text)] += count
+        _add(found, name, json_text, count)
     return found
 
 
@@ -177,11 +171,16 @@ def _kept(
 
 
 def _counted_from_rows(
-    matching: list[ColumnElement[bool]], postgres: bool, counted: Counted
+    matching: list[ColumnElement[bool]],
+    postgres: bool,
+    counted: Counted,
+    tag: int | None = None,
 ) -> list[Select[*tuple[Any, ...]]]:
     """The tallies of the rows `matching` selects, as the kept counts hold
     them (tallies.tally): per key and counted value, the ending's too, and
-    per group."""
+    per group; each row led by `tag` when given (a time series' bucket)."""
+    lead = [] if tag is None else [literal(tag)]
+    first = len(lead) + 1  # the key's column
     endings: list[Select[*tuple[Any, ...]]] = []
     if postgres:
         pairs = func.jsonb_each(Submission.answers).table_valued("key", "value").lateral()
@@ -190,7 +189,7 @@ def _counted_from_rows(
         # joined to each row's answers (||), it cost more than that read.
         ending = func.coalesce(cast(func.to_jsonb(Submission.ending), Text), "null")
         endings.append(
-            select(literal(ENDING), ending, func.count())
+            select(*lead, literal(ENDING), ending, func.count())
             .where(*matching)
             .group_by(Submission.ending)
         )
@@ -208,22 +207,22 @@ def _counted_from_rows(
     # count, whatever their values.
     shown = case((and_(key.in_(valued), func.length(value) <= VALUE_MAX), value), else_=null())
     parts = [
-        select(key, shown, func.count())
+        select(*lead, key, shown, func.count())
         .select_from(Submission)
         .join(pairs, true())
         .where(*matching)
         # By position: the CASE's bound keys would make it another expression.
-        .group_by(literal_column("1"), literal_column("2")),
+        .group_by(literal_column(str(first)), literal_column(str(first + 1))),
         *endings,
     ]
     if counted.groups:
         group = case(counted.groups, value=key)
         parts.append(
-            select(group, null(), func.count(Submission.id.distinct()))
+            select(*lead, group, null(), func.count(Submission.id.distinct()))
             .select_from(Submission)
             .join(pairs, true())
             .where(*matching, key.in_(list(counted.groups)))
-            .group_by(literal_column("1"))
+            .group_by(literal_column(str(first)))
         )
     return parts
 
@@ -272,3 +271,79 @@ def _path(key: str) -> str:
     # Keys are letters, digits, underscores and dots (a matrix row): quoted,
     # a dot is part of the name.
     return f'$."{key}"'
+
+
+async def series(
+    session: ReadSession,
+    organization_id: str,
+    form_id: str,
+    bounds: Sequence[datetime],
+    keys: Sequence[str],
+    counted: Counted,
+    version: int | None = None,
+) -> list[Tallies]:
+    """The tallies of `keys` in each bucket between consecutive `bounds`
+    (UTC instants): the kept hourly counts of the hours inside a bucket,
+    and, where a bucket starts or ends within an hour (a zone whose offset
+    is not whole hours), that hour's part counted from rows."""
+    found = [Tallies() for _ in bounds[:-1]]
+    low, high = hour_of(bounds[0]), _ceil(bounds[-1], HOUR)
+    conditions = [
+        scoped(AnswerCount, organization_id),
+        AnswerCount.form_id == form_id,
+        AnswerCount.period == "h",
+        AnswerCount.start >= low,
+        AnswerCount.start < high,
+        AnswerCount.key.in_([*keys, ENDING]),
+    ]
+    if version is not None:
+        conditions.append(AnswerCount.form_version == version)
+    kept = await session.execute(
+        select(AnswerCount.start, AnswerCount.key, AnswerCount.value, func.sum(AnswerCount.count))
+        .where(*conditions)
+        .group_by(AnswerCount.start, AnswerCount.key, AnswerCount.value)
+    )
+    for start, name, json_text, count in kept:
+        index = bisect_right(bounds, start) - 1
+        if 0 <= index < len(found) and start + HOUR <= bounds[index + 1]:
+            _add(found[index], name, json_text, count)
+    # The parts of hours that a boundary cuts, each in its own bucket.
+    windows = []
+    for index, bound in enumerate(bounds):
+        if hour_of(bound) == bound:
+            continue
+        if index > 0:
+            windows.append((index - 1, max(hour_of(bound), bounds[index - 1]), bound))
+        if index < len(found):
+            windows.append((index, bound, min(_ceil(bound, HOUR), bounds[index + 1])))
+    if windows:
+        postgres = session.get_bind().dialect.name == "postgresql"
+        of_form = [scoped(Submission, organization_id), Submission.form_id == form_id]
+        if version is not None:
+            of_form.append(Submission.form_version == version)
+        parts = [
+            part
+            for index, since, until in windows
+            for part in _counted_from_rows(
+                [*of_form, Submission.submitted_at >= since, Submission.submitted_at < until],
+                postgres,
+                counted,
+                tag=index,
+            )
+        ]
+        for index, name, json_text, count in await session.execute(union_all(*parts)):
+            if name in keys or name == ENDING:
+                _add(found[index], name, json_text, count)
+    return found
+
+
+def _add(tallies: Tallies, name: str, json_text: str | None, count: int) -> None:
+    if not count:
+        return
+    if name == ENDING:
+        tallies.endings[orjson.loads(json_text or "null")] += count
+        tallies.submissions += count
+        return
+    tallies.answered[name] += count
+    if json_text:
+        tallies.values.setdefault(name, Counter())[orjson.loads(json_text)] += count

@@ -116,3 +116,30 @@ class FormAnswerSummary(Schema):
     questions: list[QuestionSummary]
     variables: list[VariableSummary]
     endings: list[EndingCount]
+
+
+class FollowedQuestion(Schema):
+    key: str
+    type: str
+    title: str
+
+
+class Bucket(Schema):
+    start: str = Field(description="The bucket's first moment, in the series' time zone.")
+    end: str = Field(description="The next bucket's first moment (this one's end, excluded).")
+    submissions: int
+    answered: int | None = Field(default=None, description="With `question`: its answers.")
+    options: list[OptionCount] | None = Field(
+        default=None, description="With a choice or yes/no `question`: each option's count."
+    )
+    mean: float | None = Field(
+        default=None, description="With a rating, scale, NPS or number `question`: the mean."
+    )
+
+
+class TimeSeries(Schema):
+    form_id: str
+    interval: str
+    time_zone: str
+    question: FollowedQuestion | None
+    buckets: list[Bucket] = Field(description="Every bucket of the range, empty ones included.")

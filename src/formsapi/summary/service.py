@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, FormsAPIError, NotFound
@@ -29,8 +30,9 @@ from formsapi.form.blocks import (
     questions,
 )
 from formsapi.form.compiled import Compiled
-from formsapi.kit.time import isoformat_z
-from formsapi.summary import figures, repository
+from formsapi.form.definition import Definition
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.summary import buckets, figures, repository
 from formsapi.summary.repository import AnswerIs, Filters
 
 # A filter's value, after the key and its colon.
@@ -205,3 +207,86 @@ def _one_of(key: str, value: str, values: list[str]) -> str:
     if value not in values:
         raise BadRequest(f"'{key}' has no choice '{value[:64]}'; it has: {', '.join(values)}.")
     return value
+
+
+# Questions a time series follows: counts per option, or a mean.
+_CHOSEN = (SingleChoice, Dropdown, MultipleChoice, YesNo)
+_AVERAGED = (Rating, Scale, Nps, Number)
+
+
+async def timeseries(
+    session: ReadSession,
+    organization_id: str,
+    form_id: str,
+    *,
+    interval: buckets.Interval = "day",
+    time_zone: str = "UTC",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    question: str | None = None,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """Submissions per hour, day, week or month of a time zone, every bucket
+    present; with `question`, its answers in each: counts per option, or
+    how many answered and their mean."""
+    form = await form_service.get(session, organization_id, form_id)
+    shown = await _version(session, form, version)
+    try:
+        zone = ZoneInfo(time_zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise BadRequest(
+            f"'{time_zone[:64]}' is not a time zone: name one of the IANA database's, "
+            "such as Europe/Paris or UTC."
+        ) from None
+    until = until or utcnow()
+    since = since or until - buckets.DEFAULT_SPAN[interval]
+    if until <= since:
+        raise BadRequest("`until` must be later than `since`: the range holds no moment.")
+    followed = _followed(shown, question) if question is not None else None
+    try:
+        bounds = buckets.boundaries(since, until, interval, zone)
+    except ValueError:
+        raise BadRequest(
+            f"The range holds more than {buckets.MAX_BUCKETS} {interval}s: "
+            "narrow it or choose a longer interval."
+        ) from None
+    keys = [followed.key] if followed is not None else []
+    found = await repository.series(
+        session, organization_id, form.id, bounds, keys, shown.counted, version
+    )
+    return {
+        "formId": form.id,
+        "interval": interval,
+        "timeZone": time_zone,
+        "question": None
+        if followed is None
+        else {"key": followed.key, "type": followed.type, "title": followed.title},
+        "buckets": [
+            {
+                "start": start.astimezone(zone).isoformat(),
+                "end": end.astimezone(zone).isoformat(),
+                "submissions": tallies.submissions,
+                **({} if followed is None else _followed_figures(followed, tallies)),
+            }
+            for start, end, tallies in zip(bounds, bounds[1:], found, strict=False)
+        ],
+    }
+
+
+def _followed(form: Compiled, key: str) -> Any:
+    question = next((q for q in questions(form.blocks) if q.key == key), None)
+    if question is None:
+        raise BadRequest(f"The form has no question '{key[:64]}'.")
+    if not isinstance(question, _CHOSEN + _AVERAGED):
+        raise BadRequest(
+            f"'{key}' is not followed over time: choose a choice, yes/no, rating, scale, "
+            "NPS or number question."
+        )
+    return question
+
+
+def _followed_figures(question: Any, tallies: figures.Tallies) -> dict[str, Any]:
+    whole = figures.summarize([question], Definition(), tallies)["questions"][0]
+    if isinstance(question, _CHOSEN):
+        return {"answered": whole["answered"], "options": whole["options"]}
+    return {"answered": whole["answered"], "mean": whole["mean"]}
