@@ -340,8 +340,10 @@ async def test_an_empty_range_and_a_filter_matching_nothing_are_summaries_of_not
 
     future = await _summary(api, form_id, secret, since="2099-01-01T00:00:00Z")
     nobody = await _summary(api, form_id, secret, hidden="utm_source:nobody")
+    last_second = await _summary(api, form_id, secret, since="9999-12-31T23:59:59Z")
+    first_second = await _summary(api, form_id, secret, until="0001-01-01T00:00:01Z")
 
-    for empty in (future, nobody):
+    for empty in (future, nobody, last_second, first_second):
         assert _figures(empty) == _rounded(_expected([]))
         assert empty["submissions"] == 0
         stars = next(q for q in empty["questions"] if q["key"] == "stars")

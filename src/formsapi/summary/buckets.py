@@ -15,6 +15,10 @@ DEFAULT_SPAN = {
     "month": timedelta(days=365),
 }
 MAX_BUCKETS = 1000
+# A series lies within these: local midnights and months stay within the
+# years datetime holds, whatever the zone.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def boundaries(

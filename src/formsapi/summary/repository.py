@@ -121,8 +121,8 @@ def _spans(
     to count from rows."""
     if since is None and until is None:
         return [("t", EPOCH, EPOCH + HOUR)], []
-    low = max(since or OLDEST, OLDEST)
-    high = min(until or NEWEST, NEWEST)
+    low = min(max(since or OLDEST, OLDEST), NEWEST)
+    high = max(min(until or NEWEST, NEWEST), OLDEST)
     hours = (_ceil(low, HOUR), hour_of(high))
     if hours[0] >= hours[1]:
         return [], [(low, high)]

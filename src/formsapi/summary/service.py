@@ -238,6 +238,9 @@ async def timeseries(
             f"'{time_zone[:64]}' is not a time zone: name one of the IANA database's, "
             "such as Europe/Paris or UTC."
         ) from None
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None and not buckets.EARLIEST <= moment <= buckets.LATEST:
+            raise BadRequest(f"`{name}` must fall between the years 1970 and 9000.")
     until = until or utcnow()
     since = since or until - buckets.DEFAULT_SPAN[interval]
     if until <= since:
