@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
-from formsapi.form import repository, translation
+from formsapi.form import compiled, repository, translation
 from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
 from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
@@ -439,6 +439,23 @@ async def delete(
         now,
         {**gone, "deleted": True, "deletedAt": isoformat_z(now)},
         form_id=form.id,
+    )
+
+
+async def compiled_version(
+    session: AsyncSession, organization_id: str, form_id: str, version: int
+) -> compiled.Compiled | None:
+    """A version of the form ready to check or count answers (kept by the
+    compiled cache); None when the form has no such version. Versions never
+    change: the latest one compiled here is taken without a query."""
+    known = compiled.cached(organization_id, form_id)
+    if known is not None and known.version == version:
+        return known
+    snapshot = await repository.get_version(session, organization_id, form_id, version)
+    if snapshot is None:
+        return None
+    return compiled.compile_version(
+        organization_id, form_id, snapshot.version, snapshot.blocks, snapshot.definition
     )
 
 

@@ -496,11 +496,9 @@ async def _version(
     session: AsyncSession, organization_id: str, form_id: str, version: int
 ) -> compiled.Compiled:
     """The version of the form a submission answered, compiled."""
-    snapshot = await form_repository.get_version(session, organization_id, form_id, version)
-    assert snapshot is not None, "every version a submission answered is kept"
-    return compiled.compile_version(
-        organization_id, form_id, snapshot.version, snapshot.blocks, snapshot.definition
-    )
+    answered = await form_service.compiled_version(session, organization_id, form_id, version)
+    assert answered is not None, "every version a submission answered is kept"
+    return answered
 
 
 async def recount_answers(session: AsyncSession, organization_id: str) -> None:

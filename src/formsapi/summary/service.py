@@ -4,7 +4,7 @@ tallies counted (summary.repository), the figures worked out (summary.figures)."
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, FormsAPIError, NotFound
 from formsapi.form import compiled
-from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import (
     OTHER,
@@ -32,6 +31,7 @@ from formsapi.form.blocks import (
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import Definition
 from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.models import Form
 from formsapi.summary import buckets, figures, repository
 from formsapi.summary.repository import AnswerIs, Filters
 
@@ -111,12 +111,8 @@ async def summary(
         hidden=_hidden(shown, hidden) if hidden is not None else None,
         answer=_answer(shown, answer) if answer is not None else None,
     )
-    if filters.counts_rows:
-        async with TURNS.turn(organization_id):
-            tallies = await repository.tallies(
-                session, organization_id, form.id, filters, shown.counted
-            )
-    else:
+    # Counted from rows, a summary waits for its organization's turn.
+    async with TURNS.turn(organization_id) if filters.counts_rows else nullcontext():
         tallies = await repository.tallies(
             session, organization_id, form.id, filters, shown.counted
         )
@@ -134,17 +130,15 @@ async def summary(
     }
 
 
-async def _version(session: ReadSession, form: Any, version: int | None) -> Compiled:
+async def _version(session: ReadSession, form: Form, version: int | None) -> Compiled:
     if version is None or version == form.version:
         return compiled.compile_version(
             form.organization_id, form.id, form.version, form.blocks, form.definition
         )
-    snapshot = await form_repository.get_version(session, form.organization_id, form.id, version)
-    if snapshot is None:
+    found = await form_service.compiled_version(session, form.organization_id, form.id, version)
+    if found is None:
         raise NotFound(f"Form '{form.id}' has no version {version}; it is at {form.version}.")
-    return compiled.compile_version(
-        form.organization_id, form.id, snapshot.version, snapshot.blocks, snapshot.definition
-    )
+    return found
 
 
 def _split(name: str, text: str) -> tuple[str, str]:
