@@ -274,6 +274,41 @@ async def test_every_figure_matches_the_export_after_posts_edits_and_deletes(
     assert _figures(summary) == _rounded(_expected(rows))
 
 
+async def test_a_summary_asked_again_shows_each_post_edit_and_delete_at_once(
+    api: Api, answered: tuple[str, str]
+) -> None:
+    form_id, secret = answered
+    path = f"/v1/forms/{form_id}/submissions"
+    since = max(row["submittedAt"] for row in await _export(api, form_id, secret))
+    asked: list[dict[str, Any]] = [{}, {"answer": "plan:business"}, {"since": since}]
+    wrong = []
+    new_id = ""
+    for change in ("post", "edit", "delete"):
+        for params in asked:  # made, and kept by this process, before the change
+            await _summary(api, form_id, secret, **params)
+        if change == "post":
+            made = await api.post(path, secret, json={"answers": {"plan": "business"}})
+            new_id = made.json()["id"]
+        elif change == "edit":
+            made = await api.patch(f"{path}/{new_id}", secret, json={"answers": {"nps": 3}})
+        else:
+            made = await api.delete(f"{path}/{new_id}", secret)
+        assert made.status_code in (201, 200, 204), made.text
+        rows = await _export(api, form_id, secret)
+        for params in asked:
+            kept = [
+                row
+                for row in rows
+                if ("answer" not in params or row["answers"].get("plan") == "business")
+                and ("since" not in params or row["submittedAt"] >= since)
+            ]
+            if _figures(await _summary(api, form_id, secret, **params)) != _rounded(
+                _expected(kept)
+            ):
+                wrong.append((change, params))
+    assert not wrong
+
+
 ANSWER_FILTERS: dict[str, Any] = {
     "plan:business": lambda a: a.get("plan") == "business",
     "plan:other": lambda a: a.get("plan") == "other",

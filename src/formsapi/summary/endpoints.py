@@ -66,8 +66,8 @@ async def get_summary(
     answered and skipped it, each variable's distribution, how many reached
     each ending. Counted when asked, in one statement: an edit or a delete
     shows at once. Filters combine."""
-    return json(
-        await service.summary(
+    return Response(
+        await service.summary_json(
             session,
             principal.organization_id,
             form_id,
@@ -76,7 +76,8 @@ async def get_summary(
             version=version,
             hidden=hidden,
             answer=answer,
-        )
+        ),
+        media_type="application/json",
     )
 
 

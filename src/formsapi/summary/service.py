@@ -2,12 +2,14 @@
 tallies counted (summary.repository), the figures worked out (summary.figures)."""
 
 import asyncio
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import orjson
 
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, FormsAPIError, NotFound
@@ -86,6 +88,34 @@ class _Turns:
 TURNS = _Turns()
 
 
+class _Made:
+    """Summaries made in this process, as JSON, by the state of the form they
+    were made from. Every change to a form's submissions (a post, an edit, a
+    delete) moves its change_seq in the transaction that makes it, and a new
+    version or any other change to the form moves its version or updated_at:
+    a summary made after reading them is of that state or a newer one, so
+    serving it while they are unchanged is exact, however fresh is asked."""
+
+    MAX = 512
+
+    def __init__(self) -> None:
+        self._bodies: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+
+    def get(self, key: tuple[Any, ...]) -> bytes | None:
+        body = self._bodies.get(key)
+        if body is not None:
+            self._bodies.move_to_end(key)
+        return body
+
+    def put(self, key: tuple[Any, ...], body: bytes) -> None:
+        self._bodies[key] = body
+        if len(self._bodies) > self.MAX:
+            self._bodies.popitem(last=False)
+
+
+MADE = _Made()
+
+
 async def summary(
     session: ReadSession,
     organization_id: str,
@@ -100,7 +130,49 @@ async def summary(
     """The summary of the form's submissions that the filters match, each
     question as its type calls for; with `version`, of that version's
     submissions, by that version's questions."""
+    found: dict[str, Any] = orjson.loads(
+        await summary_json(
+            session,
+            organization_id,
+            form_id,
+            since=since,
+            until=until,
+            version=version,
+            hidden=hidden,
+            answer=answer,
+        )
+    )
+    return found
+
+
+async def summary_json(
+    session: ReadSession,
+    organization_id: str,
+    form_id: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    version: int | None = None,
+    hidden: str | None = None,
+    answer: str | None = None,
+) -> bytes:
+    """summary() as the JSON the API sends, made once per state of the form."""
     form = await form_service.get(session, organization_id, form_id)
+    made_key = (
+        organization_id,
+        form.id,
+        form.change_seq,
+        form.version,
+        form.updated_at,
+        since,
+        until,
+        version,
+        hidden,
+        answer,
+    )
+    body = MADE.get(made_key)
+    if body is not None:
+        return body
     shown = await _version(session, form, version)
     if since is not None and until is not None and until <= since:
         raise BadRequest("`until` must be later than `since`: the range holds no moment.")
@@ -116,18 +188,22 @@ async def summary(
         tallies = await repository.tallies(
             session, organization_id, form.id, filters, shown.counted
         )
-    return {
-        "formId": form.id,
-        "version": shown.version,
-        "filters": {
-            "since": isoformat_z(since) if since else None,
-            "until": isoformat_z(until) if until else None,
-            "version": version,
-            "hidden": hidden,
-            "answer": answer,
-        },
-        **figures.summarize(shown.blocks, shown.definition, tallies),
-    }
+    body = orjson.dumps(
+        {
+            "formId": form.id,
+            "version": shown.version,
+            "filters": {
+                "since": isoformat_z(since) if since else None,
+                "until": isoformat_z(until) if until else None,
+                "version": version,
+                "hidden": hidden,
+                "answer": answer,
+            },
+            **figures.summarize(shown.blocks, shown.definition, tallies),
+        }
+    )
+    MADE.put(made_key, body)
+    return body
 
 
 async def _version(session: ReadSession, form: Form, version: int | None) -> Compiled:
