@@ -45,6 +45,7 @@ async def _service(url: str) -> tuple[float, int]:
     engine = create_engine(url)
     try:
         async with create_read_sessionmaker(engine)() as session:
+            service.MADE.clear()  # each round counts, as a first ask does
             started = time.perf_counter()
             found = await service.summary(session, ORG_ID, BIG_FORM, answer=":".join(ANSWER))
             return time.perf_counter() - started, found["submissions"]

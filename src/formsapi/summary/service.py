@@ -112,6 +112,9 @@ class _Made:
         if len(self._bodies) > self.MAX:
             self._bodies.popitem(last=False)
 
+    def clear(self) -> None:
+        self._bodies.clear()
+
 
 MADE = _Made()
 
