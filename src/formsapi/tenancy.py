@@ -37,6 +37,7 @@ TENANT_TABLES = frozenset(
         "invitations",
         "memberships",
         "partial_responses",
+        "report_links",
         "submission_counts",
         "submission_day_counts",
         "submission_tombstones",

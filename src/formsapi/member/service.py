@@ -133,6 +133,12 @@ def can_edit_forms(role: str) -> bool:
     return Scope.forms_write in ROLE_SCOPES.get(role, frozenset())
 
 
+def can_share_reports(role: str) -> bool:
+    """Owners and admins publish a form's summary at a link anyone holding it
+    may read, and revoke such links."""
+    return role in MANAGERS
+
+
 def can_manage_organization(role: str) -> bool:
     """Owners and admins change the organization's settings (the sites that
     may frame its forms)."""

@@ -14,6 +14,7 @@ from formsapi.models.membership import Membership, Role
 from formsapi.models.organization import Organization, Plan
 from formsapi.models.partial_response import PartialResponse
 from formsapi.models.password_reset import PasswordReset
+from formsapi.models.report_link import ReportLink
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.submission_day_count import SubmissionDayCount
@@ -47,6 +48,7 @@ __all__ = [
     "PartialResponse",
     "PasswordReset",
     "Plan",
+    "ReportLink",
     "Role",
     "Submission",
     "SubmissionCount",

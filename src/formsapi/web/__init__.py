@@ -17,6 +17,8 @@ from formsapi.web import (
     organization,
     pages,
     problems,
+    report,
+    summary,
     webhooks,
 )
 
@@ -30,6 +32,8 @@ for module in (
     members,
     organization,
     problems,
+    report,
+    summary,
     webhooks,
 ):
     router.include_router(module.router)

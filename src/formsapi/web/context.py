@@ -35,7 +35,7 @@ from markupsafe import Markup, escape
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import session_scope
+from formsapi.db import ReadSession, session_scope
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.schemas import CleanStr
 from formsapi.member import service as member_service
@@ -116,13 +116,13 @@ async def _db(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-async def _read(request: Request) -> AsyncIterator[AsyncSession]:
+async def _read(request: Request) -> AsyncIterator[ReadSession]:
     async with request.app.state.read_sessionmaker() as session:
         yield session
 
 
 DbDep = Annotated[AsyncSession, Depends(_db, scope="function")]
-ReadDep = Annotated[AsyncSession, Depends(_read, scope="function")]
+ReadDep = Annotated[ReadSession, Depends(_read, scope="function")]
 
 
 @dataclass
@@ -157,6 +157,10 @@ class Viewer:
     @property
     def can_edit_forms(self) -> bool:
         return self.role is not None and member_service.can_edit_forms(self.role)
+
+    @property
+    def can_share_reports(self) -> bool:
+        return self.role is not None and member_service.can_share_reports(self.role)
 
     @property
     def can_manage_organization(self) -> bool:

@@ -48,6 +48,8 @@ def _back(request: Request, error: FormsAPIError) -> str:
         return PAGE if isinstance(error, Forbidden) else path
     if builder := _builder_back(path):
         return builder
+    if "/reports" in path:  # a report link's post: back to the form's summary
+        return path.partition("/reports")[0] + "/summary"
     for action in ("/duplicate", "/status", "/settings", "/embedding"):
         if path.endswith(action):
             return path.removesuffix(action)
