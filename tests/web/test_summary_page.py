@@ -348,8 +348,9 @@ async def test_a_report_with_fewer_submissions_than_k_shows_no_figure_from_them(
     assert '<path class="fill"' not in html  # no NPS drawn
     assert "<dt>NPS</dt><dd>from fewer than 5</dd>" in html
     assert "<dt>Mean</dt><dd>from fewer than 5</dd>" in html
-    assert "<dt>Maximum</dt><dd>from fewer than 5</dd>" in html
+    assert "<dt>Median</dt><dd>from fewer than 5</dd>" in html
     assert ">100<" not in _card(html, "Seats")
+    assert "<dt>Minimum</dt><dd>withheld</dd>" in html  # one respondent's answer
     assert '<circle class="dot"' not in html  # each hour under 5: no point of the trend
 
 

@@ -298,7 +298,7 @@ def _scale(view: QuestionView, question: dict[str, Any], withhold: Withhold) -> 
 
 def gauge(score: float | None, shown: str) -> Gauge:
     """The dial of an NPS `score` (None: withheld or no answers), `shown` in its middle."""
-    cx, cy, radius = WIDTH / 2, 112.0, 92.0
+    cx, cy, radius = WIDTH / 2, 124.0, 92.0
 
     def at(value: float) -> tuple[float, float]:
         angle = math.pi * (1 - (value + 100) / 200)
@@ -312,7 +312,7 @@ def gauge(score: float | None, shown: str) -> Gauge:
         value = f"M {left[0]} {left[1]} A {radius} {radius} 0 0 1 {end[0]} {end[1]}"
     ticks = [
         (left[0], cy + 22, f"{MINUS}100"),
-        (cx, cy - radius - 16, "0"),
+        (cx, cy - radius - 15, "0"),
         (right[0], cy + 22, "100"),
     ]
     return Gauge(cy + 30, track, value, shown, ticks, cx, cy - 8)
@@ -343,11 +343,14 @@ def _nps(view: QuestionView, nps: dict[str, Any], withhold: Withhold) -> None:
 def _numbers(view: QuestionView, question: dict[str, Any], withhold: Withhold) -> None:
     answered = question["answered"]
     quantiles = question.get("quantiles") or {}
+    # The smallest and largest answers are one respondent's each: a report withholds them.
+    extremes = withhold.k <= 1
+    low, high = (question.get("min"), question.get("max")) if extremes else (None, None)
     view.figures = [
-        Figure("Minimum", withhold.figure(question.get("min"), answered, 2)),
+        Figure("Minimum", withhold.figure(low, answered, 2) if extremes else "withheld"),
         Figure("Mean", withhold.figure(question.get("mean"), answered, 2)),
         Figure("Median", withhold.figure(quantiles.get("p50"), answered, 2)),
-        Figure("Maximum", withhold.figure(question.get("max"), answered, 2)),
+        Figure("Maximum", withhold.figure(high, answered, 2) if extremes else "withheld"),
     ]
     view.alt = "Spread of the answers: " + "; ".join(f"{f.label} {f.value}" for f in view.figures)
     view.table = Table(
@@ -357,23 +360,33 @@ def _numbers(view: QuestionView, question: dict[str, Any], withhold: Withhold) -
         + [[f"{p} percentile", withhold.figure(quantiles.get(f"p{p}"), answered, 2)]
            for p in (10, 25, 75, 90)],
     )  # fmt: skip
-    low, high = question.get("min"), question.get("max")
-    if withhold.hides(answered) or low is None or high is None:
+    if withhold.hides(answered) or question.get("min") is None:
         return
+    p25, p75 = quantiles["p25"], quantiles["p75"]
     view.chart = spread(
-        low, high, quantiles["p25"], quantiles["p75"], quantiles["p50"], question["mean"]
-    )
+        low if low is not None else quantiles["p10"],
+        high if high is not None else quantiles["p90"],
+        p25, p75, quantiles["p50"], question["mean"],
+        ("", "") if extremes else ("10th percentile ", "90th percentile "),
+    )  # fmt: skip
 
 
-def spread(low: float, high: float, p25: float, p75: float, median: float, mean: float) -> Range:
+def spread(
+    low: float,
+    high: float,
+    p25: float,
+    p75: float,
+    median: float,
+    mean: float,
+    ends: tuple[str, str] = ("", ""),
+) -> Range:
+    """The line from `low` to `high` (named by `ends`), the box of the middle half."""
     left, right = 16.0, WIDTH - 16.0
 
     def x(value: float) -> float:
-        return (
-            round(left + (value - low) / (high - low) * (right - left), 2)
-            if high > low
-            else (WIDTH / 2)
-        )
+        if high <= low:
+            return WIDTH / 2
+        return round(min(right, max(left, left + (value - low) / (high - low) * (right - left))), 2)
 
     return Range(
         height=64,
@@ -381,7 +394,10 @@ def spread(low: float, high: float, p25: float, p75: float, median: float, mean:
         box=(x(p25), x(p75)),
         median=x(median),
         mean=x(mean),
-        labels=[(x(low), "start", number(low, 2)), (x(high), "end", number(high, 2))],
+        labels=[
+            (x(low), "start", ends[0] + number(low, 2)),
+            (x(high), "end", ends[1] + number(high, 2)),
+        ],
     )
 
 
