@@ -490,8 +490,10 @@ _DRAWERS: dict[str, Callable[[QuestionView, dict[str, Any], Withhold], None]] = 
 }
 
 
-# The trend of submissions over time.
+# The trend of submissions over time, drawn twice: wide for a laptop, narrow
+# for a phone, where the wide one would shrink its text to half size.
 TREND_WIDTH, TREND_HEIGHT = 720, 200
+NARROW_WIDTH = 360
 T_LEFT, T_RIGHT, T_BOTTOM, T_TOP = 48, 12, 24, 12
 
 
@@ -526,14 +528,16 @@ def nice_ceiling(value: float) -> int:
 BUCKET_FORMATS = {"hour": "%b %-d %H:00", "day": "%b %-d", "week": "%b %-d", "month": "%b %Y"}
 
 
-def trend(buckets: list[dict[str, Any]], interval: str, withhold: Withhold) -> Trend:
+def trend(
+    buckets: list[dict[str, Any]], interval: str, withhold: Withhold, width: int = TREND_WIDTH
+) -> Trend:
     """Submissions per bucket as a line, every bucket a point; a withheld
     count is no point and breaks the line."""
     starts = [datetime.fromisoformat(b["start"]) for b in buckets]
     counts = [b["submissions"] for b in buckets]
     fmt = BUCKET_FORMATS[interval]
     top = nice_ceiling(max((c for c in counts if not withhold.hides(c)), default=0))
-    plot_width = TREND_WIDTH - T_LEFT - T_RIGHT
+    plot_width = width - T_LEFT - T_RIGHT
     plot_height = TREND_HEIGHT - T_BOTTOM - T_TOP
     baseline = T_TOP + plot_height
     step = plot_width / max(1, len(buckets) - 1)
@@ -564,7 +568,7 @@ def trend(buckets: list[dict[str, Any]], interval: str, withhold: Withhold) -> T
             middle = starts[len(starts) // 2].strftime(fmt)
             x_labels.append((T_LEFT + plot_width / 2, "middle", middle))
         if len(starts) > 1:
-            x_labels.append((TREND_WIDTH - T_RIGHT, "end", starts[-1].strftime(fmt)))
+            x_labels.append((width - T_RIGHT, "end", starts[-1].strftime(fmt)))
     busiest = max(
         ((c, s) for c, s in zip(counts, starts, strict=True) if not withhold.hides(c)),
         default=None,
@@ -584,4 +588,4 @@ def trend(buckets: list[dict[str, Any]], interval: str, withhold: Withhold) -> T
         [interval.capitalize(), "Submissions"],
         [[s.strftime(fmt), withhold.count(c)] for s, c in zip(starts, counts, strict=True)],
     )
-    return Trend(TREND_WIDTH, TREND_HEIGHT, lines, points, ticks, x_labels, baseline, alt, table)
+    return Trend(width, TREND_HEIGHT, lines, points, ticks, x_labels, baseline, alt, table)

@@ -51,6 +51,7 @@ class Drawn:
     questions: list[charts.QuestionView]
     submissions: str
     trend: charts.Trend | None
+    trend_narrow: charts.Trend | None
     trend_note: str | None
     interval: str
 
@@ -79,7 +80,7 @@ async def draw(
         hidden=hidden,
         answer=answer,
     )
-    trend, note, interval = None, None, "day"
+    trend, narrow, note, interval = None, None, None, "day"
     if hidden is not None or answer is not None:
         note = "No trend with a hidden field or answer filter: it would count every submission."
     else:
@@ -97,6 +98,7 @@ async def draw(
                 version=version,
             )
             trend = charts.trend(series["buckets"], interval, withhold)
+            narrow = charts.trend(series["buckets"], interval, withhold, charts.NARROW_WIDTH)
         except BadRequest:
             note = "The range is too long, or too far in time, to draw a trend: narrow it."
     return Drawn(
@@ -104,6 +106,7 @@ async def draw(
         questions=charts.questions(summary, withhold, leave_out or ()),
         submissions=withhold.count(summary["submissions"]),
         trend=trend,
+        trend_narrow=narrow,
         trend_note=note,
         interval=interval,
     )
