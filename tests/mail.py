@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import Message
+from email.policy import default
 from typing import Any
 
 from aiosmtpd.controller import Controller
@@ -16,6 +17,7 @@ from aiosmtpd.controller import Controller
 @dataclass
 class Inbox:
     messages: list[Message] = field(default_factory=list)
+    recipients: list[list[str]] = field(default_factory=list)  # each message's envelope
     refuse: bool = False  # answer every recipient with 550
 
     async def handle_RCPT(
@@ -27,7 +29,8 @@ class Inbox:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.messages.append(email.message_from_bytes(envelope.content))
+        self.messages.append(email.message_from_bytes(envelope.content, policy=default))
+        self.recipients.append(list(envelope.rcpt_tos))
         return "250 Message accepted for delivery"
 
     def to(self, address: str) -> list[Message]:
@@ -41,17 +44,18 @@ class Inbox:
         return match.group(0)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 @contextmanager
-def smtp_server() -> Iterator[tuple[str, Inbox]]:
-    """An SMTP URL and the inbox behind it."""
-    inbox = Inbox()
-    port = _free_port()
+def smtp_server(port: int | None = None, inbox: Inbox | None = None) -> Iterator[tuple[str, Inbox]]:
+    """An SMTP URL and the inbox behind it (on `port`, when given: a server
+    that comes back where it was)."""
+    inbox = inbox or Inbox()
+    port = port or free_port()
     controller = Controller(inbox, hostname="127.0.0.1", port=port)
     controller.start()
     try:

@@ -42,6 +42,8 @@ from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.sweeps import keep_sweeping
+from formsapi.notification.retention import purge_mails
+from formsapi.notification.sender import Sender, fan_out
 from formsapi.partial.endpoints import router as partials_router
 from formsapi.partial.retention import purge_partials
 from formsapi.problems import install_handlers, problem_response
@@ -122,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "events": partial(purge_events, sessionmaker, settings.event_days),
             "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
+            "mails": partial(purge_mails, sessionmaker, settings.event_days),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
         # Files of deleted submissions, and uploads no submission took: often,
@@ -192,8 +195,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | None":
-    """Deliver webhooks from this process too: with FORMSAPI_WEBHOOK_WORKER
-    on, or auto on SQLite (one serving process, no other to run it)."""
+    """Deliver webhooks and send mail from this process too: with
+    FORMSAPI_WEBHOOK_WORKER on, or auto on SQLite (one serving process, no
+    other to run it)."""
     settings: Settings = app.state.settings
     wanted = settings.webhook_worker == "on" or (
         settings.webhook_worker == "auto" and app.state.engine.dialect.name == "sqlite"
@@ -202,13 +206,24 @@ def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | No
         return None
     if app.state.secret_box is None:
         log.warning("webhooks are not delivered: set FORMSAPI_SECRET_KEY")
-        return None
-    worker = Worker(app.state.sessionmaker, settings, app.state.secret_box, woken=True)
+        if not app.state.mailer.enabled:
+            return None
+    sender = Sender(app.state.sessionmaker, app.state.mailer, settings.public_url)
+    worker = Worker(
+        app.state.sessionmaker,
+        settings,
+        app.state.secret_box,
+        woken=True,
+        fan_out=fan_out(sender) if app.state.mailer.enabled else None,
+    )
     stop_waking = event_service.when_committed(worker.wake.set)
 
     async def run() -> None:
         try:
-            await worker.run(stop, settings.shutdown_grace)
+            await asyncio.gather(
+                worker.run(stop, settings.shutdown_grace),
+                *([sender.run(stop, settings.shutdown_grace)] if app.state.mailer.enabled else []),
+            )
         finally:
             stop_waking()
 

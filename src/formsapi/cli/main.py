@@ -157,15 +157,19 @@ def serve(
 
 @app.command()
 def worker() -> None:
-    """Deliver webhooks until stopped (SIGTERM or Ctrl-C, which finish or hand
-    back what is in flight). With PostgreSQL, run as many as the load needs,
-    on any machines; with SQLite, `serve` delivers them itself."""
+    """Deliver webhooks and send notification mail until stopped (SIGTERM or
+    Ctrl-C, which finish or hand back what is in flight). With PostgreSQL,
+    run as many as the load needs, on any machines; with SQLite, `serve`
+    does this itself."""
+    from formsapi.kit.mail import Mailer
+    from formsapi.notification.sender import Sender, fan_out
     from formsapi.webhook.service import secret_box
     from formsapi.webhook.worker import Worker
 
     settings = get_settings()
     box = secret_box(settings)
-    if box is None:
+    mailer = Mailer(settings.smtp_url, settings.smtp_from)
+    if box is None and not mailer.enabled:
         err("error: set FORMSAPI_SECRET_KEY (the same on every process) to deliver webhooks")
         raise typer.Exit(1)
 
@@ -177,10 +181,23 @@ def worker() -> None:
             loop = asyncio.get_running_loop()
             for signal_number in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signal_number, stop.set)
-            typer.echo("delivering webhooks; stop with Ctrl-C", err=True)
-            await Worker(create_sessionmaker(engine), settings, box).run(
-                stop, settings.shutdown_grace
-            )
+            sessionmaker = create_sessionmaker(engine)
+            sender = Sender(sessionmaker, mailer, settings.public_url)
+            work = [
+                Worker(
+                    sessionmaker,
+                    settings,
+                    box,
+                    fan_out=fan_out(sender) if mailer.enabled else None,
+                ).run(stop, settings.shutdown_grace)
+            ]
+            if mailer.enabled:
+                work.append(sender.run(stop, settings.shutdown_grace))
+            doing = ["delivering webhooks" if box else "", "sending mail" if mailer.enabled else ""]
+            typer.echo(f"{' and '.join(filter(None, doing))}; stop with Ctrl-C", err=True)
+            if box is None:
+                err("warning: webhooks are not delivered without FORMSAPI_SECRET_KEY")
+            await asyncio.gather(*work)
         finally:
             await dispose(engine)
 

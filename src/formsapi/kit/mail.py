@@ -15,7 +15,12 @@ from formsapi.kit.secret_url import SecretURL
 
 
 class MailNotSent(Exception):
-    """The server refused the message or could not be reached."""
+    """The server refused the message or could not be reached; `permanent`
+    when it refused it for good (a 5xx reply), not worth trying again."""
+
+    def __init__(self, reason: str, *, permanent: bool = False) -> None:
+        super().__init__(reason)
+        self.permanent = permanent
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +65,12 @@ class Mailer:
     def enabled(self) -> bool:
         return self._server is not None
 
+    @property
+    def timeout(self) -> float:
+        """Seconds each exchange with the server may take."""
+        return self._server.timeout if self._server is not None else 0.0
+
     async def send(self, to: str, subject: str, text: str) -> None:
-        server = self._server
-        if server is None:
-            raise MailNotSent("no mail server is configured")
         try:
             message = EmailMessage()
             message["From"] = self.sender
@@ -71,6 +78,17 @@ class Mailer:
             message["Subject"] = subject
             message["Message-ID"] = make_msgid(domain="formsapi")
             message.set_content(text)
+        except ValueError:  # a line break in a header: never sent
+            raise MailNotSent("ValueError", permanent=True) from None
+        await self.deliver(message)
+
+    async def deliver(self, message: EmailMessage) -> None:
+        """Hand `message` (its From, To and Message-ID set) to the server;
+        returns once the server accepted it."""
+        server = self._server
+        if server is None:
+            raise MailNotSent("no mail server is configured")
+        try:
             await aiosmtplib.send(
                 message,
                 hostname=server.host,
@@ -84,4 +102,10 @@ class Mailer:
         except (aiosmtplib.SMTPException, OSError, ValueError) as error:
             # The type and the server's reply code only: no address or credential.
             code = getattr(error, "code", None)
-            raise MailNotSent(f"{type(error).__name__}{f' {code}' if code else ''}") from None
+            codes = [code] if code else []
+            if isinstance(error, aiosmtplib.SMTPRecipientsRefused):
+                codes = [refused.code for refused in error.recipients]
+            raise MailNotSent(
+                f"{type(error).__name__}{f' {codes[0]}' if codes else ''}",
+                permanent=bool(codes) and all(c >= 500 for c in codes),
+            ) from None

@@ -10,11 +10,14 @@ from formsapi.models.form_draft import FormDraft
 from formsapi.models.form_version import FormVersion
 from formsapi.models.idempotency_key import IdempotencyKey
 from formsapi.models.invitation import Invitation
+from formsapi.models.mail_outbox import MailKind, MailOutbox, MailStatus
 from formsapi.models.membership import Membership, Role
+from formsapi.models.notification_recipient import Frequency, NotificationRecipient
 from formsapi.models.organization import Organization, Plan
 from formsapi.models.partial_response import PartialResponse
 from formsapi.models.password_reset import PasswordReset
 from formsapi.models.report_link import ReportLink
+from formsapi.models.respondent_copy import RespondentCopy
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.submission_day_count import SubmissionDayCount
@@ -41,14 +44,20 @@ __all__ = [
     "FormDraft",
     "FormStatus",
     "FormVersion",
+    "Frequency",
     "IdempotencyKey",
     "Invitation",
+    "MailKind",
+    "MailOutbox",
+    "MailStatus",
     "Membership",
+    "NotificationRecipient",
     "Organization",
     "PartialResponse",
     "PasswordReset",
     "Plan",
     "ReportLink",
+    "RespondentCopy",
     "Role",
     "Submission",
     "SubmissionCount",

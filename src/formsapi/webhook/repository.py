@@ -307,6 +307,7 @@ class OutboxEvent(NamedTuple):
     type: str
     form_id: str | None
     occurred_at: datetime
+    subject_id: str | None = None
 
 
 class EventBody(NamedTuple):

@@ -25,7 +25,7 @@ import logging
 import random
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -100,17 +100,28 @@ class Finished:
     at: datetime
 
 
+# What else is derived from the events taken off the event outbox, in the
+# transaction that takes them (the mail outbox's rows: notification/sender.py);
+# it returns what to call once that transaction has committed, if anything.
+FanOut = Callable[[AsyncSession, Sequence[OutboxEvent]], Awaitable[Callable[[], None] | None]]
+
+
 class Worker:
     def __init__(
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         settings: Settings,
-        box: SecretBox,
+        box: SecretBox | None,
         *,
         rng: random.Random | None = None,
         woken: bool = False,
+        fan_out: FanOut | None = None,
     ) -> None:
+        """Without a `box` (no FORMSAPI_SECRET_KEY) nothing is sent: events
+        are fanned out (their deliveries wait for a worker with the key), for
+        `fan_out` to see them."""
         self.sessionmaker = sessionmaker
+        self.fan_out = fan_out
         # Idle, the wait before the next look; it grows to WOKEN_IDLE_POLL
         # when commits in this process wake the worker (`woken`).
         self.idle_poll = IDLE_POLL
@@ -183,6 +194,7 @@ class Worker:
             rows: list[dict[str, Any]] = []
             # Events no longer kept (purged before a worker ran) are done with.
             taken = sorted(set(seqs) - {event.seq for event in events})
+            taken_events: list[OutboxEvent] = []
             for event in events:
                 wanting = [
                     endpoint_id
@@ -197,8 +209,12 @@ class Worker:
                     break  # the rest stays in the outbox for the next round
                 rows += [_delivery_row(event, endpoint_id, now) for endpoint_id in wanting]
                 taken.append(event.seq)
+                taken_events.append(event)
             await repository.take_off_outbox(session, taken)
             await repository.add_deliveries(session, rows)
+            committed = await self.fan_out(session, taken_events) if self.fan_out else None
+        if committed is not None:
+            committed()
         if rows:
             self.wake.set()
         return len(taken)
@@ -213,7 +229,7 @@ class Worker:
         organization and per endpoint, and queue it for a slot; how many
         were claimed."""
         room = self.slots * QUEUED - len(self.in_flight)
-        if room <= 0:
+        if room <= 0 or self.box is None:
             return 0
         per_endpoint = self.endpoint_slots * QUEUED
         per_organization = self.organization_slots * QUEUED
@@ -404,6 +420,8 @@ class Worker:
             if text not in self._secrets:
                 if len(self._secrets) > 10_000:
                     self._secrets.clear()
+                if self.box is None:  # never claimed without one: see claim()
+                    raise SecretBoxError("FORMSAPI_SECRET_KEY is not set")
                 self._secrets[text] = self.box.open(text)
             opened.append(self._secrets[text])
         return opened
