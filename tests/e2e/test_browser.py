@@ -338,6 +338,25 @@ def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
     assert len({row[0] for row in rows[1:]}) == responses
 
 
+def test_an_owner_chooses_who_is_mailed_about_a_forms_responses(
+    browser: Browser, site: Site
+) -> None:
+    page = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()  # for axe
+    sign_in(page, site, site.email, site.password)
+    page.get_by_role("link", name="Customer satisfaction survey").click()
+    page.get_by_role("link", name="Notifications").click()
+    expect(page.get_by_role("heading", name="Notifications", exact=True)).to_be_visible()
+    page.get_by_label(site.email).select_option("daily")
+    page.get_by_role("button", name="Save").click()
+
+    expect(page.get_by_text("Saved: 1 member told.")).to_be_visible()
+    expect(page.get_by_label(site.email)).to_have_value("daily")
+    expect(page.get_by_text("Mail is off on this server")).to_be_visible()  # the README's serve
+    assert axe_violations(page) == []
+    shoot(page, "17-notifications")
+    shoot_phone(browser, page, "17-notifications")
+
+
 @contextlib.contextmanager
 def another_site(html: str) -> Iterator[str]:
     """A page served by another origin (another port on loopback): the address."""
