@@ -38,6 +38,7 @@ from formsapi.file.endpoints import links_router
 from formsapi.file.endpoints import router as files_router
 from formsapi.file.storage import Storages
 from formsapi.form.endpoints import router as forms_router
+from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
@@ -89,6 +90,7 @@ async def release(app: FastAPI) -> None:
     try:
         await app.state.intake.close()
         await app.state.last_use.close()
+        await app.state.funnel.flush()  # the views and starts held, before the engine goes
     finally:
         try:
             await app.state.engine.dispose()
@@ -131,13 +133,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # since bytes in an object store wait for this to go.
         files = {"files": partial(file_service.purge, sessionmaker, app.state.storages)}
         purging_files = asyncio.create_task(keep_sweeping(files, every=60.0))
+        counting = asyncio.create_task(app.state.funnel.run())
         stop = asyncio.Event()
         delivering = _start_worker(app, stop)
         try:
             yield
         finally:
             stop.set()
-            for task in (purging, purging_files):
+            for task in (purging, purging_files, counting):
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
@@ -163,6 +166,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
     app.state.last_use = LastUse(app.state.read_sessionmaker)
     app.state.intake = Intake(app.state.sessionmaker, app.state.read_sessionmaker)
+    app.state.funnel = FunnelBuffer(app.state.sessionmaker, settings.funnel_flush_seconds)
     app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)
     app.state.redis = redis
     app.state.rate_limiter = rate_limiter

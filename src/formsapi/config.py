@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     # On shutdown, requests still running (a long export) get this many
     # seconds to finish before they are cut.
     shutdown_grace: int = Field(default=10, ge=0, le=3600)
+    # Views and starts of hosted pages are counted in each process and
+    # written this often (and at shutdown): the funnel's freshness.
+    funnel_flush_seconds: float = Field(default=5.0, gt=0, le=300)
 
     # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`,
     # and the base of links sent by mail (never the request's Host header, which a

@@ -33,6 +33,7 @@ TENANT_TABLES = frozenset(
         "form_drafts",
         "form_versions",
         "forms",
+        "funnel_counts",
         "idempotency_keys",
         "invitations",
         "mail_outbox",

@@ -10,11 +10,11 @@ the sites the form lists, or else its organization (none by default).
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from email.headerregistry import Address
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 import orjson
 from fastapi import APIRouter, FastAPI, Request
@@ -43,7 +43,9 @@ from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE
 from formsapi.form.service import FormNotAccepting
 from formsapi.form.translation import MESSAGES
-from formsapi.hosted import service
+from formsapi.funnel import service as funnel_service
+from formsapi.funnel import steps as funnel_steps
+from formsapi.hosted import service, stamp
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
 from formsapi.models import File, Form, FormStatus, Plan
@@ -170,6 +172,7 @@ async def _render(
     resume: str | None = None,
     action: str | None = None,
     fields: Mapping[str, str] | None = None,
+    journey: "Journey | None" = None,
 ) -> HTMLResponse:
     blocks = step.blocks if step else page.blocks
     titles = {key: part.title for key, part in parts(blocks)}  # recalled
@@ -191,6 +194,7 @@ async def _render(
         "action": action or f"/f/{page.id}",
         "preview": action is not None,
         "fields": fields or {},  # the preview's own (the settings area's CSRF token)
+        "journey": journey,
     }
     response = templates.TemplateResponse(request, "form.html", context, status_code=status)
     if resume is not None:  # the page holds the secret of their link
@@ -249,10 +253,40 @@ async def _open_form(request: Request, session: AsyncSession, form_id: str) -> F
     return form
 
 
+@dataclass(frozen=True, slots=True)
+class Journey:
+    """A respondent's way through the funnel, carried from page to page in
+    hidden inputs: the stamp of when their first page was served
+    (hosted.stamp), and whether their start was counted already (by the
+    page's script, or by an earlier post)."""
+
+    stamp: str | None
+    served_at: datetime | None
+    started: bool
+
+    @property
+    def at(self) -> datetime:
+        """The hour their steps count in: their first page's, else now's."""
+        return self.served_at or utcnow()
+
+
+def _journey_of(request: Request, form: Form, posted: FormData) -> Journey:
+    text = posted.get("_stamp")
+    served = stamp.read(request.app.state.secret_box, form.id, text, utcnow())
+    kept = text if isinstance(text, str) and served is not None else None
+    return Journey(kept, served, started=posted.get("_started") == "1")
+
+
+# User agents that say they are robots: their loads are not views.
+_ROBOT = re.compile(r"bot|crawl|spider|slurp|facebookexternalhit", re.IGNORECASE)
+
+
 @router.get("/f/{form_id}")
 async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
     """The first page; hidden fields and prefilled answers come from the
-    link's query string."""
+    link's query string. Each load is a view of the form's funnel (nothing
+    of the visitor's kept: it is a count), and the page carries the stamp
+    of when it was served."""
     if (limited := await _limited(request)) is not None:
         return limited
     form = await _open_form(request, session, form_id)
@@ -261,9 +295,15 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     version = service.compiled_of(form)
     shown, page = _shown(form, version, _language(request, version))
     carried = service.carried_from(version, request.query_params, prefill=True)
-    run = flow.walk(version.layout, carried, utcnow().date())
+    now = utcnow()
+    run = flow.walk(version.layout, carried, now.date())
     step = service.step(shown, carried, 0, run, service.new_seed())
-    return await _render(request, page, _values(carried), {}, step=step)
+    if request.method == "GET" and not _ROBOT.search(request.headers.get("user-agent", "")[:500]):
+        request.app.state.funnel.add(
+            form.organization_id, form.id, form.version, now, funnel_steps.VIEW
+        )
+    journey = Journey(stamp.make(request.app.state.secret_box, form.id, now), now, started=False)
+    return await _render(request, page, _values(carried), {}, step=step, journey=journey)
 
 
 def _page_of(posted: FormData, version: Compiled) -> int | None:
@@ -314,46 +354,66 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     current = _page_of(posted, version)
     seed = service.seed_of(posted)
     token = _token_of(posted)
+    journey = _journey_of(request, form, posted)
     if posted.get("_switch"):  # the same page, in the language switched to
         run = flow.walk(version.layout, answers, today)
         step = service.step(shown, answers, current, run, seed) if current is not None else None
-        return await _render(request, page, _values(answers), {}, step=step, resume=token)
+        return await _render(
+            request, page, _values(answers), {}, step=step, resume=token, journey=journey
+        )
+    if not journey.started:  # a first post, without the page's script: they began
+        request.app.state.funnel.add(
+            form.organization_id, form.id, form.version, journey.at, funnel_steps.START
+        )
+        journey = Journey(journey.stamp, journey.served_at, started=True)
     if current is not None:
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
             if len(version.layout.starts) < 2:
                 return _page(request, page.title, "This form has one page: send it.", 400)
-            kept = await _keep(request, form, version, answers, current, token)
+            kept = await _keep(request, form, version, answers, current, current, token, journey)
             if isinstance(kept, Response):
                 return kept
             return _saved(request, form, kept, version.definition.resume_days)
         going, errors = _destination(version, answers, current, posted, run, today)
         if errors:
             step = service.step(shown, answers, current, run, seed)
-            return await _render(request, page, _values(answers), errors, 422, step, token)
+            return await _render(
+                request, page, _values(answers), errors, 422, step, token, journey=journey
+            )
         if going is not None:
             # Each page reached is kept: where they stop shows, and a link resumes it.
-            kept = await _keep(request, form, version, answers, going, token)
+            kept = await _keep(request, form, version, answers, going, current, token, journey)
             if isinstance(kept, Response):
                 return kept
             step = service.step(shown, answers, going, run, seed)
-            return await _render(request, page, _values(answers), {}, step=step, resume=kept)
+            return await _render(
+                request, page, _values(answers), {}, step=step, resume=kept, journey=journey
+            )
         answers = service.on_path(version, answers, run)
     completes = partial_service.token_hash(token) if token else None
+    now = utcnow()
+    completion = funnel_steps.Completion(
+        funnel_steps.hour_of(journey.at),
+        None if journey.served_at is None else (now - journey.served_at).total_seconds(),
+        current or 0,
+    )
     try:
         submission = await request.app.state.intake.submit(
-            form.organization_id, form.id, answers, completes, page.lang
+            form.organization_id, form.id, answers, completes, page.lang, completion
         )
     except LinkUsed:
         return _page(request, page.title, "These answers were sent already. Thank you.", 409)
     except ValidationFailed as invalid:
         errors = _errors(invalid)
         if current is None:
-            return await _render(request, page, posted, errors, status=422)
+            return await _render(request, page, posted, errors, status=422, journey=journey)
         run = flow.walk(version.layout, answers, today)
         first = _first_page_with(version, run, errors)
         step = service.step(shown, answers, first, run, seed)
-        return await _render(request, page, _values(answers), errors, 422, step, token)
+        return await _render(
+            request, page, _values(answers), errors, 422, step, token, journey=journey
+        )
     except FormNotAccepting:
         return _closed(request, page.title)
     except FormNotFound:  # deleted between the page lookup and now
@@ -469,11 +529,15 @@ async def _keep(
     version: Compiled,
     answers: dict[str, Any],
     page: int,
+    came_from: int,
     token: str | None,
+    journey: Journey,
 ) -> str | Response:
     """Keep a respondent's answers so far and the page they are on: their
     resume token, or the page saying why not. A respondent's first page
-    counts against their address's allowance of new partials."""
+    counts against their address's allowance of new partials. A page further
+    than any they reached before is counted in the funnel, in the same
+    transaction."""
     if token is None:
         wait = await request.app.state.partial_throttle.attempt(form.id, client_ip(request))
         if wait:
@@ -497,7 +561,11 @@ async def _keep(
             await file_service.keep_for(
                 session, form.organization_id, form.id, version.blocks, answers, until
             )
-            return kept
+            before = came_from if kept.reached_before is None else kept.reached_before
+            await funnel_service.went_to(
+                session, form.organization_id, form.id, version.version, journey.at, before, page
+            )
+            return kept.token
     except LinkUsed:
         return _page(request, form.title, "These answers were sent already. Thank you.", 409)
     except PayloadTooLarge as large:
@@ -556,7 +624,12 @@ async def resume_form(
     run = flow.walk(version.layout, answers, utcnow().date())
     page_number = min(resumed.page, len(version.layout.starts) - 1)
     step = service.step(shown, answers, page_number, run, service.new_seed())
-    response = await _render(request, page, _values(answers), {}, step=step, resume=token)
+    # Their stamp stayed on the page they left: timed from their first save.
+    began = resumed.started_at
+    journey = Journey(stamp.make(request.app.state.secret_box, form.id, began), began, True)
+    response = await _render(
+        request, page, _values(answers), {}, step=step, resume=token, journey=journey
+    )
     response.headers["Referrer-Policy"] = "no-referrer"  # its address holds the secret
     return response
 
@@ -683,6 +756,44 @@ async def upload(request: Request, form_id: FormId) -> Response:
 
 # What the page's script is told of its upload: nothing of the form's owner's.
 _UPLOAD_SHOWN = ("id", "name", "size", "contentType")
+
+# A start beacon's body at most: its stamp, and room for nothing else.
+_BEACON_MAX = 256
+
+
+@router.post("/f/{form_id}/start")
+async def started(request: Request, form_id: FormId) -> Response:
+    """The page's script says a respondent began answering (their first
+    input), once, by a beacon carrying their page's stamp: a start in the
+    form's funnel, in the hour the stamp names. Limited per IP like the page;
+    no CSRF token, as it changes nothing but a count. A beacon without a
+    stamp this service made for this form counts nothing; its answer is 204
+    all the same (a script does not read it)."""
+    if (limited := await _limited(request)) is not None:
+        return limited
+    length = request.headers.get("content-length")
+    if length is None or not length.isdigit() or int(length) > _BEACON_MAX:
+        return Response(status_code=413 if length and length.isdigit() else 411)
+    body = await request.body()
+    if len(body) > _BEACON_MAX:
+        return Response(status_code=413)
+    try:
+        fields = parse_qs(body.decode("ascii", "replace"), max_num_fields=4)
+    except ValueError:  # more fields than a beacon sends
+        return Response(status_code=400)
+    async with request.app.state.read_sessionmaker() as session:
+        form = await _public(request, session, form_id)
+    if form is None or form.status == FormStatus.closed:
+        return Response(status_code=404)
+    given = fields.get("_stamp", [])
+    served = stamp.read(
+        request.app.state.secret_box, form.id, given[0] if given else None, utcnow()
+    )
+    if served is not None:
+        request.app.state.funnel.add(
+            form.organization_id, form.id, form.version, served, funnel_steps.START
+        )
+    return Response(status_code=204)
 
 
 @router.get("/f/{form_id}/thanks")

@@ -8,6 +8,7 @@ from formsapi.models.file import File, FileChunk
 from formsapi.models.form import Form, FormStatus
 from formsapi.models.form_draft import FormDraft
 from formsapi.models.form_version import FormVersion
+from formsapi.models.funnel_count import FunnelCount
 from formsapi.models.idempotency_key import IdempotencyKey
 from formsapi.models.invitation import Invitation
 from formsapi.models.mail_outbox import MailKind, MailOutbox, MailStatus
@@ -45,6 +46,7 @@ __all__ = [
     "FormStatus",
     "FormVersion",
     "Frequency",
+    "FunnelCount",
     "IdempotencyKey",
     "Invitation",
     "MailKind",

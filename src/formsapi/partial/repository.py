@@ -51,17 +51,24 @@ async def save(
     page: int,
     now: datetime,
     expires_at: datetime,
-) -> bool:
-    """Keep newer answers of a partial still open; whether there was one."""
+) -> int | None:
+    """Keep newer answers of a partial still open: the furthest page it had
+    reached before (its row held until commit), or None when there is none."""
+    open_row = (
+        scoped(PartialResponse, organization_id),
+        PartialResponse.form_id == form_id,
+        PartialResponse.token_hash == token_hash,
+        PartialResponse.completed_at.is_(None),
+        PartialResponse.expires_at > now,
+    )
+    before: int | None = await session.scalar(
+        select(PartialResponse.reached).where(*open_row).with_for_update()
+    )
+    if before is None:
+        return None
     statement = (
         update(PartialResponse)
-        .where(
-            scoped(PartialResponse, organization_id),
-            PartialResponse.form_id == form_id,
-            PartialResponse.token_hash == token_hash,
-            PartialResponse.completed_at.is_(None),
-            PartialResponse.expires_at > now,
-        )
+        .where(*open_row)
         .values(
             answers=answers,
             page=page,
@@ -72,7 +79,8 @@ async def save(
         .execution_options(synchronize_session=False)
     )
     connection = await session.connection()
-    return bool((await connection.execute(statement)).rowcount)
+    await connection.execute(statement)
+    return before
 
 
 async def complete(
@@ -81,10 +89,11 @@ async def complete(
     form_id: str,
     hashes: Sequence[bytes],
     now: datetime,
-) -> set[bytes]:
+) -> dict[bytes, int]:
     """Mark open partials completed and erase their answers, in the
     transaction that stores their submissions; the hashes of those that
-    were open. The rows stay until purged, so a used link says so."""
+    were open, with the furthest page each reached. The rows stay until
+    purged, so a used link says so."""
     statement = (
         update(PartialResponse)
         .where(
@@ -94,11 +103,11 @@ async def complete(
             PartialResponse.completed_at.is_(None),
         )
         .values(completed_at=now, answers=None, updated_at=now)
-        .returning(PartialResponse.token_hash)
+        .returning(PartialResponse.token_hash, PartialResponse.reached)
         .execution_options(synchronize_session=False)
     )
     connection = await session.connection()
-    return set((await connection.execute(statement)).scalars())
+    return {row.token_hash: row.reached for row in await connection.execute(statement)}
 
 
 async def completed_among(

@@ -49,6 +49,14 @@ def token_hash(token: str) -> bytes | None:
 class Resumed:
     answers: dict[str, Any]
     page: int
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    token: str  # of the respondent's link
+    # The furthest page (from 0) their partial had reached before; None for a new one.
+    reached_before: int | None
 
 
 class LinkUsed(Conflict):
@@ -67,20 +75,21 @@ async def save(
     page: int,
     now: datetime,
     keep_days: int,
-) -> str:
+) -> Kept:
     """Keep a respondent's answers so far and the page they reached; the
     token of their link (a new one when they had none, or theirs had expired
-    or was used)."""
+    or was used), and the furthest page they had reached before."""
     if len(orjson.dumps(answers)) > MAX_ANSWERS_BYTES:
         raise PayloadTooLarge("These answers are too long to save.")
     expires_at = now + timedelta(days=keep_days)
     hashed = token_hash(token) if token else None
     if hashed is not None:
-        if await repository.save(
+        before = await repository.save(
             session, organization_id, form_id, hashed, answers, page, now, expires_at
-        ):
+        )
+        if before is not None:
             assert token is not None
-            return token
+            return Kept(token, before)
         if await repository.completed_among(session, organization_id, form_id, [hashed]):
             raise LinkUsed  # a tab left open after sending: no second copy of the answers
     token = new_token()
@@ -99,7 +108,7 @@ async def save(
             expires_at=expires_at,
         ),
     )
-    return token
+    return Kept(token, None)
 
 
 async def resume(
@@ -115,7 +124,7 @@ async def resume(
         raise NotFound("This link to resume the form is not valid: it may have expired.")
     if found.completed_at is not None:
         raise LinkUsed
-    return Resumed(dict(found.answers or {}), found.page)
+    return Resumed(dict(found.answers or {}), found.page, found.started_at)
 
 
 def view(row: PartialRow, with_answers: bool) -> dict[str, Any]:

@@ -33,6 +33,9 @@ from formsapi.event import service as event_service
 from formsapi.file import service as file_service
 from formsapi.form import compiled
 from formsapi.form import repository as form_repository
+from formsapi.funnel import repository as funnel_repository
+from formsapi.funnel import service as funnel_service
+from formsapi.funnel.steps import Completion
 from formsapi.idempotency import repository as idempotency_repository
 from formsapi.idempotency.service import RETENTION, Outcome, kept
 from formsapi.kit.ids import is_plausible
@@ -75,6 +78,8 @@ class _Post:
     # The hash of the resume token of the partial response it completes.
     partial: bytes | None
     language: str | None  # the respondent's; None: the form's own
+    # What a post from the hosted page adds to the form's funnel; None from the API.
+    funnel: Completion | None
     # The stored submission; None when another request with its key was
     # stored first (its outcome is then replayed).
     done: asyncio.Future[Accepted | None] = field(
@@ -103,11 +108,16 @@ class Intake:
         answers: dict[str, Any],
         partial: bytes | None = None,
         language: str | None = None,
+        funnel: Completion | None = None,
     ) -> Accepted:
         """Store answers to a published form, once its batch has committed;
         with `partial`, the partial response they complete is closed in the
-        same transaction (LinkUsed when it was completed already)."""
-        accepted = await self._queue(organization_id, form_id, answers, None, partial, language)
+        same transaction (LinkUsed when it was completed already); with
+        `funnel` (a post from the hosted page), its completion is counted in
+        the form's funnel in that transaction too."""
+        accepted = await self._queue(
+            organization_id, form_id, answers, None, partial, language, funnel
+        )
         assert accepted is not None, "only a post with a key is answered by another"
         return accepted
 
@@ -149,12 +159,13 @@ class Intake:
         claim: Claim | None,
         partial: bytes | None,
         language: str | None,
+        funnel: Completion | None = None,
     ) -> Accepted | None:
         if not is_plausible(form_id):
             raise FormNotFound(form_id)
         form = compiled.cached(organization_id, form_id)
         checking = None if form is None else check(form, answers, utcnow().date(), language)
-        post = _Post(answers, claim, checking, partial, language)
+        post = _Post(answers, claim, checking, partial, language, funnel)
         key = (organization_id, form_id)
         self._waiting.setdefault(key, []).append(post)
         if key not in self._writers:
@@ -232,7 +243,7 @@ class Intake:
                     for i, post in enumerate(accepted)
                     if post.checking is not None
                 ]
-                used = await _complete(session, organization_id, form_id, accepted, now)
+                used, furthest = await _complete(session, organization_id, form_id, accepted, now)
                 if used:
                     await session.rollback()
                     for post in used:
@@ -254,6 +265,10 @@ class Intake:
                     )
                     await repository.add_tally(
                         session, organization_id, form_id, version, now, answers_tally
+                    )
+                    await funnel_repository.add(
+                        session,
+                        _completed(organization_id, form_id, version, accepted, furthest).items(),
                     )
                 refused = await _take_files(session, organization_id, form_id, accepted, new)
                 if refused:
@@ -286,7 +301,13 @@ class Intake:
             assert post.checking is not None
             new.append(new_unnumbered(form_id, version, post.checking))
         parameters = repository.created_parameters(
-            organization_id, form_id, version, new, event_service.THIN_OVER, answers_tally
+            organization_id,
+            form_id,
+            version,
+            new,
+            event_service.THIN_OVER,
+            answers_tally,
+            _completed(organization_id, form_id, version, accepted, {}),
         )
         async with self._sessionmaker() as session:
             found = await event_service.write_within(
@@ -312,6 +333,27 @@ def _tally(accepted: list[_Post]) -> repository.Tally:
         checked = post.checking.checked
         total.update(repository.tally(post.checking.form.counted, checked.stored, checked.ending))
     return total
+
+
+def _completed(
+    organization_id: str,
+    form_id: str,
+    version: int,
+    accepted: list[_Post],
+    furthest: dict[bytes, int],
+) -> funnel_repository.Counts:
+    """What the posts from the hosted page add to the form's funnel, the
+    furthest page of each one's partial (closed in the transaction) known."""
+    return funnel_service.completed(
+        organization_id,
+        form_id,
+        version,
+        [
+            (post.funnel, furthest.get(post.partial) if post.partial is not None else None)
+            for post in accepted
+            if post.funnel is not None
+        ],
+    )
 
 
 def _plain(post: _Post) -> bool:
@@ -365,19 +407,20 @@ async def _complete(
     form_id: str,
     accepted: Sequence[_Post],
     now: Any,
-) -> list[_Post]:
+) -> tuple[list[_Post], dict[bytes, int]]:
     """Close the partial responses the batch's posts complete; the posts
-    whose partial was completed already (its link used twice). A partial no
-    longer kept (expired, purged) leaves its post an ordinary one."""
+    whose partial was completed already (its link used twice), and the
+    furthest page each closed partial reached. A partial no longer kept
+    (expired, purged) leaves its post an ordinary one."""
     hashes = [post.partial for post in accepted if post.partial is not None]
     if not hashes:
-        return []
+        return [], {}
     closed = await partial_repository.complete(session, organization_id, form_id, hashes, now)
     if len(closed) == len(hashes):
-        return []
+        return [], closed
     left = [h for h in hashes if h not in closed]
     used = await partial_repository.completed_among(session, organization_id, form_id, left)
-    return [post for post in accepted if post.partial in used]
+    return [post for post in accepted if post.partial in used], closed
 
 
 async def _claim(

@@ -7,6 +7,8 @@ from fastapi.responses import Response
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
 from formsapi.form.endpoints import ERRORS_404, FormId, json
+from formsapi.funnel import service as funnel_service
+from formsapi.funnel.schemas import Funnel
 from formsapi.submission.endpoints import Timestamp
 from formsapi.summary import service
 from formsapi.summary.buckets import Interval
@@ -145,5 +147,46 @@ async def get_timeseries(
             until=until,
             question=question,
             version=version,
+        )
+    )
+
+
+@router.get(
+    "/funnel",
+    response_model=Funnel,
+    responses=ERRORS_404,
+    openapi_extra=requires(Scope.submissions_read),
+)
+async def get_funnel(
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    form_id: FormId,
+    since: Annotated[
+        datetime | None,
+        Timestamp,
+        Query(
+            description="ISO 8601: respondents first served the form at or after it, from the "
+            "start of its UTC hour. No offset means UTC."
+        ),
+    ] = None,
+    until: Annotated[
+        datetime | None,
+        Timestamp,
+        Query(description="ISO 8601: before it, to the end of its UTC hour (half-open)."),
+    ] = None,
+    version: Annotated[
+        int | None,
+        Query(ge=1, le=2**31 - 1, description="Only the steps taken on this version."),
+    ] = None,
+) -> Response:
+    """The funnel of the form's hosted page: views of its first page,
+    starts, completions, the completion rate, the median time to complete,
+    and for each page how many reached it and how many stopped there. Read
+    from counts kept as respondents go (views and starts within 5 seconds,
+    the rest in the same transaction as their answers); submissions made
+    through the API are not part of it."""
+    return json(
+        await funnel_service.funnel(
+            session, principal.organization_id, form_id, since=since, until=until, version=version
         )
     )

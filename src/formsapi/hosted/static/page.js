@@ -45,6 +45,22 @@
     });
   }
 
+  /* The funnel's start: on the first answer typed or chosen, one beacon
+   * with the page's stamp; the hidden _started field then tells the server,
+   * on the post, that this respondent's start is counted already. */
+  var started = form && form.querySelector("input[name=_started]");
+  if (started && form.getAttribute("data-start") && navigator.sendBeacon) {
+    var begin = function () {
+      if (started.value) return;
+      var stamp = form.querySelector("input[name=_stamp]");
+      var body = new URLSearchParams();
+      if (stamp) body.set("_stamp", stamp.value);
+      if (navigator.sendBeacon(form.getAttribute("data-start"), body)) started.value = "1";
+    };
+    form.addEventListener("input", begin);
+    form.addEventListener("change", begin);
+  }
+
   if (form && spec && window.jsonLogic) {
     var live = JSON.parse(spec.textContent);
     var update = function () { apply(live); };

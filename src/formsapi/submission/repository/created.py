@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import (
+    DateTime,
     Executable,
     Integer,
     Text,
@@ -33,11 +34,13 @@ from sqlalchemy.dialects import postgresql
 
 from formsapi.event import repository as event_repository
 from formsapi.form.repository import submission_lock_statement
+from formsapi.funnel import repository as funnel_repository
 from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (
     AnswerCount,
     EventType,
     Form,
+    FunnelCount,
     Submission,
     SubmissionCount,
     SubmissionDayCount,
@@ -161,7 +164,7 @@ def _statement() -> Executable:
             ).cte(f"{name}s")
         )
     return select(locked.c.change_seq, locked.c.at).add_cte(
-        events, outbox, submissions.cte("sb"), *counts, *_answer_counts(locked)
+        events, outbox, submissions.cte("sb"), *counts, *_answer_counts(locked), _funnel(locked)
     )
 
 
@@ -199,6 +202,38 @@ def _answer_counts(locked: Any) -> list[Any]:
     return ctes
 
 
+def _funnel(locked: Any) -> Any:
+    """What the batch's posts from the hosted page add to the form's funnel
+    (funnel_repository.parameters, as arrays), once the form is locked."""
+    texts = postgresql.ARRAY(Text)
+    rows = func.unnest(
+        bindparam("funnel_periods", type_=texts),
+        bindparam("funnel_starts", type_=postgresql.ARRAY(DateTime(timezone=True))),
+        bindparam("funnel_steps", type_=texts),
+        bindparam("funnel_counts", type_=postgresql.ARRAY(Integer)),
+    ).table_valued(
+        column("p", Text),
+        column("s", DateTime(timezone=True)),
+        column("k", Text),
+        column("c", Integer),
+    )
+    rows = rows.render_derived(name="fn")
+    upsert = postgresql.insert(FunnelCount).from_select(
+        [*funnel_repository.KEY, "count"],
+        select(
+            bindparam("org"),
+            bindparam("form"),
+            rows.c.p,
+            rows.c.s,
+            bindparam("checked_version"),
+            rows.c.k,
+            rows.c.c,
+        ).select_from(locked.join(rows, true())),
+        include_defaults=False,
+    )
+    return funnel_repository.adding(upsert).cte("funnel")
+
+
 def created_statement() -> Executable:
     """Run with `created_parameters`, it writes a batch of new submissions
     of the form's version, with their events and counts, under the form's
@@ -215,12 +250,19 @@ def created_parameters(
     batch: Sequence[Any],
     thin_over: int,
     answers_tally: Tally,
+    funnel: funnel_repository.Counts,
 ) -> dict[str, Any]:
     """The parameters of `created_statement` for `batch` (submission/service.py's
-    `Unnumbered`, in order), its events thin when over `thin_over` bytes, and
-    what its answers add to the answer counts."""
+    `Unnumbered`, in order), its events thin when over `thin_over` bytes,
+    what its answers add to the answer counts, and what it adds to the
+    form's funnel (the version: the batch's)."""
+    funnel_rows = funnel_repository.parameters(funnel.items())
     return {
         **tally_arrays(answers_tally),
+        "funnel_periods": [row["period"] for row in funnel_rows],
+        "funnel_starts": [row["start"] for row in funnel_rows],
+        "funnel_steps": [row["step"] for row in funnel_rows],
+        "funnel_counts": [row["count"] for row in funnel_rows],
         "org": organization_id,
         "form": form_id,
         "checked_version": version,
