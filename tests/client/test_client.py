@@ -121,6 +121,13 @@ def test_a_dashboard_reads_a_typed_summary_with_filters(client: Client) -> None:
     assert series.buckets[-1].submissions == 3  # within the last hour
     assert (series.buckets[-1].answered, series.buckets[-1].mean) == (2, 35)
     assert series.buckets[-1].start.endswith("+05:30")
+    # Sent over the API, none of them is part of the hosted page's funnel.
+    funnel = client.forms.funnel(form.id, since=datetime(2000, 1, 1, tzinfo=UTC))
+    assert (funnel.views, funnel.starts, funnel.completions) == (0, 0, 0)
+    assert funnel.completion_rate is None
+    assert [page.page for page in funnel.pages] == [1, 2]
+    assert funnel.hours is not None
+    assert funnel.hours.since == "2000-01-01T00:00:00.000Z"
 
 
 def test_the_change_feed_is_read_to_its_end_page_by_page(client: Client) -> None:

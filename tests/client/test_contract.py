@@ -106,6 +106,10 @@ MODELS: dict[type[BaseModel], str] = {
     models.TimeSeries: "TimeSeries",
     models.Bucket: "Bucket",
     models.FollowedQuestion: "FollowedQuestion",
+    models.Funnel: "Funnel",
+    models.FunnelFilters: "FunnelFilters",
+    models.FunnelHours: "FunnelHours",
+    models.FunnelPage: "FunnelPage",
     models.Problem: "Problem",
     models.InvalidParam: "InvalidParam",
     # The event catalogue (the document's `webhooks`).
@@ -341,6 +345,7 @@ QUERIES: dict[str, list[_core.Call[Any]]] = {
             "frm_1", "week", "Europe/Paris", "2026-11-01", "2026-12-01", "plan", 2
         )
     ],
+    "forms.funnel": [_calls.forms_funnel("frm_1", "2026-11-01", "2026-12-01", 2)],
     "partials.list": [_calls.partials_list("frm_1", 1, 50)],
     "forms.delete": [_calls.forms_delete("frm_1", True)],
     "submissions.list": [_calls.submissions_list("frm_1", 1, 50, "2026-11-01")],

@@ -33,6 +33,7 @@ from formsapi_client.models import (
     FormsPage,
     FormStatus,
     FormSummary,
+    Funnel,
     PartialsPage,
     Recovered,
     SecretRotated,
@@ -193,6 +194,20 @@ class AsyncForms(_Resource):
         return await self._client._run(
             calls.forms_timeseries(form_id, interval, tz, since, until, question, version)
         )
+
+    async def funnel(
+        self,
+        form_id: str,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        version: int | None = None,
+    ) -> Funnel:
+        """The funnel of the form's hosted page: views, starts, completions,
+        the completion rate, the median time to complete and each page's
+        drop-off, of the respondents first served in [`since`, `until`)
+        (rounded out to whole UTC hours), of one `version` or all."""
+        return await self._client._run(calls.forms_funnel(form_id, since, until, version))
 
     async def create(
         self,

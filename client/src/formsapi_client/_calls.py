@@ -27,6 +27,7 @@ from formsapi_client.models import (
     FormsPage,
     FormStatus,
     FormUpdate,
+    Funnel,
     PartialsPage,
     Recover,
     Recovered,
@@ -58,6 +59,7 @@ _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
 _summary = from_model(FormAnswerSummary)
 _series = from_model(TimeSeries)
+_funnel = from_model(Funnel)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
 _submission = from_model(SubmissionDetail)
@@ -141,6 +143,16 @@ def forms_timeseries(
         "version": version,
     }
     return call("forms.timeseries", _series, ids={"formId": form_id}, params=params)
+
+
+def forms_funnel(
+    form_id: str,
+    since: datetime | str | None,
+    until: datetime | str | None,
+    version: int | None,
+) -> Call[Funnel]:
+    params = {"since": _moment(since), "until": _moment(until), "version": version}
+    return call("forms.funnel", _funnel, ids={"formId": form_id}, params=params)
 
 
 def forms_create(

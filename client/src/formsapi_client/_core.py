@@ -69,6 +69,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "forms.delete": ("DELETE", "/forms/{formId}"),
     "forms.summary": ("GET", "/forms/{formId}/summary"),
     "forms.timeseries": ("GET", "/forms/{formId}/summary/timeseries"),
+    "forms.funnel": ("GET", "/forms/{formId}/summary/funnel"),
     "submissions.list": ("GET", "/forms/{formId}/submissions"),
     "submissions.create": ("POST", "/forms/{formId}/submissions"),
     "submissions.changes": ("GET", "/forms/{formId}/submissions/changes"),

@@ -512,6 +512,41 @@ class TimeSeries(Model):
     buckets: list[Bucket]
 
 
+class FunnelFilters(Model):
+    since: str | None
+    until: str | None
+    version: int | None
+
+
+class FunnelHours(Model):
+    since: str  # `since` rounded down to its UTC hour
+    until: str  # `until` rounded up to a UTC hour
+
+
+class FunnelPage(Model):
+    page: int  # from 1
+    reached: int  # respondents whose furthest page went up to it (page 1: the starts)
+    stopped: int  # of those, the ones still there who did not send the form
+    drop_off_rate: float | None  # stopped / reached
+
+
+class Funnel(Model):
+    """The funnel of a form's hosted page (views, starts, completions, each
+    page's drop-off), of the respondents first served in the range's hours."""
+
+    form_id: str
+    version: int
+    filters: FunnelFilters
+    hours: FunnelHours | None  # the whole UTC hours counted; None: all time
+    views: int
+    starts: int
+    completions: int
+    completion_rate: float | None
+    timed_completions: int
+    median_seconds_to_complete: float | None
+    pages: list[FunnelPage]
+
+
 class FormAnswerSummary(Model):
     form_id: str
     version: int
