@@ -1,0 +1,154 @@
+"""The funnel's start as a browser sends it: Debian's Chromium driven by
+Playwright against a real `formsapi serve` process. Loading the hosted page
+and typing sends exactly one start beacon (under the page's own policy,
+which lets its script reach only its own origin), and the post that
+follows counts no second start.
+
+Screenshots go to test-artifacts/screenshots/ as 70-funnel*.png, at laptop
+and phone widths, to be looked at.
+"""
+
+import functools
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Request, expect
+
+from tests.conftest import service_unavailable
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
+from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+
+FORM: dict[str, Any] = {
+    "title": "Tell us about your team",
+    "blocks": [
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {"type": "long_text", "key": "goal", "title": "What should the team achieve?"},
+        {"type": "page_break", "key": "size"},
+        {"type": "number", "key": "people", "title": "How many people?", "required": True},
+    ],
+}
+# How often the server writes the views and starts it counted.
+FLUSH = 0.3
+
+
+@dataclass(frozen=True)
+class Site:
+    server: Server
+    secret: str
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.server.base_url}{path}",
+            headers={"Authorization": f"Bearer {self.secret}"},
+            timeout=10,
+            **kwargs,
+        )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    directory = tmp_path_factory.mktemp("funnel")
+    database = f"sqlite:///{directory / 'formsapi.db'}"
+    cli(directory, database, "migrate")
+    org = cli(directory, database, "org", "create", "--name", "Team survey")
+    email = "owner@example.com"
+    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
+    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
+    scopes = ("forms:read", "forms:write", "submissions:read")
+    secret = cli(
+        directory,
+        database,
+        "key",
+        "create",
+        "--org",
+        org,
+        "--email",
+        email,
+        "--name",
+        "funnel",
+        *(arg for scope in scopes for arg in ("--scope", scope)),
+    )
+    env = clean_env(database_url=database, funnel_flush_seconds=str(FLUSH))
+    server = start_server(directory, env, "server")
+    try:
+        server.wait_until_healthy()
+        yield Site(server, secret)
+    finally:
+        stop_servers([server])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium("7?-funnel*.png") as launched:
+        yield launched
+
+
+def _funnel(site: Site, form_id: str, views: int) -> dict[str, Any]:
+    """The funnel once the server has written the views it counted."""
+    deadline = time.monotonic() + 10
+    while True:
+        funnel: dict[str, Any] = site.api("GET", f"/v1/forms/{form_id}/summary/funnel").json()
+        if funnel["views"] >= views or time.monotonic() > deadline:
+            return funnel
+        time.sleep(FLUSH)
+
+
+def _beacon(beacons: list[Request], request: Request) -> None:
+    if request.url.endswith("/start"):
+        beacons.append(request)
+
+
+def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, site: Site) -> None:
+    created = site.api("POST", "/v1/forms", json=FORM)
+    assert created.status_code == 201, created.text
+    form_id = created.json()["id"]
+    assert site.api("PATCH", f"/v1/forms/{form_id}", json={"status": "published"}).is_success
+
+    for phone in (False, True):
+        if phone:
+            context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
+        else:
+            context = browser.new_context(viewport=LAPTOP)
+        page = context.new_page()
+        beacons: list[Request] = []
+        page.on("request", functools.partial(_beacon, beacons))
+        width = "-phone" if phone else ""
+        page.goto(f"{site.server.base_url}/f/{form_id}")
+        page.screenshot(path=SCREENSHOTS / f"70-funnel-first-page{width}.png", full_page=True)
+        assert beacons == []  # a view is not a start
+
+        page.get_by_label("Your name").press_sequentially("Ada Lovelace")
+        page.get_by_label("What should the team achieve?").fill("Ship the engine")
+        expect(page.locator("input[name=_started]")).to_have_value("1")
+        page.wait_for_timeout(300)  # a second beacon would have left by now
+        assert len(beacons) == 1
+        assert beacons[0].method == "POST"
+        assert "_stamp=" in (beacons[0].post_data or "")
+        page.screenshot(path=SCREENSHOTS / f"71-funnel-typed{width}.png", full_page=True)
+
+        page.get_by_role("button", name="Next").click()
+        expect(page.get_by_label("How many people?")).to_be_visible()
+        page.get_by_label("How many people?").fill("12")
+        assert len(beacons) == 1  # the page after says the start was counted
+        page.screenshot(path=SCREENSHOTS / f"72-funnel-second-page{width}.png", full_page=True)
+        context.close()
+
+    if not AXE.exists():
+        service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
+    # Past the page's policy only to inject axe-core (a view more).
+    checking = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checking.goto(f"{site.server.base_url}/f/{form_id}")
+    assert axe_violations(checking) == []
+    checking.context.close()
+
+    funnel = _funnel(site, form_id, views=3)
+    assert (funnel["views"], funnel["starts"]) == (3, 2)
+    assert [(p["page"], p["reached"], p["stopped"]) for p in funnel["pages"]] == [
+        (1, 2, 0),
+        (2, 2, 2),
+    ]
