@@ -395,3 +395,25 @@ async def test_funnel_counts_go_with_their_form_and_their_organization(
     await session.commit()
     every = unscoped(select(FunnelCount.form_id), "every organization's, all deleted")
     assert (await session.scalars(every)).all() == []
+
+
+async def test_views_held_by_several_processes_add_up_when_each_flushes(
+    api: Api, settings: Settings, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    apps = [create_app(settings) for _ in range(3)]
+    try:
+        for loads, app in enumerate(apps, start=1):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                for _ in range(loads):
+                    assert (await client.get(f"/f/{form_id}")).status_code == 200
+        await apps[0].state.funnel.flush()
+        assert (await _funnel(api, form_id, secret))["views"] == 1  # the others' still held
+        await apps[1].state.funnel.flush()
+        await apps[1].state.funnel.flush()  # nothing held: adds nothing
+    finally:
+        for app in apps:
+            await release(app)  # the third writes its own at shutdown
+
+    assert (await _funnel(api, form_id, secret))["views"] == 1 + 2 + 3
