@@ -10,7 +10,6 @@ more `reach` (page 1's is the start) than `left` until they complete: those
 who stopped on page k are `reach:k` less `left:k`.
 """
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -26,9 +25,6 @@ DAY = timedelta(days=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the start of the all-time counts
 # Times to complete are counted up to a day; a longer one counts as a day.
 LONGEST = 86_400
-
-# (hour, form version, step) -> count: what a write adds.
-Steps = Counter[tuple[datetime, int, str]]
 
 
 def reach(page: int) -> str:
