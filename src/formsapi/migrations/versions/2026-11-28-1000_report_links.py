@@ -1,7 +1,7 @@
 """Report links: a form's summary shared read-only at an unguessable link.
 
 Revision ID: 0023
-Revises: 0021
+Revises: 0022
 Create Date: 2026-11-28 10:00:00
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0023"
-down_revision: str | None = "0021"
+down_revision: str | None = "0022"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
