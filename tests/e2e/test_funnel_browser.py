@@ -4,7 +4,7 @@ and typing sends exactly one start beacon (under the page's own policy,
 which lets its script reach only its own origin), and the post that
 follows counts no second start.
 
-Screenshots go to test-artifacts/screenshots/ as 70-funnel*.png, at laptop
+Screenshots go to test-artifacts/screenshots/ as 76-78-funnel*.png, at laptop
 and phone widths, to be looked at.
 """
 
@@ -119,7 +119,7 @@ def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, s
         page.on("request", functools.partial(_beacon, beacons))
         width = "-phone" if phone else ""
         page.goto(f"{site.server.base_url}/f/{form_id}")
-        page.screenshot(path=SCREENSHOTS / f"70-funnel-first-page{width}.png", full_page=True)
+        page.screenshot(path=SCREENSHOTS / f"76-funnel-first-page{width}.png", full_page=True)
         assert beacons == []  # a view is not a start
 
         page.get_by_label("Your name").press_sequentially("Ada Lovelace")
@@ -129,13 +129,13 @@ def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, s
         assert len(beacons) == 1
         assert beacons[0].method == "POST"
         assert "_stamp=" in (beacons[0].post_data or "")
-        page.screenshot(path=SCREENSHOTS / f"71-funnel-typed{width}.png", full_page=True)
+        page.screenshot(path=SCREENSHOTS / f"77-funnel-typed{width}.png", full_page=True)
 
         page.get_by_role("button", name="Next").click()
         expect(page.get_by_label("How many people?")).to_be_visible()
         page.get_by_label("How many people?").fill("12")
         assert len(beacons) == 1  # the page after says the start was counted
-        page.screenshot(path=SCREENSHOTS / f"72-funnel-second-page{width}.png", full_page=True)
+        page.screenshot(path=SCREENSHOTS / f"78-funnel-second-page{width}.png", full_page=True)
         context.close()
 
     if not AXE.exists():
