@@ -12,6 +12,8 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.form import service as form_service
+from formsapi.funnel import repository as funnel_repository
+from formsapi.funnel import steps
 from formsapi.kit.time import shift, utcnow
 from formsapi.models import Form, Organization, Role
 from formsapi.report import service as report_service
@@ -424,3 +426,27 @@ async def test_a_report_chooses_its_dates_and_says_a_bad_one(
     assert bad.status_code == 400
     assert "“From” is a date such as 2026-11-01." in unescape(bad.text)
     assert far.status_code in (200, 400)
+
+
+async def test_the_summary_page_shows_the_hosted_pages_funnel(
+    session: AsyncSession, signed_in: SignedIn
+) -> None:
+    organization = await create_org(session)
+    viewer = await add_member(session, organization, Role.viewer)
+    form = await _form(session, organization)
+    hour = steps.hour_of(utcnow())
+    counted = {steps.VIEW: 10, steps.START: 6, steps.DONE: 3, steps.took(40): 2, steps.took(95): 1}
+    await funnel_repository.add(
+        session,
+        [((organization.id, form.id, hour, 1, step), count) for step, count in counted.items()],
+    )
+    await session.commit()
+    browser = await signed_in(viewer)
+
+    html = unescape(re.sub(r"\s+", " ", (await browser.get(f"/forms/{form.id}/summary")).text))
+    answered = unescape((await browser.get(f"/forms/{form.id}/summary?answer=plan:free")).text)
+
+    assert "Bar chart of the funnel: 10 views, 6 starts, 3 completions." in html
+    assert "Completion rate <strong>50%</strong>" in html
+    assert "Median time to complete <strong>40 s</strong>" in html
+    assert "Funnel of the hosted page" not in answered  # it follows people, not answers

@@ -589,3 +589,62 @@ def trend(
         [[s.strftime(fmt), withhold.count(c)] for s, c in zip(starts, counts, strict=True)],
     )
     return Trend(width, TREND_HEIGHT, lines, points, ticks, x_labels, baseline, alt, table)
+
+
+@dataclass(frozen=True, slots=True)
+class FunnelView:
+    """A form's funnel: its steps and its pages as bars, its rates as figures."""
+
+    steps: HBars
+    pages: HBars | None  # None: a form of one page
+    figures: list[tuple[str, str]]
+    alt: str
+    pages_alt: str
+    table: Table
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "none timed"
+    minutes, seconds = divmod(round(value), 60)
+    return f"{minutes} min {seconds} s" if minutes else f"{seconds} s"
+
+
+def funnel(found: dict[str, Any]) -> FunnelView:
+    """The hosted page's funnel (funnel.service.funnel): views, starts and
+    completions as shares of the views; each page's arrivals as shares of
+    the starts, with those who stopped there."""
+    views, starts, completions = found["views"], found["starts"], found["completions"]
+    every = Withhold()
+    steps = [("Views", views), ("Starts", starts), ("Completions", completions)]
+    pages = found["pages"]
+    rate = found["completionRate"]
+    figures = [
+        ("Completion rate", "none started" if rate is None else f"{rate:.0%}"),
+        ("Median time to complete", _seconds(found["medianSecondsToComplete"])),
+    ]
+    return FunnelView(
+        steps=hbars(steps, views, every),
+        pages=None
+        if len(pages) < 2
+        else hbars([(f"Page {p['page']}", p["reached"]) for p in pages], starts, every),
+        figures=figures,
+        alt=f"Bar chart of the funnel: {views:,} views, {starts:,} starts, "
+        f"{completions:,} completions.",
+        pages_alt="Bar chart of the respondents who reached each page: "
+        + "; ".join(f"page {p['page']} {p['reached']:,}, {p['stopped']:,} stopped" for p in pages)
+        + ".",
+        table=Table(
+            "Funnel: respondents who reached each page and stopped there",
+            ["Page", "Reached", "Stopped there", "Drop-off"],
+            [
+                [
+                    f"Page {p['page']}",
+                    f"{p['reached']:,}",
+                    f"{p['stopped']:,}",
+                    "" if p["dropOffRate"] is None else f"{p['dropOffRate']:.0%}",
+                ]
+                for p in pages
+            ],
+        ),
+    )

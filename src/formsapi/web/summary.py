@@ -12,6 +12,7 @@ from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Forbidden, NotFound
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, questions
+from formsapi.funnel import service as funnel_service
 from formsapi.kit.time import parse_timestamp, utcnow
 from formsapi.models import Form as FormModel
 from formsapi.report import service as report_service
@@ -171,6 +172,19 @@ async def summary_page(
         if isinstance(error, NotFound) and not str(error.detail).startswith(f"Form '{form.id}'"):
             raise
         problem, status = error.detail, error.status
+    # The funnel follows the hosted page's respondents, whatever they answered.
+    funnel = None
+    if drawn is not None and not (hidden or answer):
+        funnel = charts.funnel(
+            await funnel_service.funnel(
+                session,
+                form.organization_id,
+                form.id,
+                since=moment("since", since),
+                until=moment("until", until),
+                version=_version(version),
+            )
+        )
     blocks = BlockList.validate_python(form.blocks)
     links = []
     if managed.viewer.can_share_reports:
@@ -190,6 +204,7 @@ async def summary_page(
         filters=filters,
         problem=problem,
         drawn=drawn,
+        funnel=funnel,
         hidden_keys=[field.key for field in form_service.definition_of(form).hidden_fields],
         questions=[(q.key, q.title) for q in questions(blocks)],
         links=links,
