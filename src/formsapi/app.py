@@ -51,12 +51,15 @@ from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import (
     PartialThrottle,
+    PublicPostThrottle,
     RateLimiter,
     ResumeMailThrottle,
     SignInThrottle,
     UploadThrottle,
 )
 from formsapi.request_body import RequestBody
+from formsapi.spam.challenge import Challenges, purge_spent
+from formsapi.spam.endpoints import router as refusals_router
 from formsapi.submission import endpoints as submissions
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
@@ -127,6 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
             "mails": partial(purge_mails, sessionmaker, settings.event_days),
+            "spent challenges": partial(purge_spent, sessionmaker),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
         # Files of deleted submissions, and uploads no submission took: often,
@@ -174,10 +178,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.resume_mail_throttle = ResumeMailThrottle(settings, redis)
     app.state.partial_throttle = PartialThrottle(settings, redis)
     app.state.upload_throttle = UploadThrottle(settings, redis)
+    app.state.public_post_throttle = PublicPostThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
     app.state.secret_box = secret_box(settings)
+    app.state.challenges = Challenges(settings, app.state.secret_box, app.state.sessionmaker, redis)
     install_handlers(app)
 
     app.router.routes.extend(_shared_routes())
@@ -250,6 +256,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1.include_router(forms_router)
     v1.include_router(submissions_router)
     v1.include_router(summary_router)
+    v1.include_router(refusals_router)
     v1.include_router(partials_router)
     v1.include_router(files_router)
     v1.include_router(events_router)

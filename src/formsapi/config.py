@@ -26,6 +26,15 @@ class Settings(BaseSettings):
     rate_limit_standard: int = Field(default=120, ge=1)  # requests per IP per minute
     rate_limit_pro: int = Field(default=1200, ge=1)
     rate_limit_enabled: bool = True
+    # Posts to hosted form pages (each page's post, and each upload), apart
+    # from the API's limits: per client IP, and into one form, per minute.
+    public_posts_per_ip: int = Field(default=30, ge=1)
+    public_posts_per_form: int = Field(default=600, ge=1)
+    # A form's proof-of-work challenge: SHA-256 hashes a browser computes on
+    # average to solve one (about a second on a phone), and how long one may
+    # be solved and sent in.
+    challenge_cost: int = Field(default=200_000, ge=1, le=100_000_000)
+    challenge_minutes: int = Field(default=10, ge=1, le=120)
     # Proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated).
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 

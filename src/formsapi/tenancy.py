@@ -42,6 +42,7 @@ TENANT_TABLES = frozenset(
         "partial_responses",
         "report_links",
         "respondent_copies",
+        "spam_refusals",
         "submission_counts",
         "submission_day_counts",
         "submission_tombstones",

@@ -104,6 +104,8 @@ MODELS: dict[type[BaseModel], str] = {
     models.EndingCount: "EndingCount",
     models.SummaryFilters: "SummaryFilters",
     models.TimeSeries: "TimeSeries",
+    models.RefusalCount: "RefusalCount",
+    models.RefusalCounts: "RefusalCounts",
     models.Bucket: "Bucket",
     models.FollowedQuestion: "FollowedQuestion",
     models.Funnel: "Funnel",
@@ -340,6 +342,7 @@ QUERIES: dict[str, list[_core.Call[Any]]] = {
     "forms.summary": [
         _calls.forms_summary("frm_1", "2026-11-01", "2026-12-01", 2, "utm:ads", "plan:team")
     ],
+    "forms.refusals": [_calls.forms_refusals("frm_1", 7)],
     "forms.timeseries": [
         _calls.forms_timeseries(
             "frm_1", "week", "Europe/Paris", "2026-11-01", "2026-12-01", "plan", 2

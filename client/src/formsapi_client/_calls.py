@@ -31,6 +31,7 @@ from formsapi_client.models import (
     PartialsPage,
     Recover,
     Recovered,
+    RefusalCounts,
     SecretRotated,
     SubmissionCreate,
     SubmissionDetail,
@@ -60,6 +61,8 @@ _form = from_model(FormDetail)
 _summary = from_model(FormAnswerSummary)
 _series = from_model(TimeSeries)
 _funnel = from_model(Funnel)
+
+_refusals = from_model(RefusalCounts)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
 _submission = from_model(SubmissionDetail)
@@ -153,6 +156,11 @@ def forms_funnel(
 ) -> Call[Funnel]:
     params = {"since": _moment(since), "until": _moment(until), "version": version}
     return call("forms.funnel", _funnel, ids={"formId": form_id}, params=params)
+
+
+def forms_refusals(form_id: str, days: int | None) -> Call[RefusalCounts]:
+    params = {"days": days}
+    return call("forms.refusals", _refusals, ids={"formId": form_id}, params=params)
 
 
 def forms_create(

@@ -70,6 +70,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "forms.summary": ("GET", "/forms/{formId}/summary"),
     "forms.timeseries": ("GET", "/forms/{formId}/summary/timeseries"),
     "forms.funnel": ("GET", "/forms/{formId}/summary/funnel"),
+    "forms.refusals": ("GET", "/forms/{formId}/refusals"),
     "submissions.list": ("GET", "/forms/{formId}/submissions"),
     "submissions.create": ("POST", "/forms/{formId}/submissions"),
     "submissions.changes": ("GET", "/forms/{formId}/submissions/changes"),

@@ -36,6 +36,7 @@ from formsapi_client.models import (
     Funnel,
     PartialsPage,
     Recovered,
+    RefusalCounts,
     SecretRotated,
     Submission,
     SubmissionDetail,
@@ -205,6 +206,11 @@ class Forms(_Resource):
         drop-off, of the respondents first served in [`since`, `until`)
         (rounded out to whole UTC hours), of one `version` or all."""
         return self._client._run(calls.forms_funnel(form_id, since, until, version))
+
+    def refusals(self, form_id: str, *, days: int | None = None) -> RefusalCounts:
+        """Posts to the form's hosted page refused as spam, per UTC day and
+        reason, over the last `days` days (the server's default: 30)."""
+        return self._client._run(calls.forms_refusals(form_id, days))
 
     def create(
         self,

@@ -8,7 +8,7 @@ break this client; a block of a type this client does not know reads as an
 `UnknownBlock` that keeps all of its fields.
 """
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
@@ -392,6 +392,7 @@ class FormDetail(FormSummary):
     resume_days: int
     # The sites that may frame its hosted page; None: the organization's list.
     embed_origins: list[str] | None
+    challenge: bool  # its hosted page asks for a proof of work before taking answers
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -547,6 +548,21 @@ class Funnel(Model):
     pages: list[FunnelPage]
 
 
+# Posts refused as spam (GET /v1/forms/{formId}/refusals).
+
+
+class RefusalCount(Model):
+    day: date  # UTC
+    # honeypot, too-fast, challenge-missing, challenge-invalid, challenge-expired,
+    # challenge-replayed, rate-limited-ip or rate-limited-form
+    reason: str
+    count: int
+
+
+class RefusalCounts(Model):
+    data: list[RefusalCount]  # newest day first
+
+
 class FormAnswerSummary(Model):
     form_id: str
     version: int
@@ -570,6 +586,7 @@ class FormCreate(Model):
     messages: dict[str, str] | None = None
     resume_days: int | None = None
     embed_origins: list[str] | None = None  # None: the organization's list
+    challenge: bool | None = None  # None: off
 
 
 class FormUpdate(Model):
@@ -587,6 +604,7 @@ class FormUpdate(Model):
     # None is not sent (unchanged); back to the organization's list is a null,
     # which these models never send.
     embed_origins: list[str] | None = None
+    challenge: bool | None = None
     status: FormStatus | None = None
 
 

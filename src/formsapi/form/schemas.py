@@ -69,6 +69,12 @@ EmbedOrigins = Annotated[
     AfterValidator(_folded),
 ]
 
+CHALLENGE_DESCRIPTION = (
+    "Whether the form's hosted page asks the respondent's browser to solve a proof-of-work "
+    "challenge (about a second of computing, no third party) before it takes their answers; "
+    "the page then needs JavaScript. Default false."
+)
+
 
 class FormSummary(Schema):
     id: str = Field(examples=["frm_01jd2x8k4m5n6p7q8r9s0t1v2w"])
@@ -108,6 +114,7 @@ class FormDetail(FormSummary):
     messages: dict[Message, str] = Field(description=MESSAGES_DESCRIPTION)
     resume_days: int = Field(description=RESUME_DESCRIPTION)
     embed_origins: list[str] | None = Field(description=EMBED_DESCRIPTION)
+    challenge: bool = Field(description=CHALLENGE_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -194,12 +201,13 @@ class FormCreate(Schema):
         default=RESUME_DAYS, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
     embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
+    challenge: bool = Field(default=False, description=CHALLENGE_DESCRIPTION)
 
 
 class FormUpdate(Schema):
     """Only the fields sent change. A change of `blocks`, `hiddenFields`,
     `variables`, `logic` or `endings` makes a new version; `embedOrigins`
-    (`null`: back to the organization's list) does not."""
+    (`null`: back to the organization's list) and `challenge` do not."""
 
     title: TITLE | None = None
     slug: SLUG | None = None
@@ -219,6 +227,7 @@ class FormUpdate(Schema):
         default=None, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
     embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
+    challenge: bool | None = Field(default=None, description=CHALLENGE_DESCRIPTION)
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

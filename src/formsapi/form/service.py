@@ -143,6 +143,7 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
         "endings": endings,
         "contentLanguage": content_language,
         "embedOrigins": form.embed_origins,
+        "challenge": form.challenge,
         "schema": _schema_of(form),
     }
 
@@ -242,6 +243,7 @@ async def create(
     created_at: datetime | None = None,
     form_id: str | None = None,
     embed_origins: list[str] | None = None,
+    challenge: bool = False,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it."""
@@ -262,6 +264,7 @@ async def create(
         blocks=dump_blocks(blocks),
         definition=_stored(definition),
         embed_origins=embed_origins,
+        challenge=challenge,
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
@@ -289,6 +292,7 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
         body.slug,
         definition=definition,
         embed_origins=body.embed_origins,
+        challenge=body.challenge,
     )
 
 
@@ -307,7 +311,12 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
     frame it among them), titled as its copy; no submission goes with it."""
     original = await get(session, organization_id, form_id)
     title = f"Copy of {original.title}"[:TITLE_MAX].rstrip()
-    copied = {**exported(original), "title": title, "embedOrigins": original.embed_origins}
+    copied = {
+        **exported(original),
+        "title": title,
+        "embedOrigins": original.embed_origins,
+        "challenge": original.challenge,
+    }
     body = FormCreate.model_validate(copied)
     return await create_from(session, organization_id, body)
 
@@ -346,7 +355,7 @@ async def update(
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
-    before = (form.status, form.title, form.slug, form.version, form.embed_origins)
+    before = (form.status, form.title, form.slug, form.version, form.embed_origins, form.challenge)
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
         if changes.status not in allowed:
@@ -364,6 +373,8 @@ async def update(
         form.title = changes.title
     if "embed_origins" in sent:  # null included: back to the organization's list
         form.embed_origins = changes.embed_origins
+    if changes.challenge is not None:
+        form.challenge = changes.challenge
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -395,7 +406,8 @@ async def update(
         session.add(_snapshot(form))
     await session.flush()
     # Where it may be framed is not a version of the form, but a change all the same.
-    if (form.title, form.slug, form.version, form.embed_origins) != before[1:]:
+    after = (form.title, form.slug, form.version, form.embed_origins, form.challenge)
+    if after != before[1:]:
         await _record(session, form, EventType.form_updated)
     if form.status != before[0]:
         await _record(

@@ -45,7 +45,7 @@ from formsapi.form.service import FormNotAccepting
 from formsapi.form.translation import MESSAGES
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel import steps as funnel_steps
-from formsapi.hosted import service, stamp
+from formsapi.hosted import guard, service, stamp
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
 from formsapi.models import File, Form, FormStatus, Plan
@@ -123,6 +123,7 @@ class Page:
     # The switcher's choices (tag, name); empty for a form in one language.
     languages: tuple[tuple[str, str], ...] = ()
     messages: Mapping[str, str] = field(default_factory=lambda: MESSAGES)
+    challenge: bool = False  # the page asks for a proof of work (hosted/guard.py)
 
 
 def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
@@ -158,6 +159,7 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
         lang,
         choices if len(choices) > 1 else (),
         messages,
+        form.challenge,
     )
     return shown, page
 
@@ -342,8 +344,8 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     if isinstance(received, Response):
         return received
     posted, form = received
-    if service.is_spam(posted):
-        return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
+    if (refused := await guard.refused_post(request, form, posted, _page)) is not None:
+        return refused
     version = service.compiled_of(form)
     shown, page = _shown(form, version, _language(request, version, posted))
     today = utcnow().date()
@@ -391,6 +393,8 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
                 request, page, _values(answers), {}, step=step, resume=kept, journey=journey
             )
         answers = service.on_path(version, answers, run)
+    if (refused := await guard.refused_challenge(request, form, posted, _page)) is not None:
+        return refused
     completes = partial_service.token_hash(token) if token else None
     now = utcnow()
     completion = funnel_steps.Completion(
@@ -741,6 +745,7 @@ async def upload(request: Request, form_id: FormId) -> Response:
         form = await _public(request, session, form_id)
     if form is None:
         raise FormNotFound(form_id)
+    await guard.refused_upload(request, form)
     wait = await request.app.state.upload_throttle.attempt(form.id, client_ip(request))
     if wait:
         raise RateLimited(
@@ -816,11 +821,12 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
 
 
 # The policy of every page under /f/: only our own scripts run (the page works
-# without them, file questions aside), everything comes from here, and the
-# script talks to nothing else (its uploads).
+# without them, file questions and a form's proof of work aside), everything
+# comes from here, and the script talks to nothing else (its uploads, the
+# challenge), its workers from here too (the proof of work's).
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; "
+    "connect-src 'self'; worker-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors "
 )
 
@@ -858,6 +864,7 @@ def install(app: FastAPI) -> None:
     """The routes and their stylesheet. HostedPageHeaders is put on by the app,
     outside every layer that may answer on its own (a 413 before any route)."""
     app.include_router(router)
+    app.include_router(guard.router)
     app.mount(
         "/f/static", StaticFiles(directory=Path(__file__).parent / "static"), name="form-static"
     )

@@ -19,10 +19,12 @@ from formsapi.models.partial_response import PartialResponse
 from formsapi.models.password_reset import PasswordReset
 from formsapi.models.report_link import ReportLink
 from formsapi.models.respondent_copy import RespondentCopy
+from formsapi.models.spam_refusal import SpamRefusal
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.submission_day_count import SubmissionDayCount
 from formsapi.models.submission_tombstone import SubmissionTombstone
+from formsapi.models.used_challenge import UsedChallenge
 from formsapi.models.user import User
 from formsapi.models.web_session import WebSession
 from formsapi.models.webhook_attempt import WebhookAttempt
@@ -61,10 +63,12 @@ __all__ = [
     "ReportLink",
     "RespondentCopy",
     "Role",
+    "SpamRefusal",
     "Submission",
     "SubmissionCount",
     "SubmissionDayCount",
     "SubmissionTombstone",
+    "UsedChallenge",
     "User",
     "WebSession",
     "WebhookAttempt",

@@ -2,7 +2,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from formsapi.kit.time import utcnow
@@ -39,6 +48,9 @@ class Form(Base):
     # of its organization's list; None: the organization's applies, []: no site
     # may. A delivery setting, not part of the form's versions or its JSON.
     embed_origins: Mapped[list[str] | None] = mapped_column(NullableJSONColumn, nullable=True)
+    # Whether its hosted page asks the respondent's browser for a proof of work
+    # (spam/challenge.py) before it takes a submission; a delivery setting too.
+    challenge: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)

@@ -238,7 +238,13 @@ class Throttle:
         address is counted first, and an address refused takes nothing of the
         account's allowance: a few flooding clients cannot use up a form's
         (or an account's) for everyone else."""
-        wait = 0
+        wait, _ = await self.refusal(email, address)
+        return wait
+
+    async def refusal(self, email: str, address: str) -> tuple[int, str | None]:
+        """attempt(), saying which count refused: "address" or "account" (None
+        when it may go ahead)."""
+        wait, which = 0, None
         for item, key in reversed(self._counters(email, address)):
             if wait:
                 break
@@ -249,8 +255,9 @@ class Throttle:
                 reset_at, _ = await strategy.get_window_stats(item, key)
                 return max(1, math.ceil(reset_at - time.time()))
 
-            wait = max(wait, await self._run(take))
-        return wait
+            wait = await self._run(take)
+            which = "address" if item is self.PER_ADDRESS else "account"
+        return wait, which if wait else None
 
     async def succeeded(self, email: str) -> None:
         item, key = self._counters(email, "")[0]
@@ -297,6 +304,36 @@ class ResumeMailThrottle(Throttle):
 
     PER_ACCOUNT = RateLimitItemPerMinute(3, 60, namespace="resume-mail-to")
     PER_ADDRESS = RateLimitItemPerMinute(10, 60, namespace="resume-mail-ip")
+
+
+class PublicPostThrottle(Throttle):
+    """Posts to hosted form pages and their uploads, apart from the API's
+    limits: FORMSAPI_PUBLIC_POSTS_PER_IP a minute from one client, and
+    FORMSAPI_PUBLIC_POSTS_PER_FORM a minute into one form, in a moving window
+    (exact: the next post past either is refused, however many processes
+    share the Redis). Off with the other limits (FORMSAPI_RATE_LIMIT_ENABLED)."""
+
+    def __init__(self, settings: Settings, pipe: RedisPipe | None = None) -> None:
+        super().__init__(settings, pipe)
+        self.enabled = settings.rate_limit_enabled
+        self.PER_ACCOUNT = RateLimitItemPerMinute(
+            settings.public_posts_per_form, namespace="public-form"
+        )
+        self.PER_ADDRESS = RateLimitItemPerMinute(
+            settings.public_posts_per_ip, namespace="public-ip"
+        )
+
+    def _counters(self, email: str, address: str) -> list[tuple[RateLimitItem, str]]:
+        return [(self.PER_ACCOUNT, email), (self.PER_ADDRESS, address)]  # a form's id, as it is
+
+    async def post(self, form_id: str, address: str) -> tuple[int, str | None]:
+        """A post to `form_id` from `address`: (0, None) when it may go ahead,
+        else the seconds to wait and which limit refused it: "address" or
+        "form"."""
+        if not self.enabled:
+            return 0, None
+        wait, which = await self.refusal(form_id, address)
+        return wait, "form" if which == "account" else which
 
 
 def _async_scheme(url: str) -> str:

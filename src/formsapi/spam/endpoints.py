@@ -1,0 +1,38 @@
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from formsapi.api_key.scopes import Scope
+from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
+from formsapi.form.endpoints import ERRORS_404, FormId, json
+from formsapi.spam import service
+from formsapi.spam.schemas import RefusalCounts
+
+router = APIRouter(prefix="/forms/{formId}/refusals", tags=["Forms"], route_class=GuardedRoute)
+
+
+@router.get(
+    "",
+    response_model=RefusalCounts,
+    responses=ERRORS_404,
+    openapi_extra=requires(Scope.forms_read),
+)
+async def list_refusals(
+    principal: PrincipalDep,
+    session: ReadSessionDep,
+    form_id: FormId,
+    days: Annotated[
+        int,
+        Query(
+            ge=1, le=service.MAX_DAYS, description="The last this many UTC days, today included."
+        ),
+    ] = service.DEFAULT_DAYS,
+) -> Response:
+    """How many posts to the form's hosted page were refused as spam, per UTC
+    day and reason: the honeypot, the proof-of-work challenge, the public
+    page's limits. Refused posts are stored nowhere else (no submission, no
+    event, no webhook delivery): a form's admins watch these for false
+    positives."""
+    found = await service.refusals(session, principal.organization_id, form_id, days)
+    return json({"data": found})
