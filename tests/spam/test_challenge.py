@@ -83,9 +83,9 @@ async def test_the_setting_is_off_by_default_and_changed_over_the_api(
     assert [e["type"] for e in events].count("form.updated") == 1
     assert '<altcha-widget challenge="/f/' in page.text
     assert '<script type="module" src="/f/static/altcha.js"></script>' in page.text
-    # Without script the page says plainly what it needs.
-    assert "<noscript>" in page.text
-    assert "This form needs JavaScript" in page.text
+    # Without script the page says plainly what it needs (hidden by the
+    # stylesheet once the widget's script has run).
+    assert '<p class="needs-script">This form needs JavaScript' in page.text
     policy = page.headers["content-security-policy"]
     assert "script-src 'self';" in policy
     assert "worker-src 'self';" in policy

@@ -1,0 +1,189 @@
+"""A form's proof-of-work challenge in a real browser: Debian's Chromium,
+driven by Playwright against a real `formsapi serve` process with the
+default cost, fetches the challenge, solves it in the widget's worker under
+the page's Content-Security-Policy (scripts and workers from the service
+only, no inline script or style), and its answers are taken; with
+JavaScript off the page says it needs it, and a post without a solution is
+refused and says why.
+
+Screenshots go to test-artifacts/screenshots/ (85-...), laptop and phone
+widths, to be looked at.
+"""
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+
+from tests.conftest import service_unavailable
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
+from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+
+FORM: dict[str, Any] = {
+    "title": "Contact us",
+    "blocks": [
+        {"type": "short_text", "key": "name", "title": "Your name", "required": True},
+        {"type": "long_text", "key": "message", "title": "Message"},
+    ],
+    "challenge": True,
+}
+
+
+@dataclass(frozen=True)
+class Site:
+    server: Server
+    secret: str
+
+    @property
+    def url(self) -> str:
+        return self.server.base_url
+
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(
+            method,
+            f"{self.url}{path}",
+            headers={"Authorization": f"Bearer {self.secret}"},
+            timeout=10,
+            **kwargs,
+        )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """A new organization with one owner and a key, on a server of its own."""
+    directory = tmp_path_factory.mktemp("challenge")
+    database = f"sqlite:///{directory / 'formsapi.db'}"
+    cli(directory, database, "migrate")
+    org = cli(directory, database, "org", "create", "--name", "Contact")
+    email = "owner@example.com"
+    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
+    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
+    scopes = ("forms:read", "forms:write", "submissions:read")
+    secret = cli(
+        directory,
+        database,
+        "key",
+        "create",
+        "--org",
+        org,
+        "--email",
+        email,
+        "--name",
+        "challenge",
+        *(arg for scope in scopes for arg in ("--scope", scope)),
+    )
+    server = start_server(directory, clean_env(database_url=database), "server")
+    try:
+        server.wait_until_healthy()
+        yield Site(server, secret)
+    finally:
+        stop_servers([server])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium("85-challenge*.png") as launched:
+        yield launched
+
+
+def publish(site: Site) -> str:
+    created = site.api("POST", "/v1/forms", json=FORM)
+    assert created.status_code == 201, created.text
+    form_id: str = created.json()["id"]
+    published = site.api("PATCH", f"/v1/forms/{form_id}", json={"status": "published"})
+    assert published.status_code == 200, published.text
+    return form_id
+
+
+def shoot(page: Page, name: str) -> None:
+    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+
+
+def test_chromium_solves_the_challenge_under_the_page_s_policy_and_the_answers_are_taken(
+    browser: Browser, site: Site
+) -> None:
+    form_id = publish(site)
+    for phone in (False, True):
+        width = "-phone" if phone else ""
+        options: dict[str, Any] = (
+            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
+            if phone
+            else {"viewport": LAPTOP}
+        )
+        context = browser.new_context(**options)
+        page = context.new_page()
+        console: list[str] = []
+        page.on("console", functools.partial(_keep, console))
+        workers: list[str] = []
+        page.on("worker", lambda worker: workers.append(worker.url))  # noqa: B023
+
+        page.goto(f"{site.url}/f/{form_id}")
+        page.get_by_label("Your name").fill(f"Ada{width}")
+        page.get_by_label("Message").fill("Hello from a real browser.")
+        shoot(page, f"85-challenge-form{width}")
+        page.get_by_role("button", name="Send").click()
+        expect(page.get_by_role("heading", name="Thank you")).to_be_visible(timeout=60_000)
+        shoot(page, f"85-challenge-sent{width}")
+
+        # The proof of work ran in a worker loaded from the service itself,
+        # and nothing on the page was refused by its policy.
+        assert workers, "no worker was started"
+        assert all(url == f"{site.url}/f/static/altcha-worker.js" for url in workers), workers
+        assert [m for m in console if "Content Security Policy" in m] == []
+        context.close()
+
+    names = [
+        s["answers"]["name"]
+        for s in site.api("GET", f"/v1/forms/{form_id}/submissions").json()["data"]
+    ]
+    assert sorted(names) == ["Ada", "Ada-phone"]
+    refused = site.api("GET", f"/v1/forms/{form_id}/refusals").json()["data"]
+    assert refused == []
+
+
+def _keep(into: list[str], message: ConsoleMessage) -> None:
+    into.append(f"{message.type}: {message.text}")
+
+
+def test_without_javascript_the_page_says_it_needs_it_and_a_post_is_refused(
+    browser: Browser, site: Site
+) -> None:
+    form_id = publish(site)
+    for phone in (False, True):
+        width = "-phone" if phone else ""
+        options: dict[str, Any] = (
+            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
+            if phone
+            else {"viewport": LAPTOP}
+        )
+        context = browser.new_context(java_script_enabled=False, **options)
+        page = context.new_page()
+        page.goto(f"{site.url}/f/{form_id}")
+        expect(page.get_by_text("This form needs JavaScript")).to_be_visible()
+        shoot(page, f"85-challenge-no-script{width}")
+        page.get_by_label("Your name").fill("Bo")
+        page.get_by_role("button", name="Send").click()
+        expect(page.get_by_role("heading", name="Your answers were not sent")).to_be_visible()
+        expect(page.get_by_text(re.compile("needs JavaScript"))).to_be_visible()
+        shoot(page, f"85-challenge-refused{width}")
+        context.close()
+
+    assert site.api("GET", f"/v1/forms/{form_id}").json()["responseCount"] == 0
+    refused = site.api("GET", f"/v1/forms/{form_id}/refusals").json()["data"]
+    assert [(r["reason"], r["count"]) for r in refused] == [("challenge-missing", 2)]
+
+
+def test_the_page_with_its_challenge_passes_axe(browser: Browser, site: Site) -> None:
+    if not AXE.exists():
+        service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
+    form_id = publish(site)
+    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker.goto(f"{site.url}/f/{form_id}")
+    expect(checker.locator("altcha-widget input[type=checkbox]")).to_be_attached()
+
+    assert axe_violations(checker) == []
