@@ -187,3 +187,39 @@ def test_the_page_with_its_challenge_passes_axe(browser: Browser, site: Site) ->
     expect(checker.locator("altcha-widget input[type=checkbox]")).to_be_attached()
 
     assert axe_violations(checker) == []
+
+
+def test_the_form_s_page_turns_the_proof_of_work_on_and_shows_the_refusals(
+    browser: Browser, site: Site
+) -> None:
+    form_id = publish(site)
+    site.api("PATCH", f"/v1/forms/{form_id}", json={"challenge": False})
+    for _ in range(3):  # bots filling the honeypot
+        httpx.post(f"{site.url}/f/{form_id}", data={"name": "Bot", "website": "x"}, timeout=10)
+    for phone in (False, True):
+        options: dict[str, Any] = (
+            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
+            if phone
+            else {"viewport": LAPTOP}
+        )
+        page = browser.new_context(**options).new_page()
+        page.goto(f"{site.url}/forms/{form_id}")
+        page.get_by_label("Email").fill("owner@example.com")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        box = page.get_by_label("Ask browsers for a proof of work before taking answers")
+        if not phone:
+            expect(box).not_to_be_checked()
+            box.check()
+            box.locator("xpath=ancestor::form").get_by_role("button", name="Save").click()
+            expect(page.get_by_text("now asks browsers for a proof of work")).to_be_visible()
+        expect(box).to_be_checked()
+        refusals = page.get_by_role("region", name=re.compile("Refused as spam"))
+        row = refusals.get_by_role("row").filter(has_text="honeypot")
+        expect(row).to_be_visible()
+        expect(row.locator("td.num")).to_have_text("3")
+        refusals.scroll_into_view_if_needed()
+        shoot(page, f"85-challenge-settings{'-phone' if phone else ''}")
+        page.context.close()
+
+    assert site.api("GET", f"/v1/forms/{form_id}").json()["challenge"] is True

@@ -22,6 +22,7 @@ from formsapi.kit.pagination import PageParams
 from formsapi.kit.schemas import CleanStr
 from formsapi.models import File
 from formsapi.organization.service import parse_origins
+from formsapi.spam import service as spam_service
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
 from formsapi.web.chart import daily_bars
@@ -50,7 +51,7 @@ def _back(request: Request, error: FormsAPIError) -> str:
         return builder
     if "/reports" in path:  # a report link's post: back to the form's summary
         return path.partition("/reports")[0] + "/summary"
-    for action in ("/duplicate", "/status", "/settings", "/embedding"):
+    for action in ("/duplicate", "/status", "/settings", "/embedding", "/challenge"):
         if path.endswith(action):
             return path.removesuffix(action)
     return PAGE
@@ -245,6 +246,28 @@ async def change_settings(
     return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice="Saved.")
 
 
+@router.post("/{form_id}/challenge")
+async def change_challenge(
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    challenge: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    """Whether the form's hosted page asks for a proof of work, set through
+    the service PATCH /v1/forms/{id} uses (an unchecked box sends nothing)."""
+    may_edit(managed)
+    on = challenge == "on"
+    form = await form_service.update(
+        session, managed.organization.id, form_id, FormUpdate(challenge=on)
+    )
+    notice = (
+        "This form's page now asks browsers for a proof of work before taking answers."
+        if on
+        else "This form's page no longer asks browsers for a proof of work."
+    )
+    return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
+
+
 # A form's framing: its organization's list, or a list of its own.
 EMBEDDING_CHOICES = ("organization", "own")
 
@@ -391,6 +414,7 @@ async def form_page(
         for file_id in file_service.answered_files(blocks, submission.answers)
     ]
     files = await file_service.named(session, organization_id, form.id, named) if named else []
+    refusals = await spam_service.refusals(session, organization_id, form.id)
     kept = managed.viewer.flash  # what a refused embedding post had chosen and typed
     own = form.embed_origins
     return render(
@@ -409,6 +433,8 @@ async def form_page(
         files={file.id: file for file in files},
         embedding=kept.get("embedding", "organization" if own is None else "own"),
         embed_origins_text=kept.get("origins", "\n".join(own or [])),
+        refusals=refusals,
+        refusal_days=spam_service.DEFAULT_DAYS,
         transitions=[
             (
                 status,
