@@ -15,7 +15,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
+from formsapi.db import create_sessionmaker
 from formsapi.kit.time import shift
+from formsapi.spam.challenge import purge_spent
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
 
@@ -238,3 +240,18 @@ async def test_a_replay_to_another_process_on_one_redis_is_refused(
 
     assert (taken.status_code, replayed.status_code) == (303, 422)
     assert await _counts(api, form_id, secret) == {"challenge-replayed": 1}
+
+
+async def test_spent_challenges_are_forgotten_once_expired(
+    api: Api, session: AsyncSession, engine: Any
+) -> None:
+    form_id, _ = await _form(session)
+    payload = await _solution(api, form_id)
+    await api.post(f"/f/{form_id}", data={"name": "Ada", "altcha": payload})
+    sessionmaker = create_sessionmaker(engine)
+
+    kept = await purge_spent(sessionmaker)
+    with shift(timedelta(minutes=api.settings.challenge_minutes, seconds=1)):
+        purged = await purge_spent(sessionmaker)
+
+    assert (kept, purged) == (0, 1)
