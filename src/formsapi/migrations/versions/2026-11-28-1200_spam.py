@@ -2,8 +2,8 @@
 the counts of posts refused as spam per form, day and reason, and the
 challenges already spent (where no Redis keeps them).
 
-Revision ID: 0026
-Revises: 0021
+Revision ID: 0025
+Revises: 0024
 Create Date: 2026-11-27 17:00:00
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0026"
-down_revision: str | None = "0021"
+revision: str = "0025"
+down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
