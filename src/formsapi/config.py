@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     # within which one must be solved and sent.
     challenge_cost: int = Field(default=100_000, ge=1, le=100_000_000)
     challenge_minutes: int = Field(default=10, ge=1, le=120)
+    # A hosted form sent sooner than this after its first page was served
+    # (by the page's signed stamp) is refused as too fast: no person fills a
+    # form in; 0 turns the check off.
+    min_fill_seconds: float = Field(default=2.0, ge=0, le=600)
     # Proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated).
     trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
 

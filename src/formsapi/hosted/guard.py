@@ -11,6 +11,7 @@ sent and why, for the person whose browser it was.
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated
 
 import orjson
@@ -44,6 +45,10 @@ _CHALLENGE_PAGES = {
         "The check that a person is sending this form ran too long ago. Go back and send it again."
     ),
 }
+_TOO_FAST = (
+    "The form was sent moments after it opened, sooner than a person fills it in. "
+    "Go back, check your answers and send it again."
+)
 _CHALLENGE_FAILED = (
     "The check that a person is sending this form did not pass. Go back and send it again."
 )
@@ -94,6 +99,19 @@ async def refused_upload(request: Request, form: Form) -> None:
         raise RateLimited(
             "Too many posts to this form; try again later.", headers={"Retry-After": str(wait)}
         )
+
+
+async def refused_too_fast(
+    request: Request, form: Form, served_at: datetime | None, now: datetime, page: PageMaker
+) -> Response | None:
+    """The page refusing a submission sent sooner after its first page was
+    served than FORMSAPI_MIN_FILL_SECONDS; None to go on. A post without the
+    page's stamp (a site's own HTML form posting here) is not timed."""
+    least = request.app.state.settings.min_fill_seconds
+    if served_at is None or not least or (now - served_at).total_seconds() >= least:
+        return None
+    await count(request, form, Reason.too_fast)
+    return page(request, _NOT_SENT, _TOO_FAST, 422)
 
 
 async def refused_challenge(

@@ -393,10 +393,12 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
                 request, page, _values(answers), {}, step=step, resume=kept, journey=journey
             )
         answers = service.on_path(version, answers, run)
+    now = utcnow()
+    if refused := await guard.refused_too_fast(request, form, journey.served_at, now, _page):
+        return refused
     if (refused := await guard.refused_challenge(request, form, posted, _page)) is not None:
         return refused
     completes = partial_service.token_hash(token) if token else None
-    now = utcnow()
     completion = funnel_steps.Completion(
         funnel_steps.hour_of(journey.at),
         None if journey.served_at is None else (now - journey.served_at).total_seconds(),
