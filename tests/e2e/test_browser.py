@@ -381,7 +381,11 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
     page.get_by_role("link", name="Customer satisfaction survey").click()
     public = page.get_by_role("link", name="Public page").get_attribute("href")
     assert public is not None
-    embed = f'<h1>A partner site</h1><iframe src="{site.url}{public}" width=800 height=600>'
+    # The partner site pastes the code the form's embed page gives.
+    page.get_by_role("link", name="Embed").click()
+    snippet = page.get_by_label("Embed code").input_value()
+    assert f'src="{site.url}{public}"' in snippet, snippet
+    embed = f"<h1>A partner site</h1>{snippet}"
 
     with another_site(embed) as elsewhere:
         visitor = browser.new_context(viewport=LAPTOP).new_page()
@@ -413,10 +417,18 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
         expect(page.locator(".notice")).to_contain_text("No site may show this form in a frame")
         shoot(page, "16-form-framing")
         policy = httpx.get(f"{site.url}{public}").headers["content-security-policy"]
-        assert policy.endswith("frame-ancestors 'none'"), policy
+        assert policy.endswith("frame-ancestors 'self'"), policy
         embedding.get_by_label("Use the organization's list").check()
         embedding.get_by_role("button", name="Save").click()
         expect(page.locator(".notice")).to_contain_text("follows the organization's list")
+
+        # The embed page shows the form in a frame, as the partner site does.
+        page.get_by_role("link", name="Embed").click()
+        expect(page.get_by_text(elsewhere)).to_be_visible()
+        preview = page.frame_locator(".embed-preview iframe")
+        expect(preview.get_by_role("heading", name="Customer satisfaction survey")).to_be_visible()
+        shoot(page, "18-embed")
+        shoot_phone(browser, page, "18-embed")
 
 
 def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(

@@ -65,13 +65,13 @@ async def test_every_hosted_response_forbids_framing_scripts_and_sniffing_by_def
     }
     for name, response in responses.items():
         policy = _policy(response)
-        assert policy["frame-ancestors"] == "'none'", name
+        assert policy["frame-ancestors"] == "'self'", name
         assert policy["default-src"] == "'none'", name
         # Our own files only (the rules' evaluator and the page's script): nothing
         # inline, nothing from elsewhere; every page works without them.
         assert policy["script-src"] == "'self'", name
         assert policy["style-src"] == "'self'", name
-        assert response.headers["x-frame-options"] == "DENY", name
+        assert response.headers["x-frame-options"] == "SAMEORIGIN", name
         assert response.headers["x-content-type-options"] == "nosniff", name
     assert "<style>" not in responses["form"].text  # its CSS is the stylesheet, allowed by 'self'
 
@@ -96,9 +96,12 @@ async def test_an_organization_lists_the_sites_that_may_frame_its_forms(
     elsewhere = await api.get(f"/f/{other.id}")
 
     assert "Your forms may be shown in a frame on 2 sites." in saved.text
-    assert _policy(page)["frame-ancestors"] == "https://www.example.com https://*.example.org:8443"
+    assert (
+        _policy(page)["frame-ancestors"]
+        == "'self' https://www.example.com https://*.example.org:8443"
+    )
     assert "x-frame-options" not in page.headers  # it cannot name sites; CSP does
-    assert _policy(elsewhere)["frame-ancestors"] == "'none'"  # another organization's form
+    assert _policy(elsewhere)["frame-ancestors"] == "'self'"  # another organization's form
 
 
 @pytest.mark.parametrize(
@@ -123,7 +126,7 @@ async def test_what_is_not_an_origin_is_refused(
     refused = await browser.submit("/settings/org/embedding", {"origins": origins})
 
     assert "Not an origin" in refused.text
-    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'none'"
+    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'self'"
 
 
 async def test_only_owners_and_admins_change_where_forms_may_be_framed(
@@ -138,7 +141,7 @@ async def test_only_owners_and_admins_change_where_forms_may_be_framed(
     refused = await browser.submit("/settings/org/embedding", {"origins": "https://evil.example"})
 
     assert "Only owners and admins" in refused.text
-    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'none'"
+    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'self'"
 
 
 async def _organization_allowing(session: AsyncSession, *origins: str) -> Organization:
@@ -169,12 +172,12 @@ async def test_a_forms_own_list_replaces_its_organizations_until_it_is_cleared(
     assert (await api.patch(path, key, json={"embedOrigins": None})).status_code == 200
     after = await api.get(f"/f/{form.id}")
 
-    assert _policy(before)["frame-ancestors"] == "https://org.example"
+    assert _policy(before)["frame-ancestors"] == "'self' https://org.example"
     for name, response in framed.items():
-        assert _policy(response)["frame-ancestors"] == " ".join(own), name
+        assert _policy(response)["frame-ancestors"] == " ".join(["'self'", *own]), name
         assert "x-frame-options" not in response.headers, name
-    assert _policy(beside)["frame-ancestors"] == "https://org.example"  # its organization's
-    assert _policy(after)["frame-ancestors"] == "https://org.example"  # back to it
+    assert _policy(beside)["frame-ancestors"] == "'self' https://org.example"  # its organization's
+    assert _policy(after)["frame-ancestors"] == "'self' https://org.example"  # back to it
     assert "x-frame-options" not in after.headers
 
 
@@ -191,8 +194,8 @@ async def test_an_empty_own_list_lets_no_site_frame_the_form_whatever_the_organi
 
     assert patched.json()["embedOrigins"] == []
     assert closed.status_code == 410
-    assert _policy(closed)["frame-ancestors"] == "'none'"
-    assert closed.headers["x-frame-options"] == "DENY"
+    assert _policy(closed)["frame-ancestors"] == "'self'"
+    assert closed.headers["x-frame-options"] == "SAMEORIGIN"
 
 
 # The form's page (the settings area): its framing, in the panel with its title and slug.
@@ -246,13 +249,15 @@ async def test_an_editor_gives_a_form_its_own_list_on_its_page_and_goes_back_to_
     assert _shown(page) == ("organization", "")
     assert "This form may be shown in a frame on 2 sites." in own.text
     assert _shown(own) == ("own", "https://shop.example\nhttps://*.shop.example")
-    assert _policy(framed)["frame-ancestors"] == "https://shop.example https://*.shop.example"
+    assert (
+        _policy(framed)["frame-ancestors"] == "'self' https://shop.example https://*.shop.example"
+    )
     assert "No site may show this form in a frame." in none.text
     assert _shown(none) == ("own", "")
-    assert _policy(denied)["frame-ancestors"] == "'none'"
+    assert _policy(denied)["frame-ancestors"] == "'self'"
     assert "follows the organization&#39;s list" in back.text
     assert _shown(back) == ("organization", "")
-    assert _policy(followed)["frame-ancestors"] == "https://org.example"
+    assert _policy(followed)["frame-ancestors"] == "'self' https://org.example"
     assert await _own_origins(session, organization, form.id) is None
 
 
@@ -298,7 +303,9 @@ async def test_what_is_not_a_list_of_origins_is_refused_on_the_page_and_changes_
     if len(fields.get("origins", "")) <= 10_000 and fields.get("embedding") == "own":
         assert _shown(refused) == ("own", fields["origins"])  # kept, to be fixed
     assert await _own_origins(session, organization, form.id) is None
-    assert _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "https://org.example"
+    assert (
+        _policy(await api.get(f"/f/{form.id}"))["frame-ancestors"] == "'self' https://org.example"
+    )
 
 
 async def test_a_viewer_a_forged_post_and_another_organizations_form_change_no_framing(

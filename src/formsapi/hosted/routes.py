@@ -837,7 +837,9 @@ class HostedPageHeaders:
     """Security headers on every response under /f/, errors and static files
     included; frame-ancestors from the form the route found (its own list
     or its organization's, as hosted.service.public_form chose them:
-    request.state.frame_ancestors), else 'none'."""
+    request.state.frame_ancestors), and always 'self': the settings area's
+    embed page shows the form in a frame (every other page of ours forbids
+    being framed, so no other site's page can be above it)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -851,12 +853,12 @@ class HostedPageHeaders:
             if message["type"] == "http.response.start":
                 origins = scope.get("state", {}).get("frame_ancestors") or []
                 headers = MutableHeaders(scope=message)
-                headers["Content-Security-Policy"] = _CSP + (" ".join(origins) or "'none'")
+                headers["Content-Security-Policy"] = _CSP + " ".join(["'self'", *origins])
                 headers["X-Content-Type-Options"] = "nosniff"
                 if "referrer-policy" not in headers:  # the resume page sends none
                     headers["Referrer-Policy"] = "same-origin"
-                if not origins:
-                    headers["X-Frame-Options"] = "DENY"  # for browsers without CSP 3
+                if not origins:  # for browsers without CSP 3
+                    headers["X-Frame-Options"] = "SAMEORIGIN"
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

@@ -10,6 +10,7 @@ from formsapi.kit.redact import redact_link_tokens
 from formsapi.web import (
     account,
     builder,
+    embed,
     forms,
     invitations,
     keys,
@@ -27,6 +28,7 @@ router = APIRouter(include_in_schema=False)
 for module in (
     account,
     builder,
+    embed,
     forms,
     invitations,
     keys,
