@@ -429,6 +429,12 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
         expect(preview.get_by_role("heading", name="Customer satisfaction survey")).to_be_visible()
         shoot(page, "18-embed")
         shoot_phone(browser, page, "18-embed")
+        audit = browser.new_context(viewport=LAPTOP, bypass_csp=True)  # for axe
+        audit.add_cookies(page.context.cookies())  # type: ignore[arg-type]
+        audited = audit.new_page()
+        audited.goto(page.url)
+        assert axe_violations(audited) == []
+        audit.close()
 
 
 def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
