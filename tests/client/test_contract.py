@@ -106,6 +106,12 @@ MODELS: dict[type[BaseModel], str] = {
     models.TimeSeries: "TimeSeries",
     models.RefusalCount: "RefusalCount",
     models.RefusalCounts: "RefusalCounts",
+    models.RespondentPartial: "RespondentPartial",
+    models.RespondentData: "RespondentData",
+    models.RespondentErased: "RespondentErased",
+    models.AuditActor: "AuditActor",
+    models.AuditEntry: "AuditEntryOut",
+    models.AuditEntries: "AuditEntries",
     models.Bucket: "Bucket",
     models.FollowedQuestion: "FollowedQuestion",
     models.Funnel: "Funnel",
@@ -326,6 +332,7 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
         "events": (_sync.Events, _async.AsyncEvents),
         "webhook_endpoints": (_sync.WebhookEndpoints, _async.AsyncWebhookEndpoints),
         "files": (_sync.Files, _async.AsyncFiles),
+        "respondents": (_sync.Respondents, _async.AsyncRespondents),
     }
     for name in ROUTES:
         resource, method = name.split(".")
@@ -343,6 +350,8 @@ QUERIES: dict[str, list[_core.Call[Any]]] = {
         _calls.forms_summary("frm_1", "2026-11-01", "2026-12-01", 2, "utm:ads", "plan:team")
     ],
     "forms.refusals": [_calls.forms_refusals("frm_1", 7)],
+    "respondents.export": [_calls.respondents_export("a@b.c", "ref", "x")],
+    "respondents.erase": [_calls.respondents_erase("a@b.c", "ref", "x")],
     "forms.timeseries": [
         _calls.forms_timeseries(
             "frm_1", "week", "Europe/Paris", "2026-11-01", "2026-12-01", "plan", 2

@@ -18,6 +18,7 @@ from formsapi_client._files import CHUNK, Content, Destination, FileSource, part
 from formsapi_client.errors import ConnectionFailed, error_from_response
 from formsapi_client.models import (
     Answer,
+    AuditEntries,
     Changes,
     DeliveriesPage,
     Delivery,
@@ -37,6 +38,8 @@ from formsapi_client.models import (
     PartialsPage,
     Recovered,
     RefusalCounts,
+    RespondentData,
+    RespondentErased,
     SecretRotated,
     Submission,
     SubmissionDetail,
@@ -77,6 +80,7 @@ class AsyncClient:
         self.events = AsyncEvents(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.files = AsyncFiles(self)
+        self.respondents = AsyncRespondents(self)
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -381,6 +385,29 @@ class AsyncPartials(_Resource):
     async def delete(self, form_id: str, partial_id: str) -> None:
         """Erase one: its answers go, and its resume link stops working."""
         await self._client._run(calls.partials_delete(form_id, partial_id))
+
+
+class AsyncRespondents(_Resource):
+    """One respondent's data across the organization's forms, found by the
+    answer to any email question (`email`, ASCII letters compared
+    case-insensitively) or by a hidden field's exact value (`field` and
+    `value`). Each call leaves an audit entry: who, when, how many."""
+
+    async def export(
+        self, email: str | None = None, *, field: str | None = None, value: str | None = None
+    ) -> RespondentData:
+        """Their submissions and unfinished partial responses (submissions:read)."""
+        return await self._client._run(calls.respondents_export(email, field, value))
+
+    async def erase(
+        self, email: str | None = None, *, field: str | None = None, value: str | None = None
+    ) -> RespondentErased:
+        """Delete them all, each submission as its own delete does (submissions:write)."""
+        return await self._client._run(calls.respondents_erase(email, field, value))
+
+    async def audit_entries(self) -> AuditEntries:
+        """Who exported or erased a respondent's data and when, newest first."""
+        return await self._client._run(calls.respondents_audit_entries())
 
 
 class AsyncEvents(_Resource):

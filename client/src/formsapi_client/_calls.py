@@ -9,6 +9,7 @@ from formsapi_client._core import Call, call, from_model, nothing
 from formsapi_client._files import FileSource, Upload
 from formsapi_client.models import (
     Answer,
+    AuditEntries,
     Block,
     BlockList,
     Changes,
@@ -32,6 +33,8 @@ from formsapi_client.models import (
     Recover,
     Recovered,
     RefusalCounts,
+    RespondentData,
+    RespondentErased,
     SecretRotated,
     SubmissionCreate,
     SubmissionDetail,
@@ -63,6 +66,9 @@ _series = from_model(TimeSeries)
 _funnel = from_model(Funnel)
 
 _refusals = from_model(RefusalCounts)
+_respondent = from_model(RespondentData)
+_erased = from_model(RespondentErased)
+_audit = from_model(AuditEntries)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
 _submission = from_model(SubmissionDetail)
@@ -275,6 +281,29 @@ def partials_list(form_id: str, page: int, limit: int) -> Call[PartialsPage]:
 
 def partials_delete(form_id: str, partial_id: str) -> Call[None]:
     return call("partials.delete", nothing, ids={"formId": form_id, "partialId": partial_id})
+
+
+# Respondents
+
+
+def _person(email: str | None, field: str | None, value: str | None) -> dict[str, str | None]:
+    return {"email": email, "field": field, "value": value}
+
+
+def respondents_export(
+    email: str | None, field: str | None, value: str | None
+) -> Call[RespondentData]:
+    return call("respondents.export", _respondent, params=_person(email, field, value))
+
+
+def respondents_erase(
+    email: str | None, field: str | None, value: str | None
+) -> Call[RespondentErased]:
+    return call("respondents.erase", _erased, params=_person(email, field, value))
+
+
+def respondents_audit_entries() -> Call[AuditEntries]:
+    return call("respondents.audit_entries", _audit)
 
 
 # Events

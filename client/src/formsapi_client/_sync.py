@@ -18,6 +18,7 @@ from formsapi_client._files import CHUNK, Content, Destination, FileSource, part
 from formsapi_client.errors import ConnectionFailed, error_from_response
 from formsapi_client.models import (
     Answer,
+    AuditEntries,
     Changes,
     DeliveriesPage,
     Delivery,
@@ -37,6 +38,8 @@ from formsapi_client.models import (
     PartialsPage,
     Recovered,
     RefusalCounts,
+    RespondentData,
+    RespondentErased,
     SecretRotated,
     Submission,
     SubmissionDetail,
@@ -77,6 +80,7 @@ class Client:
         self.events = Events(self)
         self.webhook_endpoints = WebhookEndpoints(self)
         self.files = Files(self)
+        self.respondents = Respondents(self)
 
     def close(self) -> None:
         self._http.close()
@@ -370,6 +374,29 @@ class Partials(_Resource):
     def delete(self, form_id: str, partial_id: str) -> None:
         """Erase one: its answers go, and its resume link stops working."""
         self._client._run(calls.partials_delete(form_id, partial_id))
+
+
+class Respondents(_Resource):
+    """One respondent's data across the organization's forms, found by the
+    answer to any email question (`email`, ASCII letters compared
+    case-insensitively) or by a hidden field's exact value (`field` and
+    `value`). Each call leaves an audit entry: who, when, how many."""
+
+    def export(
+        self, email: str | None = None, *, field: str | None = None, value: str | None = None
+    ) -> RespondentData:
+        """Their submissions and unfinished partial responses (submissions:read)."""
+        return self._client._run(calls.respondents_export(email, field, value))
+
+    def erase(
+        self, email: str | None = None, *, field: str | None = None, value: str | None = None
+    ) -> RespondentErased:
+        """Delete them all, each submission as its own delete does (submissions:write)."""
+        return self._client._run(calls.respondents_erase(email, field, value))
+
+    def audit_entries(self) -> AuditEntries:
+        """Who exported or erased a respondent's data and when, newest first."""
+        return self._client._run(calls.respondents_audit_entries())
 
 
 class Events(_Resource):

@@ -393,6 +393,8 @@ class FormDetail(FormSummary):
     # The sites that may frame its hosted page; None: the organization's list.
     embed_origins: list[str] | None
     challenge: bool  # its hosted page asks for a proof of work before taking answers
+    # Days its submissions are kept before being deleted; None: until deleted.
+    retention_days: int | None
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -587,6 +589,7 @@ class FormCreate(Model):
     resume_days: int | None = None
     embed_origins: list[str] | None = None  # None: the organization's list
     challenge: bool | None = None  # None: off
+    retention_days: int | None = None  # None: kept until deleted
 
 
 class FormUpdate(Model):
@@ -605,6 +608,9 @@ class FormUpdate(Model):
     # which these models never send.
     embed_origins: list[str] | None = None
     challenge: bool | None = None
+    # None is not sent (unchanged); back to keeping them until deleted is a
+    # null, which these models never send.
+    retention_days: int | None = None
     status: FormStatus | None = None
 
 
@@ -653,6 +659,53 @@ class Partial(Model):
 
 class PartialsPage(_Page[Partial]):
     pass
+
+
+# One respondent's data across the organization (GET and DELETE /v1/respondents).
+
+
+class RespondentPartial(Model):
+    """A partial response found by person, with the form it belongs to."""
+
+    id: str
+    form_id: str
+    started_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    last_page: int  # the furthest page reached, from 1
+    answers: dict[str, Answer]
+
+
+class RespondentData(Model):
+    submissions: list[SubmissionDetail]  # in every form, oldest first
+    partials: list[RespondentPartial]  # not completed
+    complete: bool  # False: more matched than one request returns
+
+
+class RespondentErased(Model):
+    submissions: int  # deleted
+    partials: int  # deleted
+    more: bool  # True: more matched than one request erases; send it again
+
+
+class AuditActor(Model):
+    kind: Literal["member", "key"]
+    id: str  # the person's user id or the key's id
+    name: str  # the person's email address or the key's name, as it was
+
+
+class AuditEntry(Model):
+    """Who exported or erased a respondent's data, and when; never the value."""
+
+    id: str
+    action: Literal["respondent.exported", "respondent.erased"]
+    actor: AuditActor
+    count: int  # submissions and partial responses
+    created_at: datetime
+
+
+class AuditEntries(Model):
+    data: list[AuditEntry]  # newest first
 
 
 def _change_tag(value: Any) -> str:

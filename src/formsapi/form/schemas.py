@@ -75,6 +75,15 @@ CHALLENGE_DESCRIPTION = (
     "the page then needs JavaScript. Default false."
 )
 
+MAX_RETENTION_DAYS = 3650
+RETENTION_DESCRIPTION = (
+    "How many days the form's submissions are kept: older ones are deleted automatically "
+    "(with their files, their answers in earlier events, a tombstone in the change feed and "
+    "a submission.deleted event, as a DELETE does), within an hour of expiring. null (the "
+    "default): kept until deleted. 1 to 3650. Partial responses have their own limit, "
+    "`resumeDays`."
+)
+
 
 class FormSummary(Schema):
     id: str = Field(examples=["frm_01jd2x8k4m5n6p7q8r9s0t1v2w"])
@@ -115,6 +124,7 @@ class FormDetail(FormSummary):
     resume_days: int = Field(description=RESUME_DESCRIPTION)
     embed_origins: list[str] | None = Field(description=EMBED_DESCRIPTION)
     challenge: bool = Field(description=CHALLENGE_DESCRIPTION)
+    retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -202,12 +212,16 @@ class FormCreate(Schema):
     )
     embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
     challenge: bool = Field(default=False, description=CHALLENGE_DESCRIPTION)
+    retention_days: int | None = Field(
+        default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
+    )
 
 
 class FormUpdate(Schema):
     """Only the fields sent change. A change of `blocks`, `hiddenFields`,
     `variables`, `logic` or `endings` makes a new version; `embedOrigins`
-    (`null`: back to the organization's list) and `challenge` do not."""
+    (`null`: back to the organization's list), `challenge` and `retentionDays`
+    (`null`: kept until deleted) do not."""
 
     title: TITLE | None = None
     slug: SLUG | None = None
@@ -228,6 +242,9 @@ class FormUpdate(Schema):
     )
     embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
     challenge: bool | None = Field(default=None, description=CHALLENGE_DESCRIPTION)
+    retention_days: int | None = Field(
+        default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
+    )
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

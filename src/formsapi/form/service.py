@@ -144,6 +144,7 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
         "contentLanguage": content_language,
         "embedOrigins": form.embed_origins,
         "challenge": form.challenge,
+        "retentionDays": form.retention_days,
         "schema": _schema_of(form),
     }
 
@@ -244,6 +245,7 @@ async def create(
     form_id: str | None = None,
     embed_origins: list[str] | None = None,
     challenge: bool = False,
+    retention_days: int | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it."""
@@ -265,6 +267,7 @@ async def create(
         definition=_stored(definition),
         embed_origins=embed_origins,
         challenge=challenge,
+        retention_days=retention_days,
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
@@ -293,6 +296,7 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
         definition=definition,
         embed_origins=body.embed_origins,
         challenge=body.challenge,
+        retention_days=body.retention_days,
     )
 
 
@@ -316,6 +320,7 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "title": title,
         "embedOrigins": original.embed_origins,
         "challenge": original.challenge,
+        "retentionDays": original.retention_days,
     }
     body = FormCreate.model_validate(copied)
     return await create_from(session, organization_id, body)
@@ -355,7 +360,8 @@ async def update(
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
-    before = (form.status, form.title, form.slug, form.version, form.embed_origins, form.challenge)
+    settings = (form.embed_origins, form.challenge, form.retention_days)
+    before = (form.status, form.title, form.slug, form.version, *settings)
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
         if changes.status not in allowed:
@@ -375,6 +381,8 @@ async def update(
         form.embed_origins = changes.embed_origins
     if changes.challenge is not None:
         form.challenge = changes.challenge
+    if "retention_days" in sent:  # null included: kept until deleted
+        form.retention_days = changes.retention_days
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -406,7 +414,14 @@ async def update(
         session.add(_snapshot(form))
     await session.flush()
     # Where it may be framed is not a version of the form, but a change all the same.
-    after = (form.title, form.slug, form.version, form.embed_origins, form.challenge)
+    after = (
+        form.title,
+        form.slug,
+        form.version,
+        form.embed_origins,
+        form.challenge,
+        form.retention_days,
+    )
     if after != before[1:]:
         await _record(session, form, EventType.form_updated)
     if form.status != before[0]:

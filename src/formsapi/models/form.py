@@ -51,6 +51,9 @@ class Form(Base):
     # Whether its hosted page asks the respondent's browser for a proof of work
     # (spam/challenge.py) before it takes a submission; a delivery setting too.
     challenge: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Submissions older than this many days are deleted by the retention sweep
+    # (submission/retention.py); None: kept until deleted. A delivery setting too.
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)
