@@ -17,6 +17,7 @@ from formsapi.config import Settings
 from formsapi.db import create_write_sessionmaker
 from formsapi.file import service as file_service
 from formsapi.file.storage import Storages
+from formsapi.kit.redact import redact_link_tokens
 from formsapi.models import Event, File, Organization, PartialResponse, Role
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
@@ -284,3 +285,13 @@ async def test_erasing_needs_submissions_write_and_exporting_submissions_read(
     entries = (await api.get("/v1/audit-entries", reader)).json()["data"]
     assert [e["action"] for e in entries] == ["respondent.exported"]
     assert orjson.dumps(entries).count(b"respondent.erased") == 0
+
+
+def test_the_access_log_never_quotes_whom_a_respondents_query_names() -> None:
+    line = '127.0.0.1 - "GET /v1/respondents?email=ada%40example.com HTTP/1.1" 200'
+    erase = '"DELETE /v1/respondents?field=ref&value=M-1 HTTP/1.1" 200'
+    assert redact_link_tokens(line) == '127.0.0.1 - "GET /v1/respondents?[redacted] HTTP/1.1" 200'
+    assert redact_link_tokens(erase) == '"DELETE /v1/respondents?[redacted] HTTP/1.1" 200'
+    assert (
+        redact_link_tokens('"GET /v1/forms?page=2 HTTP/1.1"') == '"GET /v1/forms?page=2 HTTP/1.1"'
+    )

@@ -71,6 +71,16 @@ async def _keys(session: AsyncSession, organization_id: str, who: Person) -> dic
     return {key: sorted(forms) for key, forms in keys.items()}
 
 
+async def hidden_fields(session: AsyncSession, organization_id: str) -> list[str]:
+    """The keys of the hidden fields the organization's forms declare (any version)."""
+    keys = {
+        field.key
+        for version in await form_repository.versions_of_organization(session, organization_id)
+        for field in form_service.definition_of(version).hidden_fields
+    }
+    return sorted(keys)
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     submissions: Sequence[Submission]
@@ -82,7 +92,8 @@ class Found:
         return len(self.submissions) + len(self.partials)
 
 
-async def _find(session: AsyncSession, organization_id: str, who: Person) -> Found:
+async def find(session: AsyncSession, organization_id: str, who: Person) -> Found:
+    """The person's submissions and open partial responses, up to MAX_FOUND of each."""
     keys = await _keys(session, organization_id, who)
     if not keys:
         return Found((), (), False)
@@ -110,7 +121,7 @@ async def export(
 ) -> dict[str, Any]:
     """Everything kept of the person's answers, as the API shows it, with
     an audit entry of the export."""
-    found = await _find(session, organization_id, who)
+    found = await find(session, organization_id, who)
     await audit_service.record(session, organization_id, actor, EXPORTED, found.count)
     return {
         "submissions": [submission_service.to_dict(s) for s in found.submissions],
@@ -131,7 +142,7 @@ async def erase(session: AsyncSession, organization_id: str, who: Person, actor:
     each submission as the API's delete does (a tombstone in its form's
     feed, a submission.deleted event, its answers out of earlier events,
     its files), in the caller's transaction, with an audit entry."""
-    found = await _find(session, organization_id, who)
+    found = await find(session, organization_id, who)
     by_form: defaultdict[str, list[str]] = defaultdict(list)
     for submission in found.submissions:
         by_form[submission.form_id].append(submission.id)
