@@ -111,8 +111,13 @@ async def test_a_person_is_found_exported_and_erased_in_their_organization_only(
         params={"question": "cv", "name": "cv.pdf"},
         content=PDF,
     )
+    first_post = {"answers": {"email": ADA, "name": "Ada", "cv": cv.json()["id"]}}
+    once = {"Idempotency-Key": "sign-up-1"}
+    posted = await api.post(
+        f"/v1/forms/{form_id}/submissions", secret, json=first_post, headers=once
+    )
     theirs = [
-        await _submit(api, secret, form_id, {"email": ADA, "name": "Ada", "cv": cv.json()["id"]}),
+        posted.json()["id"],
         await _submit(api, secret, notes_id, {"contact": "ADA.Lovelace@Example.COM"}),
     ]
     not_theirs = [
@@ -154,6 +159,14 @@ async def test_a_person_is_found_exported_and_erased_in_their_organization_only(
         assert [c["id"] for c in deleted] == [s for s in theirs if s in [c["id"] for c in deleted]]
         assert len(deleted) == 1
         assert all("answers" not in c for c in deleted)
+    # A retry of the first post replays what it answered, without the answers.
+    replayed = await api.post(
+        f"/v1/forms/{form_id}/submissions", secret, json=first_post, headers=once
+    )
+    assert replayed.status_code == 201
+    assert replayed.json()["id"] == theirs[0]
+    assert replayed.json()["answers"] == {}
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
     # The file they uploaded goes with their submission.
     sessionmaker = create_write_sessionmaker(engine)
     await file_service.purge(sessionmaker, Storages(settings, sessionmaker, sessionmaker))  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, BlockList
 from formsapi.form.definition import Definition
 from formsapi.form.service import FormNotAccepting
+from formsapi.idempotency import service as idempotency_service
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
@@ -384,8 +385,9 @@ async def delete_many(
     delete of its own: taken off every total exactly once, its files
     deleted, a tombstone with its own change number in the feed, a
     `submission.deleted` event, and its answers erased from its earlier
-    events. How many went. The API's delete, the retention sweep and the
-    erasure by person all come here.
+    events and from the response an Idempotency-Key replays. How many went.
+    The API's delete, the retention sweep and the erasure by person all come
+    here.
 
     The form's row lock comes first, so concurrent deletes of the same
     submission (and a delete of the form) are ordered: whichever finds the
@@ -424,6 +426,8 @@ async def delete_many(
     at = isoformat_z(now)
     await repository.bury(session, organization_id, form_id, numbered, now)
     await event_service.erase_answers(session, organization_id, form_id, [d.id for d in deleted])
+    locations = [location(form_id, d.id) for d in deleted]
+    await idempotency_service.redact_created(session, organization_id, locations)
     events = [
         event_service.parameters(
             organization_id,
