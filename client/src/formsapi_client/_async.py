@@ -227,11 +227,13 @@ class AsyncForms(_Resource):
         idempotency_key: str | None = None,
         *,
         logic: calls.Logic | None = None,
+        retention_days: int | None = None,
     ) -> FormDetail:
         """A new draft form. `blocks` are block models or their JSON as dicts;
-        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`."""
+        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`;
+        `retention_days`: its submissions are deleted that many days old."""
         return await self._client._run(
-            calls.forms_create(title, blocks, slug, idempotency_key, logic)
+            calls.forms_create(title, blocks, slug, idempotency_key, logic, retention_days)
         )
 
     async def update(
@@ -243,11 +245,13 @@ class AsyncForms(_Resource):
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
+        retention_days: int | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
-        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
+        `retention_days` does not."""
         return await self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic)
+            calls.forms_update(form_id, title, slug, blocks, status, logic, retention_days)
         )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:

@@ -175,8 +175,10 @@ def forms_create(
     slug: str | None,
     idempotency_key: str | None,
     logic: Logic | None = None,
+    retention_days: int | None = None,
 ) -> Call[FormDetail]:
-    body = FormCreate(**_given(title=title, slug=slug, blocks=_blocks(blocks)), **_logic(logic))
+    given = _given(title=title, slug=slug, blocks=_blocks(blocks), retention_days=retention_days)
+    body = FormCreate(**given, **_logic(logic))
     return call("forms.create", _form, body=body, idempotency_key=idempotency_key)
 
 
@@ -187,10 +189,16 @@ def forms_update(
     blocks: Blocks | None,
     status: FormStatus | None,
     logic: Logic | None = None,
+    retention_days: int | None = None,
 ) -> Call[FormDetail]:
-    body = FormUpdate(
-        **_given(title=title, slug=slug, blocks=_blocks(blocks), status=status), **_logic(logic)
+    given = _given(
+        title=title,
+        slug=slug,
+        blocks=_blocks(blocks),
+        status=status,
+        retention_days=retention_days,
     )
+    body = FormUpdate(**given, **_logic(logic))
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
 
 

@@ -224,10 +224,14 @@ class Forms(_Resource):
         idempotency_key: str | None = None,
         *,
         logic: calls.Logic | None = None,
+        retention_days: int | None = None,
     ) -> FormDetail:
         """A new draft form. `blocks` are block models or their JSON as dicts;
-        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`."""
-        return self._client._run(calls.forms_create(title, blocks, slug, idempotency_key, logic))
+        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`;
+        `retention_days`: its submissions are deleted that many days old."""
+        return self._client._run(
+            calls.forms_create(title, blocks, slug, idempotency_key, logic, retention_days)
+        )
 
     def update(
         self,
@@ -238,10 +242,14 @@ class Forms(_Resource):
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
+        retention_days: int | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
-        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
-        return self._client._run(calls.forms_update(form_id, title, slug, blocks, status, logic))
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
+        `retention_days` does not."""
+        return self._client._run(
+            calls.forms_update(form_id, title, slug, blocks, status, logic, retention_days)
+        )
 
     def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
         """Delete a form; one with submissions needs `delete_submissions=True`."""
