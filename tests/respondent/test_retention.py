@@ -18,7 +18,7 @@ from formsapi.db import create_write_sessionmaker
 from formsapi.file import service as file_service
 from formsapi.file.storage import Storages
 from formsapi.kit.time import shift
-from formsapi.models import Event, File, FileChunk
+from formsapi.models import AnswerCount, Event, File, FileChunk
 from formsapi.submission.retention import delete_expired
 from formsapi.tenancy import unscoped
 from formsapi.webhook.worker import Worker
@@ -33,6 +33,8 @@ SECRET = "Lovelace"  # in old answers only
 FORM: dict[str, Any] = {
     "title": "Apply",
     "retentionDays": 30,
+    # Counted per value like a choice: a person's own text, here.
+    "variables": [{"name": "greeting", "type": "text", "value": {"cat": ["Hi ", {"var": "name"}]}}],
     "blocks": [
         {"type": "short_text", "key": "name", "title": "Your name", "required": True},
         {"type": "email", "key": "email", "title": "Your email"},
@@ -85,6 +87,12 @@ async def _files(engine: AsyncEngine) -> tuple[int, int]:
 async def _stored_events(engine: AsyncEngine) -> list[str]:
     async with create_write_sessionmaker(engine)() as session:
         every = unscoped(select(Event.data), "every event the test's organization made")
+        return list((await session.scalars(every)).all())
+
+
+async def _counted_values(engine: AsyncEngine) -> list[str]:
+    async with create_write_sessionmaker(engine)() as session:
+        every = unscoped(select(AnswerCount.value), "every answer count of the test")
         return list((await session.scalars(every)).all())
 
 
@@ -204,6 +212,9 @@ async def test_expired_submissions_are_deleted_as_a_delete_does_and_leave_nothin
     assert "answers" not in about_old[0][1]
     assert about_old[1][1]["changeSeq"] == tombstone["changeSeq"]
     assert [d for d in await _stored_events(engine) if SECRET in d] == []
+    assert [v for v in await _counted_values(engine) if SECRET in v] == []
+    greeting = next(v for v in summary["variables"] if v["name"] == "greeting")
+    assert [d["value"] for d in greeting["distribution"]] == ["Hi Bo"]
     resent_body = orjson.loads(receiver.received[-1].body)
     assert resent_body["data"]["id"] == old["id"]
     assert resent_body["data"]["redacted"] is True

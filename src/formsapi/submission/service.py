@@ -422,6 +422,8 @@ async def delete_many(
     for (version, hour), tally in taken.items():
         minus = Counter({pair: -n for pair, n in tally.items()})  # (unary minus drops them)
         await repository.add_tally(session, organization_id, form_id, version, hour, minus)
+        keys = {key for key, _ in tally}
+        await repository.drop_emptied(session, organization_id, form_id, version, hour, keys)
     now = utcnow()
     at = isoformat_z(now)
     await repository.bury(session, organization_id, form_id, numbered, now)

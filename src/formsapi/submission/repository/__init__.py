@@ -23,6 +23,7 @@ from formsapi.submission.repository.rows import Deleted, delete_rows, get, recen
 from formsapi.submission.repository.tallies import (
     Tally,
     add_tally,
+    drop_emptied,
     rebuild_tallies,
     tally,
     tally_arrays,
@@ -41,6 +42,7 @@ __all__ = [
     "created_statement",
     "day_of",
     "delete_rows",
+    "drop_emptied",
     "edit",
     "get",
     "hour_of",
