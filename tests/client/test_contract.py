@@ -106,6 +106,7 @@ MODELS: dict[type[BaseModel], str] = {
     models.TimeSeries: "TimeSeries",
     models.RefusalCount: "RefusalCount",
     models.RefusalCounts: "RefusalCounts",
+    models.RespondentQuery: "RespondentQuery",
     models.RespondentPartial: "RespondentPartial",
     models.RespondentData: "RespondentData",
     models.RespondentErased: "RespondentErased",
@@ -350,8 +351,6 @@ QUERIES: dict[str, list[_core.Call[Any]]] = {
         _calls.forms_summary("frm_1", "2026-11-01", "2026-12-01", 2, "utm:ads", "plan:team")
     ],
     "forms.refusals": [_calls.forms_refusals("frm_1", 7)],
-    "respondents.export": [_calls.respondents_export("a@b.c", "ref", "x")],
-    "respondents.erase": [_calls.respondents_erase("a@b.c", "ref", "x")],
     "forms.timeseries": [
         _calls.forms_timeseries(
             "frm_1", "week", "Europe/Paris", "2026-11-01", "2026-12-01", "plan", 2

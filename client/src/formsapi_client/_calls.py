@@ -35,6 +35,7 @@ from formsapi_client.models import (
     RefusalCounts,
     RespondentData,
     RespondentErased,
+    RespondentQuery,
     SecretRotated,
     SubmissionCreate,
     SubmissionDetail,
@@ -294,20 +295,20 @@ def partials_delete(form_id: str, partial_id: str) -> Call[None]:
 # Respondents
 
 
-def _person(email: str | None, field: str | None, value: str | None) -> dict[str, str | None]:
-    return {"email": email, "field": field, "value": value}
+def _person(email: str | None, field: str | None, value: str | None) -> RespondentQuery:
+    return RespondentQuery(**_given(email=email, field=field, value=value))
 
 
 def respondents_export(
     email: str | None, field: str | None, value: str | None
 ) -> Call[RespondentData]:
-    return call("respondents.export", _respondent, params=_person(email, field, value))
+    return call("respondents.export", _respondent, body=_person(email, field, value))
 
 
 def respondents_erase(
     email: str | None, field: str | None, value: str | None
 ) -> Call[RespondentErased]:
-    return call("respondents.erase", _erased, params=_person(email, field, value))
+    return call("respondents.erase", _erased, body=_person(email, field, value))
 
 
 def respondents_audit_entries() -> Call[AuditEntries]:

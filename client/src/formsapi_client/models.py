@@ -661,7 +661,15 @@ class PartialsPage(_Page[Partial]):
     pass
 
 
-# One respondent's data across the organization (GET and DELETE /v1/respondents).
+# One respondent's data across the organization (POST /v1/respondents/export and /erase).
+
+
+class RespondentQuery(Model):
+    """Whom to find: `email`, or `field` (a hidden field's key) and `value`."""
+
+    email: str | None = None
+    field: str | None = None
+    value: str | None = None
 
 
 class RespondentPartial(Model):

@@ -1,6 +1,4 @@
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from fastapi.responses import Response
 
 from formsapi.api_key import service as key_service
@@ -11,42 +9,14 @@ from formsapi.audit.schemas import AuditEntries
 from formsapi.audit.service import Actor
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, SessionDep, requires
 from formsapi.errors import problem_responses
-from formsapi.form.blocks import KEY_PATTERN
-from formsapi.form.definition import HIDDEN_VALUE_MAX
 from formsapi.form.endpoints import json
-from formsapi.kit.schemas import CleanStr
 from formsapi.respondent import service
-from formsapi.respondent.schemas import RespondentData, RespondentErased
+from formsapi.respondent.schemas import RespondentData, RespondentErased, RespondentQuery
 
 router = APIRouter(tags=["Respondents"], route_class=GuardedRoute)
 
 ERRORS = problem_responses(400, 401, 403, 429)
-
-Email = Annotated[
-    CleanStr | None,
-    Query(
-        min_length=1,
-        max_length=254,
-        description="Find by the answer to any question of type email, in every form "
-        "(ASCII letters compared case-insensitively).",
-    ),
-]
-HiddenKey = Annotated[
-    str | None,
-    Query(
-        pattern=KEY_PATTERN,
-        max_length=64,
-        description="Or find by this hidden field (its key) of the organization's forms ...",
-    ),
-]
-Value = Annotated[
-    CleanStr | None,
-    Query(
-        min_length=1,
-        max_length=HIDDEN_VALUE_MAX,
-        description="... equal to this value exactly.",
-    ),
-]
+BODY_ERRORS = problem_responses(400, 401, 403, 408, 413, 415, 422, 429)
 
 
 async def _actor(session: SessionDep, principal: Principal) -> Actor:
@@ -54,18 +24,14 @@ async def _actor(session: SessionDep, principal: Principal) -> Actor:
     return Actor("key", principal.key_id, name)
 
 
-@router.get(
-    "/respondents",
+@router.post(
+    "/respondents/export",
     response_model=RespondentData,
-    responses=ERRORS,
+    responses=BODY_ERRORS,
     openapi_extra=requires(Scope.submissions_read),
 )
 async def export_respondent(
-    principal: PrincipalDep,
-    session: SessionDep,
-    email: Email = None,
-    field: HiddenKey = None,
-    value: Value = None,
+    principal: PrincipalDep, session: SessionDep, query: RespondentQuery
 ) -> Response:
     """Everything kept of one respondent's answers (access by person): every
     submission in the organization whose answer to an email question, or to
@@ -73,7 +39,7 @@ async def export_respondent(
     responses, as a JSON file to download. Each call leaves an audit entry
     (who, when, how many; never the value). Another organization's data is
     never searched."""
-    who = service.person(email, field, value)
+    who = service.person(query.email, query.field, query.value)
     actor = await _actor(session, principal)
     found = await service.export(session, principal.organization_id, who, actor)
     response = json(found)
@@ -82,26 +48,22 @@ async def export_respondent(
     return response
 
 
-@router.delete(
-    "/respondents",
+@router.post(
+    "/respondents/erase",
     response_model=RespondentErased,
-    responses=ERRORS,
+    responses=BODY_ERRORS,
     openapi_extra=requires(Scope.submissions_write),
 )
 async def erase_respondent(
-    principal: PrincipalDep,
-    session: SessionDep,
-    email: Email = None,
-    field: HiddenKey = None,
-    value: Value = None,
+    principal: PrincipalDep, session: SessionDep, query: RespondentQuery
 ) -> Response:
     """Erase one respondent (erasure by person): the submissions and partial
-    responses `GET /v1/respondents` finds with the same query are deleted in
+    responses `POST /v1/respondents/export` finds with the same query are deleted in
     one transaction, each submission as its own DELETE does (a tombstone in
     its form's change feed, a submission.deleted event, its answers taken out
     of earlier events and webhook resends, its files deleted), with an audit
     entry (who, when, how many; never the value). Says how many went."""
-    who = service.person(email, field, value)
+    who = service.person(query.email, query.field, query.value)
     actor = await _actor(session, principal)
     erased = await service.erase(session, principal.organization_id, who, actor)
     return json(

@@ -3,8 +3,37 @@ from typing import Any
 
 from pydantic import Field
 
-from formsapi.kit.schemas import Schema
+from formsapi.form.blocks import KEY_PATTERN
+from formsapi.form.definition import HIDDEN_VALUE_MAX
+from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.submission.schemas import SubmissionDetail
+
+
+class RespondentQuery(Schema):
+    """Whom to find: `email`, or `field` and `value`. In the body, never in
+    the URL: addresses in URLs end up in the logs of every proxy on the way."""
+
+    email: CleanStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=254,
+        description="Find by the answer to any question of type email, in every form (ASCII "
+        "letters compared case-insensitively).",
+        examples=["ada@example.com"],
+    )
+    field: str | None = Field(
+        default=None,
+        pattern=KEY_PATTERN,
+        max_length=64,
+        description="Or find by this hidden field (its key) of the organization's forms ...",
+        examples=["member_id"],
+    )
+    value: CleanStr | None = Field(
+        default=None,
+        min_length=1,
+        max_length=HIDDEN_VALUE_MAX,
+        description="... equal to this value exactly.",
+    )
 
 
 class RespondentPartial(Schema):

@@ -136,7 +136,7 @@ async def export(
     value: Value = "",
     field: Field = "",
 ) -> Response:
-    """The respondent's data as GET /v1/respondents returns it, to download."""
+    """The respondent's data as POST /v1/respondents/export returns it, to download."""
     who = _person(request, by, value, field)
     data = await service.export(session, managed.organization.id, who, _actor(managed))
     headers = {
@@ -157,7 +157,7 @@ async def erase(
     field: Field = "",
     confirm: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    """Delete everything found, as DELETE /v1/respondents does, once confirmed."""
+    """Delete everything found, as POST /v1/respondents/erase does, once confirmed."""
     who = _person(request, by, value, field)
     if confirm != "yes":
         raise BadRequest("Tick the box to confirm: erased answers cannot be brought back.")
