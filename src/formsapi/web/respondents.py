@@ -100,7 +100,7 @@ async def respondents(request: Request, session: ReadDep, managed: OrganizationD
 @router.post("/find")
 async def find(
     request: Request,
-    session: DbDep,
+    session: ReadDep,
     managed: OrganizationDep,
     by: By = "email",
     value: Value = "",
