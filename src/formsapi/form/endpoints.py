@@ -78,7 +78,7 @@ async def get_form(
             await service.version_detail(session, principal.organization_id, form_id, version)
         )
     form = await service.get(session, principal.organization_id, form_id)
-    shown = service.detail(form, lang)
+    shown = service.detail(form, lang, await service.places_taken(session, form))
     response = json(shown)
     response.headers["Content-Language"] = shown["contentLanguage"]
     return response
@@ -105,7 +105,8 @@ async def create_form(
 
     async def work() -> Outcome:
         form = await service.create_from(session, principal.organization_id, body)
-        return Outcome(201, orjson.dumps(service.detail(form)), f"/v1/forms/{form.id}")
+        shown = service.detail(form, taken=await service.places_taken(session, form))
+        return Outcome(201, orjson.dumps(shown), f"/v1/forms/{form.id}")
 
     outcome = await run_once(
         session,
@@ -135,7 +136,7 @@ async def update_form(
     closed, closed -> published, and any -> archived; an archived form is
     read-only. A transition not allowed answers 409 naming the allowed ones."""
     form = await service.update(session, principal.organization_id, form_id, body)
-    return json(service.detail(form))
+    return json(service.detail(form, taken=await service.places_taken(session, form)))
 
 
 @router.delete(
