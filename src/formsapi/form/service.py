@@ -118,9 +118,26 @@ async def places_taken(session: AsyncSession, form: Form) -> dict[tuple[str, str
     return await repository.places_taken(session, form.organization_id, form.id, keys)
 
 
+async def full_options(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    quotas: Sequence[tuple[str, str, int]],
+) -> set[tuple[str, str]]:
+    """Which of `quotas` (question, option, limit) have no place left."""
+    keys = [limits.quota_key({"question": q, "option": o}) for q, o, _ in quotas]
+    taken = await repository.places_taken(session, organization_id, form_id, keys)
+    return {
+        (question, option)
+        for (question, option, limit), key in zip(quotas, keys, strict=True)
+        if taken.get(key, 0) >= limit
+    }
+
+
 def _quotas_wire(form: Form, taken: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
     return [
         {
+            "message": None,
             **quota,
             "remaining": max(quota["limit"] - taken.get(limits.quota_key(quota), 0), 0),
         }

@@ -38,6 +38,7 @@ from formsapi.errors import (
 from formsapi.file import service as file_service
 from formsapi.file.endpoints import receive
 from formsapi.form import flow, limits, translation
+from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, FileUpload, parts, questions
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE
@@ -133,6 +134,8 @@ class Page:
     languages: tuple[tuple[str, str], ...] = ()
     messages: Mapping[str, str] = field(default_factory=lambda: MESSAGES)
     challenge: bool = False  # the page asks for a proof of work (hosted/guard.py)
+    # The quotas that show an option as full once its places are taken (closeOption).
+    closing: tuple[tuple[str, str, int], ...] = ()  # (question, option, limit)
 
 
 def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
@@ -169,8 +172,21 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
         choices if len(choices) > 1 else (),
         messages,
         form.challenge,
+        tuple(
+            (quota["question"], quota["option"], quota["limit"])
+            for quota in form.quotas or []
+            if quota["action"] == "closeOption"
+        ),
     )
     return shown, page
+
+
+async def _full(request: Request, page: Page) -> set[tuple[str, str]]:
+    """The options of the page's form with no place left (shown disabled)."""
+    if not page.closing:
+        return set()
+    async with request.app.state.read_sessionmaker() as session:
+        return await form_service.full_options(session, page.organization_id, page.id, page.closing)
 
 
 async def _render(
@@ -206,6 +222,7 @@ async def _render(
         "preview": action is not None,
         "fields": fields or {},  # the preview's own (the settings area's CSRF token)
         "journey": journey,
+        "full": await _full(request, page),
     }
     response = templates.TemplateResponse(request, "form.html", context, status_code=status)
     if resume is not None:  # the page holds the secret of their link
