@@ -521,7 +521,9 @@ async def form_page(
         transitions=[
             (
                 status,
-                "Reopen" if form.status == "closed" else STATUS_ACTIONS[status][0],
+                "Reopen"
+                if form.status == "closed" and status == "published"
+                else STATUS_ACTIONS[status][0],
                 STATUS_ACTIONS[status][1],
             )
             for status in form_service.TRANSITIONS[form.status]
