@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.config import Settings
 from formsapi.db import create_write_sessionmaker
 from formsapi.form import service as form_service
+from formsapi.form.schemas import FormUpdate
 from formsapi.kit.time import isoformat_z, shift, utcnow
 from formsapi.models import Event, Form
 from formsapi.tenancy import scoped
@@ -276,3 +277,30 @@ async def test_another_organizations_form_is_not_found(api: Api, session: AsyncS
     response = await api.patch(f"/v1/forms/{form_id}", stranger, json={"maxSubmissions": 1})
     assert response.status_code == 404
     assert response.json()["type"] == "/problems/not-found"
+
+
+async def test_a_duplicate_carries_the_limits_but_no_time_that_would_keep_it_closed(
+    session: AsyncSession,
+) -> None:
+    org_id, form_id, _ = await _form(session)
+    later = utcnow() + timedelta(days=3)
+    changes = FormUpdate(
+        opens_at=later - timedelta(days=1),
+        closes_at=later,
+        max_submissions=40,
+        message_after_closing="Closed.",
+    )
+    await form_service.update(session, org_id, form_id, changes)
+    copy = await form_service.duplicate(session, org_id, form_id)
+    past = await form_service.update(
+        session, org_id, form_id, FormUpdate(opens_at=None, closes_at=utcnow())
+    )
+    assert past.status == "closed"
+    second = await form_service.duplicate(session, org_id, form_id)
+    await session.commit()
+
+    assert (copy.status, copy.opens_at, copy.closes_at) == ("draft", None, later)
+    assert (copy.max_submissions, copy.message_after_closing) == (40, "Closed.")
+    assert (second.closes_at, second.max_submissions) == (None, 40)
+    # The form's portable JSON is what it asks, not when or how often.
+    assert "maxSubmissions" not in form_service.exported(copy)

@@ -423,8 +423,11 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "title": title,
         "embedOrigins": original.embed_origins,
         "challenge": original.challenge,
-        # Its limits, but not its opening time: a copy starts as a draft of its own.
-        "closesAt": None if original.closes_at is None else isoformat_z(original.closes_at),
+        # Its limits, but not its opening time (a copy starts as a draft of its
+        # own), nor a closing time already past, which would keep it closed.
+        "closesAt": isoformat_z(original.closes_at)
+        if original.closes_at is not None and original.closes_at > utcnow()
+        else None,
         "maxSubmissions": original.max_submissions,
         "messageBeforeOpening": original.message_before_opening,
         "messageAfterClosing": original.message_after_closing,
