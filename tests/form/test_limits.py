@@ -304,3 +304,24 @@ async def test_a_duplicate_carries_the_limits_but_no_time_that_would_keep_it_clo
     assert (second.closes_at, second.max_submissions) == (None, 40)
     # The form's portable JSON is what it asks, not when or how often.
     assert "maxSubmissions" not in form_service.exported(copy)
+
+
+async def test_the_page_s_post_that_finds_no_place_shows_the_closing_message(
+    api: Api, session: AsyncSession
+) -> None:
+    org_id, form_id, secret = await _form(session)
+    body = {"maxSubmissions": 1, "messageAfterClosing": "That was the last place."}
+    assert (await api.patch(f"/v1/forms/{form_id}", secret, json=body)).status_code == 200
+    page = await api.get(f"/f/{form_id}")  # served while there was room
+    assert 'name="name"' in page.text
+    fields = {"name": "Ada", "colors": "red"}
+
+    first, second = [await api.post(f"/f/{form_id}", data=fields) for _ in range(2)]
+
+    assert first.status_code == 303
+    assert second.status_code == 410
+    assert "That was the last place." in second.text
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
+    assert await _moves(session, org_id, form_id) == [
+        {"from": "published", "to": "closed", "reason": "maxSubmissions"}
+    ]
