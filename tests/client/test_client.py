@@ -268,3 +268,20 @@ def test_a_server_url_that_is_not_one_is_refused_when_the_client_is_made(url: st
     with pytest.raises(ValueError, match=r"URL") as refused:
         Client(url, "fapi_key")
     assert "hunter2" not in str(refused.value)
+
+
+def test_a_form_s_limit_closes_it_and_its_problem_is_typed(client: Client) -> None:
+    form = published_form(client, "Limited")
+    closes = datetime(2099, 3, 8, 17, 30, tzinfo=UTC)
+    limited = client.forms.update(
+        form.id, limits={"maxSubmissions": 1, "closesAt": closes, "messageAfterClosing": "Full."}
+    )
+    assert (limited.max_submissions, limited.closes_at, limited.quotas) == (1, closes, [])
+    client.submissions.create(form.id, ANSWERS)
+
+    with pytest.raises(Conflict) as full:
+        client.submissions.create(form.id, ANSWERS)
+    assert full.value.extensions["reason"] == "maxSubmissions"
+    assert client.forms.get(form.id).status == "closed"
+    reopened = client.forms.update(form.id, status="published", limits={"maxSubmissions": 2})
+    assert reopened.status == "published"

@@ -239,11 +239,14 @@ class AsyncForms(_Resource):
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
+        limits: calls.Limits | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
-        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
+        `limits` (`opensAt`, `closesAt`, `maxSubmissions`, its messages,
+        `quotas`) do not."""
         return await self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic)
+            calls.forms_update(form_id, title, slug, blocks, status, logic, limits)
         )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:

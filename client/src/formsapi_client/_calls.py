@@ -56,6 +56,12 @@ def _logic(logic: Logic | None) -> dict[str, Any]:
     return dict(logic or {})
 
 
+# When a form opens and closes, how many submissions it takes, its messages
+# and quotas, by their API names: opensAt, closesAt, maxSubmissions,
+# messageBeforeOpening, messageAfterClosing, quotas (None values are not sent).
+Limits = Mapping[str, Any]
+
+
 _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
 _summary = from_model(FormAnswerSummary)
@@ -181,9 +187,12 @@ def forms_update(
     blocks: Blocks | None,
     status: FormStatus | None,
     logic: Logic | None = None,
+    limits: Limits | None = None,
 ) -> Call[FormDetail]:
     body = FormUpdate(
-        **_given(title=title, slug=slug, blocks=_blocks(blocks), status=status), **_logic(logic)
+        **_given(title=title, slug=slug, blocks=_blocks(blocks), status=status),
+        **_logic(logic),
+        **dict(limits or {}),
     )
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
 

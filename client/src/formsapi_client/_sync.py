@@ -234,10 +234,15 @@ class Forms(_Resource):
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
+        limits: calls.Limits | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
-        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
-        return self._client._run(calls.forms_update(form_id, title, slug, blocks, status, logic))
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
+        `limits` (`opensAt`, `closesAt`, `maxSubmissions`, its messages,
+        `quotas`) do not."""
+        return self._client._run(
+            calls.forms_update(form_id, title, slug, blocks, status, logic, limits)
+        )
 
     def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
         """Delete a form; one with submissions needs `delete_submissions=True`."""
