@@ -200,3 +200,20 @@ async def test_quotas_must_name_a_choice_and_one_of_its_options(
     _, _, stranger = await _form(session, [])
     other = await api.patch(url, stranger, json={"quotas": [TUESDAY]})
     assert other.status_code == 404
+
+
+async def test_quotas_set_while_posts_arrive_apply_to_the_next_post(
+    api: Api, session: AsyncSession
+) -> None:
+    org_id, form_id, secret = await _form(session, [])
+    for _ in range(3):  # written the quick way (PostgreSQL's one statement)
+        assert (await _choose(api, form_id, secret, "wed")).status_code == 201
+    quota = {"question": "workshop", "option": "wed", "limit": 4}
+    assert (await api.patch(f"/v1/forms/{form_id}", secret, json={"quotas": [quota]})).json()[
+        "quotas"
+    ][0]["remaining"] == 1
+
+    posts = await asyncio.gather(*(_choose(api, form_id, secret, "wed") for _ in range(5)))
+
+    assert sorted(r.status_code for r in posts) == [201, 422, 422, 422, 422]
+    assert await _stored(session, org_id, form_id) == 4
