@@ -37,6 +37,7 @@ from formsapi.file import service as file_service
 from formsapi.file.endpoints import links_router
 from formsapi.file.endpoints import router as files_router
 from formsapi.file.storage import Storages
+from formsapi.form import service as form_service
 from formsapi.form.endpoints import router as forms_router
 from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
@@ -139,6 +140,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # since bytes in an object store wait for this to go.
         files = {"files": partial(file_service.purge, sessionmaker, app.state.storages)}
         purging_files = asyncio.create_task(keep_sweeping(files, every=60.0))
+        # Forms due to open or close (form/limits.py): posts and pages judge by
+        # the time meanwhile, so this only makes status and events follow soon.
+        schedules = {"form schedules": partial(form_service.settle_due, sessionmaker)}
+        settling = asyncio.create_task(keep_sweeping(schedules, every=30.0))
         counting = asyncio.create_task(app.state.funnel.run())
         stop = asyncio.Event()
         delivering = _start_worker(app, stop)
@@ -146,7 +151,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             stop.set()
-            for task in (purging, purging_files, counting):
+            for task in (purging, purging_files, settling, counting):
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task

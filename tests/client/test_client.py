@@ -302,3 +302,20 @@ def test_one_respondent_is_exported_erased_and_audited_through_the_client(
     assert entries[0].actor.kind == "key"
     with pytest.raises(BadRequest):
         client.respondents.export()
+
+
+def test_a_form_s_limit_closes_it_and_its_problem_is_typed(client: Client) -> None:
+    form = published_form(client, "Limited")
+    closes = datetime(2099, 3, 8, 17, 30, tzinfo=UTC)
+    limited = client.forms.update(
+        form.id, limits={"maxSubmissions": 1, "closesAt": closes, "messageAfterClosing": "Full."}
+    )
+    assert (limited.max_submissions, limited.closes_at, limited.quotas) == (1, closes, [])
+    client.submissions.create(form.id, ANSWERS)
+
+    with pytest.raises(Conflict) as full:
+        client.submissions.create(form.id, ANSWERS)
+    assert full.value.extensions["reason"] == "maxSubmissions"
+    assert client.forms.get(form.id).status == "closed"
+    reopened = client.forms.update(form.id, status="published", limits={"maxSubmissions": 2})
+    assert reopened.status == "published"

@@ -60,6 +60,8 @@ MODELS: dict[type[BaseModel], str] = {
     models.FormsPage: "Page_FormSummary_",
     models.FormCreate: "FormCreate",
     models.FormUpdate: "FormUpdate",
+    models.Quota: "Quota",
+    models.QuotaState: "QuotaState",
     models.Heading: "Heading",
     models.Paragraph: "Paragraph",
     models.Submission: "SubmissionOut",
@@ -134,7 +136,11 @@ MODELS: dict[type[BaseModel], str] = {
     **{payload: payload.__name__ for payload in models.PAYLOAD_TYPES.values()},
 }
 # Enumerations: the client's Literal aliases must list the server's values.
-ENUMS = {"EventType": models.EventType, "FormStatus": models.FormStatus}
+ENUMS = {
+    "EventType": models.EventType,
+    "FormStatus": models.FormStatus,
+    "QuotaAction": models.QuotaAction,
+}
 
 
 def _schemas(document: Doc) -> Doc:

@@ -94,6 +94,7 @@ def test_the_shapes_written_out_are_the_api_s_less_what_they_leave_out() -> None
     assert _fields(catalogue.FormStatusChange).keys() - _fields(FormDetail).keys() == {
         "from_",
         "to",
+        "reason",  # a schedule's or limit's move (form/limits.py)
     }
 
 

@@ -246,12 +246,14 @@ class AsyncForms(_Resource):
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
         retention_days: int | None = None,
+        limits: calls.Limits | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
         `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
-        `retention_days` does not."""
+        `retention_days` and `limits` (`opensAt`, `closesAt`, `maxSubmissions`,
+        its messages, `quotas`) do not."""
         return await self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic, retention_days)
+            calls.forms_update(form_id, title, slug, blocks, status, logic, retention_days, limits)
         )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:

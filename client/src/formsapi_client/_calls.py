@@ -60,6 +60,12 @@ def _logic(logic: Logic | None) -> dict[str, Any]:
     return dict(logic or {})
 
 
+# When a form opens and closes, how many submissions it takes, its messages
+# and quotas, by their API names: opensAt, closesAt, maxSubmissions,
+# messageBeforeOpening, messageAfterClosing, quotas (None values are not sent).
+Limits = Mapping[str, Any]
+
+
 _forms_page = from_model(FormsPage)
 _form = from_model(FormDetail)
 _summary = from_model(FormAnswerSummary)
@@ -191,6 +197,7 @@ def forms_update(
     status: FormStatus | None,
     logic: Logic | None = None,
     retention_days: int | None = None,
+    limits: Limits | None = None,
 ) -> Call[FormDetail]:
     given = _given(
         title=title,
@@ -199,7 +206,7 @@ def forms_update(
         status=status,
         retention_days=retention_days,
     )
-    body = FormUpdate(**given, **_logic(logic))
+    body = FormUpdate(**given, **_logic(logic), **dict(limits or {}))
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
 
 

@@ -28,6 +28,7 @@ EventType = Literal[
     "webhook_endpoint.disabled",
     "ping",
 ]
+QuotaAction = Literal["closeOption", "endForm"]
 DeliveryStatus = Literal["pending", "succeeded", "failed"]
 # Every answer is a string or a number (multiple choice: values joined by commas).
 Answer = str | int | float
@@ -375,6 +376,22 @@ class Translation(Model):
     messages: dict[str, str] = Field(default_factory=dict)
 
 
+class Quota(Model):
+    """Places for one option of a single-choice or dropdown question."""
+
+    question: str  # the question's key
+    option: str  # the option's value
+    limit: int
+    # closeOption: shown as full, answers choosing it refused (422);
+    # endForm: those who choose it get `message`, nothing stored (409 quota-full)
+    action: QuotaAction = "closeOption"
+    message: str | None = None
+
+
+class QuotaState(Quota):
+    remaining: int  # places left
+
+
 class FormDetail(FormSummary):
     updated_at: datetime
     version: int
@@ -395,6 +412,12 @@ class FormDetail(FormSummary):
     challenge: bool  # its hosted page asks for a proof of work before taking answers
     # Days its submissions are kept before being deleted; None: until deleted.
     retention_days: int | None
+    opens_at: datetime | None  # it waits closed until then; cleared once open
+    closes_at: datetime | None
+    max_submissions: int | None  # the submission that reaches it closes the form
+    message_before_opening: str | None
+    message_after_closing: str | None
+    quotas: list[QuotaState]
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -590,6 +613,12 @@ class FormCreate(Model):
     embed_origins: list[str] | None = None  # None: the organization's list
     challenge: bool | None = None  # None: off
     retention_days: int | None = None  # None: kept until deleted
+    opens_at: datetime | None = None
+    closes_at: datetime | None = None
+    max_submissions: int | None = None
+    message_before_opening: str | None = None
+    message_after_closing: str | None = None
+    quotas: list[Quota] | None = None
 
 
 class FormUpdate(Model):
@@ -611,6 +640,13 @@ class FormUpdate(Model):
     # None is not sent (unchanged); back to keeping them until deleted is a
     # null, which these models never send.
     retention_days: int | None = None
+    # None is not sent (unchanged); clearing one is a null, which these models never send.
+    opens_at: datetime | None = None
+    closes_at: datetime | None = None
+    max_submissions: int | None = None
+    message_before_opening: str | None = None
+    message_after_closing: str | None = None
+    quotas: list[Quota] | None = None
     status: FormStatus | None = None
 
 
@@ -960,11 +996,14 @@ class FormThin(Model):
 class FormStatusChange(FormDetail):
     from_: str = Field(alias="from")  # FormStatus
     to: str
+    # opensAt, closesAt or maxSubmissions when it moved by itself; None: a person moved it
+    reason: str | None = None
 
 
 class FormStatusChangeThin(FormThin):
     from_: str = Field(alias="from")
     to: str
+    reason: str | None = None
 
 
 def _form_tag(value: Any) -> str:

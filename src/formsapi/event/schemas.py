@@ -18,7 +18,8 @@ class EventOut(Schema):
         description="The resource as the API returns it when the change was made (a "
         "submission with its `version` and `changeSeq`, a form, a deleted one's id), so a "
         'receiver can drop a stale update. Over 20 KB it is thin: `"thin": true` with the '
-        "id, versions and `url` to read it from. `form.status_changed` adds `from` and `to`. "
+        "id, versions and `url` to read it from. `form.status_changed` adds `from` and `to` "
+        "(and `reason` when the form's schedule or limit moved it). "
         "A submission deleted since (or whose form was) has its `answers` erased from its "
         'events: `"redacted": true` says so. Null when the key cannot read the resource '
         "(`requiredScope` names the scope that would show it). Each type's is typed in the "

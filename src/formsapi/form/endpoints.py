@@ -78,7 +78,7 @@ async def get_form(
             await service.version_detail(session, principal.organization_id, form_id, version)
         )
     form = await service.get(session, principal.organization_id, form_id)
-    shown = service.detail(form, lang)
+    shown = service.detail(form, lang, await service.places_taken(session, form))
     response = json(shown)
     response.headers["Content-Language"] = shown["contentLanguage"]
     return response
@@ -105,7 +105,8 @@ async def create_form(
 
     async def work() -> Outcome:
         form = await service.create_from(session, principal.organization_id, body)
-        return Outcome(201, orjson.dumps(service.detail(form)), f"/v1/forms/{form.id}")
+        shown = service.detail(form, taken=await service.places_taken(session, form))
+        return Outcome(201, orjson.dumps(shown), f"/v1/forms/{form.id}")
 
     outcome = await run_once(
         session,
@@ -126,16 +127,19 @@ async def create_form(
 async def update_form(
     principal: PrincipalDep, session: SessionDep, form_id: FormId, body: FormUpdate
 ) -> Response:
-    """Change a form's title, slug, blocks, status or the sites that may frame
-    its hosted page (`embedOrigins`); only the fields sent change.
+    """Change a form's title, slug, blocks, status, the sites that may frame
+    its hosted page (`embedOrigins`), or when it opens and closes, how many
+    submissions it takes and its quotas; only the fields sent change.
 
     Changing the blocks makes a new version (older ones stay readable with
     `?version=N`); changing `embedOrigins` does not (`null`: back to the
     organization's list). Status moves draft -> published, published ->
     closed, closed -> published, and any -> archived; an archived form is
-    read-only. A transition not allowed answers 409 naming the allowed ones."""
+    read-only. A transition not allowed answers 409 naming the allowed ones;
+    publishing a form whose closing time has passed, or that has
+    `maxSubmissions` already, answers 409 `form-ended`."""
     form = await service.update(session, principal.organization_id, form_id, body)
-    return json(service.detail(form))
+    return json(service.detail(form, taken=await service.places_taken(session, form)))
 
 
 @router.delete(

@@ -1,5 +1,5 @@
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
@@ -13,7 +13,9 @@ from sqlalchemy import (
     cast,
     func,
     literal,
+    or_,
     select,
+    tuple_,
     update,
 )
 from sqlalchemy import delete as sa_delete
@@ -21,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (
+    AnswerCount,
     Form,
     FormStatus,
     FormVersion,
@@ -32,6 +35,7 @@ from formsapi.models import (
 )
 from formsapi.tenancy import scoped, unscoped
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the all-time answer counts' start
 SummaryRow = Row[str, str, str, str, int, datetime, int, int]
 
 
@@ -128,7 +132,17 @@ def submission_lock_statement(postgres: bool) -> Any:
         )
         # The version only: its blocks are read (once) when this process has
         # not compiled it yet, so a post does not decode them under the lock.
-        .returning(Form.version, Form.change_seq, at.label("at"))
+        # Then what bounds the posts it may take (form/limits.py).
+        .returning(
+            Form.version,
+            Form.change_seq,
+            at.label("at"),
+            Form.response_count,
+            Form.max_submissions,
+            Form.opens_at,
+            Form.closes_at,
+            Form.quotas,
+        )
         # No Form is loaded in a post's session: nothing for the ORM to update.
         .execution_options(synchronize_session=False)
     )
@@ -138,16 +152,20 @@ def _advisory(form_id: Any) -> Any:
     return func.pg_advisory_xact_lock(func.hashtextextended(form_id, 0))
 
 
+Locked = Row[int, int, datetime | None, int, int | None, datetime | None, datetime | None, Any]
+
+
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str, count: int = 1
-) -> Row[int, int, datetime | None] | None:
+) -> Locked | None:
     """Count `count` more submissions, number their changes, and read what
     they answer, atomically: the lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit
     order, and a rollback takes both back. Returned: the version, the last
-    number (the batch's are the `count` numbers up to it) and, on
-    PostgreSQL, the database's time once the lock was held. None if the form
-    is missing or not published."""
+    number (the batch's are the `count` numbers up to it), on PostgreSQL the
+    database's time once the lock was held, then the response count (the
+    batch's included), the limit, opening and closing times and quotas. None
+    if the form is missing or not published."""
     postgres = session.get_bind().dialect.name == "postgresql"
     parameters: dict[str, Any] = {"org": organization_id, "form": form_id, "n": count}
     if postgres:
@@ -273,3 +291,37 @@ async def all_versions(
         .order_by(FormVersion.version.desc())
     )
     return (await session.scalars(statement)).all()
+
+
+async def places_taken(
+    session: AsyncSession, organization_id: str, form_id: str, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    """The live submissions that chose each (question key, option as JSON),
+    over every version of the form, from the all-time answer counts."""
+    if not keys:
+        return {}
+    statement = (
+        select(AnswerCount.key, AnswerCount.value, func.sum(AnswerCount.count))
+        .where(
+            scoped(AnswerCount, organization_id),
+            AnswerCount.form_id == form_id,
+            AnswerCount.period == "t",
+            AnswerCount.start == _EPOCH,
+            tuple_(AnswerCount.key, AnswerCount.value).in_(list(keys)),
+        )
+        .group_by(AnswerCount.key, AnswerCount.value)
+    )
+    rows = (await session.execute(statement)).all()
+    return {(key, value): int(total or 0) for key, value, total in rows}
+
+
+def due_statement(now: datetime) -> Any:
+    """Forms of every organization whose schedule is due at `now`: the
+    sweep's (form/service.py, `settle_due`)."""
+    statement = select(Form.organization_id, Form.id).where(
+        or_(
+            (Form.status == FormStatus.published) & (Form.closes_at <= now),
+            (Form.status == FormStatus.closed) & (Form.opens_at <= now),
+        )
+    )
+    return unscoped(statement, "the schedule's sweep, across organizations")

@@ -1,8 +1,10 @@
-from datetime import datetime
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     Field,
     ValidationError,
     ValidatorFunctionWrapHandler,
@@ -85,6 +87,73 @@ RETENTION_DESCRIPTION = (
 )
 
 
+MESSAGE_MAX = 1000
+MAX_SUBMISSIONS = 10_000_000
+MAX_QUOTAS = 50
+LimitMessage = Annotated[CleanStr, Field(min_length=1, max_length=MESSAGE_MAX)]
+
+
+def _utc(value: datetime) -> datetime:
+    # Bounded before converting: a year 1 or 9999 with an offset would overflow.
+    if not 2000 <= value.year <= 9998:
+        raise ValueError("must be between the years 2000 and 9998")
+    return value.astimezone(UTC)
+
+
+# RFC 3339 with its offset (`Z` or `+02:00`); a time without one is refused,
+# since it would mean a different moment on each host.
+Moment = Annotated[AwareDatetime, AfterValidator(_utc)]
+
+OPENS_DESCRIPTION = (
+    "When the form opens (RFC 3339 with an offset). Published before then, it waits closed "
+    "and its page shows `messageBeforeOpening`; at that time it is published (a "
+    "`form.status_changed` event, reason `opensAt`) and this is cleared. `null`: no opening time."
+)
+CLOSES_DESCRIPTION = (
+    "When the form stops taking answers (RFC 3339 with an offset); it is then closed (a "
+    "`form.status_changed` event, reason `closesAt`). After `opensAt`. `null`: none."
+)
+MAX_DESCRIPTION = (
+    "The number of submissions the form takes: the one that reaches it is the last accepted, "
+    "and closes the form in its transaction (reason `maxSubmissions`). Deleted submissions "
+    "give their place back. `null`: no limit."
+)
+BEFORE_DESCRIPTION = "What the hosted page says before `opensAt` (plain text). `null`: a default."
+AFTER_DESCRIPTION = (
+    "What the hosted page says once the form is closed (plain text). `null`: a default."
+)
+QUOTAS_DESCRIPTION = (
+    "Places per option of a single-choice or dropdown question: once `limit` submissions "
+    f"chose it, the option is full (at most {MAX_QUOTAS} quotas). `null` or `[]`: none."
+)
+
+
+class QuotaAction(StrEnum):
+    close_option = "closeOption"
+    end_form = "endForm"
+
+
+class Quota(Schema):
+    """Places for one option of one question."""
+
+    question: str = Field(min_length=1, max_length=100, description="The question's key.")
+    option: str = Field(min_length=1, max_length=100, description="The option's value.")
+    limit: int = Field(ge=1, le=MAX_SUBMISSIONS, description="The places.")
+    action: QuotaAction = Field(
+        default=QuotaAction.close_option,
+        description="`closeOption`: once full, the option shows as full and an answer "
+        "choosing it is refused (422 at the question). `endForm`: it stays shown, and "
+        "those who choose it see `message` instead of being stored (409 `quota-full`).",
+    )
+    message: LimitMessage | None = Field(
+        default=None, description="What `endForm` shows those who chose the full option."
+    )
+
+
+class QuotaState(Quota):
+    remaining: int = Field(description="Places left (0: full).")
+
+
 class FormSummary(Schema):
     id: str = Field(examples=["frm_01jd2x8k4m5n6p7q8r9s0t1v2w"])
     title: str
@@ -125,6 +194,12 @@ class FormDetail(FormSummary):
     embed_origins: list[str] | None = Field(description=EMBED_DESCRIPTION)
     challenge: bool = Field(description=CHALLENGE_DESCRIPTION)
     retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
+    opens_at: datetime | None = Field(description=OPENS_DESCRIPTION)
+    closes_at: datetime | None = Field(description=CLOSES_DESCRIPTION)
+    max_submissions: int | None = Field(description=MAX_DESCRIPTION)
+    message_before_opening: str | None = Field(description=BEFORE_DESCRIPTION)
+    message_after_closing: str | None = Field(description=AFTER_DESCRIPTION)
+    quotas: list[QuotaState] = Field(description=QUOTAS_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -215,13 +290,26 @@ class FormCreate(Schema):
     retention_days: int | None = Field(
         default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
     )
+    opens_at: Moment | None = Field(default=None, description=OPENS_DESCRIPTION)
+    closes_at: Moment | None = Field(default=None, description=CLOSES_DESCRIPTION)
+    max_submissions: int | None = Field(
+        default=None, ge=1, le=MAX_SUBMISSIONS, description=MAX_DESCRIPTION
+    )
+    message_before_opening: LimitMessage | None = Field(
+        default=None, description=BEFORE_DESCRIPTION
+    )
+    message_after_closing: LimitMessage | None = Field(default=None, description=AFTER_DESCRIPTION)
+    quotas: list[Quota] | None = Field(
+        default=None, max_length=MAX_QUOTAS, description=QUOTAS_DESCRIPTION
+    )
 
 
 class FormUpdate(Schema):
     """Only the fields sent change. A change of `blocks`, `hiddenFields`,
     `variables`, `logic` or `endings` makes a new version; `embedOrigins`
-    (`null`: back to the organization's list), `challenge` and `retentionDays`
-    (`null`: kept until deleted) do not."""
+    (`null`: back to the organization's list), `challenge`, `retentionDays`
+    (`null`: kept until deleted), the schedule, limit, messages and quotas
+    (`null` clears each) do not."""
 
     title: TITLE | None = None
     slug: SLUG | None = None
@@ -244,6 +332,18 @@ class FormUpdate(Schema):
     challenge: bool | None = Field(default=None, description=CHALLENGE_DESCRIPTION)
     retention_days: int | None = Field(
         default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
+    )
+    opens_at: Moment | None = Field(default=None, description=OPENS_DESCRIPTION)
+    closes_at: Moment | None = Field(default=None, description=CLOSES_DESCRIPTION)
+    max_submissions: int | None = Field(
+        default=None, ge=1, le=MAX_SUBMISSIONS, description=MAX_DESCRIPTION
+    )
+    message_before_opening: LimitMessage | None = Field(
+        default=None, description=BEFORE_DESCRIPTION
+    )
+    message_after_closing: LimitMessage | None = Field(default=None, description=AFTER_DESCRIPTION)
+    quotas: list[Quota] | None = Field(
+        default=None, max_length=MAX_QUOTAS, description=QUOTAS_DESCRIPTION
     )
     status: FormStatus | None = Field(
         default=None,

@@ -13,25 +13,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
-from formsapi.form import compiled, repository, translation
-from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
+from formsapi.form import compiled, limits, repository, translation
+from formsapi.form.blocks import Block, BlockList, Dropdown, SingleChoice, dump_blocks, key_errors
 from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
+from formsapi.form.limits import FormNotAccepting
 from formsapi.form.schema import answers_schema
-from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate
+from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, Quota
 from formsapi.form.translation import Translation
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
 
-
-class FormNotAccepting(Conflict):
-    """Only published forms take submissions; `formStatus` says what this one
-    is. Publish it (PATCH its status) first."""
-
-    title = "Form not accepting submissions"
-    slug = "form-not-accepting"
+__all__ = ["FormNotAccepting"]  # its home is form/limits.py; callers import it from here
 
 
 async def list_page(
@@ -117,9 +112,45 @@ def _definition_wire(stored: dict[str, Any] | None, blocks: list[dict[str, Any]]
     }
 
 
-def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
+async def places_taken(session: AsyncSession, form: Form) -> dict[tuple[str, str], int]:
+    """The places its quotas have taken (none read without quotas)."""
+    keys = [limits.quota_key(quota) for quota in form.quotas or []]
+    return await repository.places_taken(session, form.organization_id, form.id, keys)
+
+
+async def full_options(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    quotas: Sequence[tuple[str, str, int]],
+) -> set[tuple[str, str]]:
+    """Which of `quotas` (question, option, limit) have no place left."""
+    keys = [limits.quota_key({"question": q, "option": o}) for q, o, _ in quotas]
+    taken = await repository.places_taken(session, organization_id, form_id, keys)
+    return {
+        (question, option)
+        for (question, option, limit), key in zip(quotas, keys, strict=True)
+        if taken.get(key, 0) >= limit
+    }
+
+
+def _quotas_wire(form: Form, taken: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+    return [
+        {
+            "message": None,
+            **quota,
+            "remaining": max(quota["limit"] - taken.get(limits.quota_key(quota), 0), 0),
+        }
+        for quota in form.quotas or []
+    ]
+
+
+def detail(
+    form: Form, lang: str | None = None, taken: dict[tuple[str, str], int] | None = None
+) -> dict[str, Any]:
     """The form as the API shows it; with `lang`, its texts in that language
-    (BadRequest when the form has no such language)."""
+    (BadRequest when the form has no such language); `taken`: the places its
+    quotas have taken (places_taken)."""
     wire = _definition_wire(form.definition, form.blocks)
     # Stored blocks are already in their API shape; they pass through untouched.
     title, blocks, endings = form.title, form.blocks, wire["endings"]
@@ -145,6 +176,12 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
         "embedOrigins": form.embed_origins,
         "challenge": form.challenge,
         "retentionDays": form.retention_days,
+        "opensAt": None if form.opens_at is None else isoformat_z(form.opens_at),
+        "closesAt": None if form.closes_at is None else isoformat_z(form.closes_at),
+        "maxSubmissions": form.max_submissions,
+        "messageBeforeOpening": form.message_before_opening,
+        "messageAfterClosing": form.message_after_closing,
+        "quotas": _quotas_wire(form, taken or {}),
         "schema": _schema_of(form),
     }
 
@@ -246,11 +283,14 @@ async def create(
     embed_origins: list[str] | None = None,
     challenge: bool = False,
     retention_days: int | None = None,
+    bounds: dict[str, Any] | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
-    `embed_origins` None: its organization's list frames it."""
+    `embed_origins` None: its organization's list frames it; `bounds`: its
+    schedule, limit, messages and quotas (LIMIT_FIELDS), none by default."""
     definition = definition or Definition()
     check(blocks, definition)
+    bounds = bounds or {}
     if slug is None:
         slug = await _free_slug(session, organization_id, title)
     elif await repository.slug_taken(session, organization_id, slug):
@@ -271,7 +311,10 @@ async def create(
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
+        **{name: bounds.get(name) for name in LIMIT_FIELDS},
     )
+    check_limits(form, blocks)
+    limits.settle(form, created_at)
     try:
         async with session.begin_nested():
             session.add(form)
@@ -297,7 +340,71 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
         embed_origins=body.embed_origins,
         challenge=body.challenge,
         retention_days=body.retention_days,
+        bounds=_bounds(body),
     )
+
+
+# A form's schedule, limit, messages and quotas (form/limits.py): delivery
+# settings, not part of its versions or its JSON.
+LIMIT_FIELDS = (
+    "opens_at",
+    "closes_at",
+    "max_submissions",
+    "message_before_opening",
+    "message_after_closing",
+    "quotas",
+)
+
+
+def _bounds(body: FormCreate | FormUpdate) -> dict[str, Any]:
+    """The limit fields `body` sent, as the form stores them (quotas as JSON,
+    none as None)."""
+    sent = body.model_fields_set
+    found = {name: getattr(body, name) for name in LIMIT_FIELDS if name in sent}
+    if "quotas" in found:
+        quotas: list[Quota] | None = found["quotas"]
+        found["quotas"] = [q.model_dump(by_alias=True, mode="json") for q in quotas or []] or None
+    return found
+
+
+_QUOTA_TYPES = (SingleChoice, Dropdown)
+
+
+def check_limits(form: Form, blocks: list[Block]) -> None:
+    """The form's schedule after its opening, and each quota on an option of
+    one of its single-choice or dropdown questions, once each (ValidationFailed
+    with the pointer of each problem)."""
+    errors: list[dict[str, str]] = []
+    opens, closes = form.opens_at, form.closes_at
+    if opens is not None and closes is not None and closes <= opens:
+        errors.append({"pointer": "/closesAt", "detail": "must be after opensAt"})
+    questions = {block.key: block for block in blocks if isinstance(block, _QUOTA_TYPES)}
+    seen: set[tuple[str, str]] = set()
+    for index, quota in enumerate(form.quotas or []):
+        question = questions.get(quota["question"])
+        if question is None:
+            errors.append(
+                {
+                    "pointer": f"/quotas/{index}/question",
+                    "detail": "must be the key of one of the form's single-choice or "
+                    "dropdown questions",
+                }
+            )
+        elif quota["option"] not in question.values():
+            errors.append(
+                {
+                    "pointer": f"/quotas/{index}/option",
+                    "detail": "must be one of the question's options: "
+                    + ", ".join(question.values()),
+                }
+            )
+        elif (quota["question"], quota["option"]) in seen:
+            errors.append(
+                {"pointer": f"/quotas/{index}", "detail": "repeats a quota of the same option"}
+            )
+        seen.add((quota["question"], quota["option"]))
+    if errors:
+        raise ValidationFailed("The form's limits are invalid.", errors)
 
 
 def exported(form: Form | FormVersion) -> dict[str, Any]:
@@ -321,6 +428,15 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "embedOrigins": original.embed_origins,
         "challenge": original.challenge,
         "retentionDays": original.retention_days,
+        # Its limits, but not its opening time (a copy starts as a draft of its
+        # own), nor a closing time already past, which would keep it closed.
+        "closesAt": isoformat_z(original.closes_at)
+        if original.closes_at is not None and original.closes_at > utcnow()
+        else None,
+        "maxSubmissions": original.max_submissions,
+        "messageBeforeOpening": original.message_before_opening,
+        "messageAfterClosing": original.message_after_closing,
+        "quotas": original.quotas,
     }
     body = FormCreate.model_validate(copied)
     return await create_from(session, organization_id, body)
@@ -330,12 +446,13 @@ async def _record(session: AsyncSession, form: Form, type_: EventType, **extra: 
     """The form's event: the form as the API returns it (with `extra`), or
     thin when that is too large."""
     thin = {"id": form.id, "version": form.version, "updatedAt": isoformat_z(form.updated_at)}
+    taken = await places_taken(session, form)
     await event_service.record(
         session,
         form.organization_id,
         type_,
         form.updated_at,
-        {**detail(form), **extra},
+        {**detail(form, taken=taken), **extra},
         form_id=form.id,
         thin={**thin, "url": f"/v1/forms/{form.id}", **extra},
     )
@@ -362,6 +479,7 @@ async def update(
     sent = changes.model_fields_set
     settings = (form.embed_origins, form.challenge, form.retention_days)
     before = (form.status, form.title, form.slug, form.version, *settings)
+    bounds_before = tuple(getattr(form, name) for name in LIMIT_FIELDS)
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
         if changes.status not in allowed:
@@ -383,6 +501,8 @@ async def update(
         form.challenge = changes.challenge
     if "retention_days" in sent:  # null included: kept until deleted
         form.retention_days = changes.retention_days
+    for name, value in _bounds(changes).items():  # null included: none
+        setattr(form, name, value)
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -409,7 +529,12 @@ async def update(
             form.blocks, form.definition = blocks, stored
             form.version += 1
             new_version = True
+    bounds_after = tuple(getattr(form, name) for name in LIMIT_FIELDS)
+    if new_version or bounds_after != bounds_before:  # quotas checked against its blocks
+        check_limits(form, BlockList.validate_python(form.blocks))
     form.updated_at = utcnow()
+    asked = changes.status if "status" in sent and changes.status is not None else None
+    reason = limits.settle(form, form.updated_at, asked)
     if new_version:
         session.add(_snapshot(form))
     await session.flush()
@@ -422,13 +547,53 @@ async def update(
         form.challenge,
         form.retention_days,
     )
-    if after != before[1:]:
+    if after != before[1:] or tuple(getattr(form, n) for n in LIMIT_FIELDS) != bounds_before:
         await _record(session, form, EventType.form_updated)
     if form.status != before[0]:
-        await _record(
-            session, form, EventType.form_status_changed, **{"from": before[0], "to": form.status}
-        )
+        await _status_changed(session, form, before[0], reason)
     return form
+
+
+async def _status_changed(
+    session: AsyncSession, form: Form, before: str, reason: limits.Reason | None
+) -> None:
+    moved: dict[str, Any] = {"from": before, "to": form.status}
+    if reason is not None:
+        moved["reason"] = reason.value
+    await _record(session, form, EventType.form_status_changed, **moved)
+
+
+async def settle(session: AsyncSession, organization_id: str, form_id: str, now: datetime) -> bool:
+    """Bring the form's status in line with its schedule and limit at `now`,
+    under its row lock, with its event (form/limits.py); whether it moved.
+    The sweep, a post finding its form due, and the post that fills its
+    last place call this: whichever comes first moves it, once."""
+    form = await repository.get(session, organization_id, form_id, for_update=True)
+    if form is None:
+        return False
+    before = form.status
+    reason = limits.settle(form, now)
+    if form.status == before:
+        return False
+    form.updated_at = now
+    await session.flush()
+    await _status_changed(session, form, before, reason)
+    return True
+
+
+async def settle_due(sessionmaker: Any, now: datetime | None = None) -> int:
+    """The schedule's sweep: open and close the forms of every organization
+    whose time has come, one transaction each; how many moved."""
+    now = now or utcnow()
+    async with sessionmaker() as session:
+        due = (await session.execute(repository.due_statement(now))).all()
+    moved = 0
+    for organization_id, form_id in due:
+        async with sessionmaker() as session:
+            if await settle(session, organization_id, form_id, now):
+                moved += 1
+            await session.commit()
+    return moved
 
 
 class HasSubmissions(Conflict):
@@ -496,7 +661,7 @@ async def version_detail(
         raise NotFound(f"Form '{form_id}' has no version {version}; it is at {form.version}.")
     blocks = BlockList.validate_python(snapshot.blocks)
     return {
-        **detail(form),
+        **detail(form, taken=await places_taken(session, form)),
         "version": snapshot.version,
         "blocks": snapshot.blocks,
         **_definition_wire(snapshot.definition, snapshot.blocks),

@@ -37,10 +37,12 @@ from formsapi.errors import (
 )
 from formsapi.file import service as file_service
 from formsapi.file.endpoints import receive
-from formsapi.form import flow, translation
+from formsapi.form import flow, limits, translation
+from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, FileUpload, parts, questions
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE
+from formsapi.form.limits import QuotaFull
 from formsapi.form.service import FormNotAccepting
 from formsapi.form.translation import MESSAGES
 from formsapi.funnel import service as funnel_service
@@ -48,7 +50,7 @@ from formsapi.funnel import steps as funnel_steps
 from formsapi.hosted import guard, service, stamp
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
-from formsapi.models import File, Form, FormStatus, Plan
+from formsapi.models import File, Form, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
 from formsapi.submission.validation import validate_submission
@@ -101,11 +103,19 @@ def _unavailable(request: Request) -> HTMLResponse:
     )
 
 
-def _closed(request: Request, title: str) -> HTMLResponse:
+def _closed(request: Request, form: Form, title: str | None = None) -> HTMLResponse:
+    """The page of a form taking no answers: its message before opening, or
+    after closing (410, as a closed form's), judged by the time."""
+    now = utcnow()
+    if limits.state(form, now) == limits.State.before and form.opens_at is not None:
+        when = form.opens_at.strftime("%d %B %Y at %H:%M UTC")
+        message = form.message_before_opening or f"This form opens on {when}. Come back then."
+        return _page(request, title or form.title, message, 200)
     return _page(
         request,
-        title,
-        "This form is closed and no longer takes answers. Thank you for your interest.",
+        title or form.title,
+        form.message_after_closing
+        or "This form is closed and no longer takes answers. Thank you for your interest.",
         410,
     )
 
@@ -124,6 +134,8 @@ class Page:
     languages: tuple[tuple[str, str], ...] = ()
     messages: Mapping[str, str] = field(default_factory=lambda: MESSAGES)
     challenge: bool = False  # the page asks for a proof of work (hosted/guard.py)
+    # The quotas that show an option as full once its places are taken (closeOption).
+    closing: tuple[tuple[str, str, int], ...] = ()  # (question, option, limit)
 
 
 def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
@@ -160,8 +172,21 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
         choices if len(choices) > 1 else (),
         messages,
         form.challenge,
+        tuple(
+            (quota["question"], quota["option"], quota["limit"])
+            for quota in form.quotas or []
+            if quota["action"] == "closeOption"
+        ),
     )
     return shown, page
+
+
+async def _full(request: Request, page: Page) -> set[tuple[str, str]]:
+    """The options of the page's form with no place left (shown disabled)."""
+    if not page.closing:
+        return set()
+    async with request.app.state.read_sessionmaker() as session:
+        return await form_service.full_options(session, page.organization_id, page.id, page.closing)
 
 
 async def _render(
@@ -197,6 +222,7 @@ async def _render(
         "preview": action is not None,
         "fields": fields or {},  # the preview's own (the settings area's CSRF token)
         "journey": journey,
+        "full": await _full(request, page),
     }
     response = templates.TemplateResponse(request, "form.html", context, status_code=status)
     if resume is not None:  # the page holds the secret of their link
@@ -250,8 +276,8 @@ async def _open_form(request: Request, session: AsyncSession, form_id: str) -> F
     form = await _public(request, session, form_id)
     if form is None:
         return _unavailable(request)
-    if form.status == FormStatus.closed:
-        return _closed(request, form.title)
+    if limits.state(form, utcnow()) != limits.State.open:
+        return _closed(request, form)
     return form
 
 
@@ -420,8 +446,13 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         return await _render(
             request, page, _values(answers), errors, 422, step, token, journey=journey
         )
+    except QuotaFull as full:
+        # Those who chose a full option of a quota that ends the form: its message.
+        return _page(request, page.title, full.detail, 200)
     except FormNotAccepting:
-        return _closed(request, page.title)
+        async with request.app.state.read_sessionmaker() as session:
+            now_form = await _public(request, session, form_id)
+        return _closed(request, now_form or form, page.title)
     except FormNotFound:  # deleted between the page lookup and now
         return _unavailable(request)
     return _ending(request, form, shown, submission.answers, submission.ending, page)
@@ -790,7 +821,7 @@ async def started(request: Request, form_id: FormId) -> Response:
         return Response(status_code=400)
     async with request.app.state.read_sessionmaker() as session:
         form = await _public(request, session, form_id)
-    if form is None or form.status == FormStatus.closed:
+    if form is None or limits.state(form, utcnow()) != limits.State.open:
         return Response(status_code=404)
     given = fields.get("_stamp", [])
     served = stamp.read(

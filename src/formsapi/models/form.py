@@ -31,6 +31,9 @@ class Form(Base):
         # Serves "forms of one org, newest first" without a sort.
         Index("ix_forms_organization_id_created_at_id", "organization_id", "created_at", "id"),
         UniqueConstraint("organization_id", "slug", name="uq_forms_organization_id_slug"),
+        # The schedule's sweep finds the forms due to open or close without a scan.
+        Index("ix_forms_opens_at", "opens_at"),
+        Index("ix_forms_closes_at", "closes_at"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -54,6 +57,18 @@ class Form(Base):
     # Submissions older than this many days are deleted by the retention sweep
     # (submission/retention.py); None: kept until deleted. A delivery setting too.
     retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Its schedule and limit (form/limits.py), delivery settings too: it opens
+    # at opens_at (kept closed until then, the setting cleared once done),
+    # takes no answer from closes_at on, and closes when response_count
+    # reaches max_submissions; None: no such bound.
+    opens_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    closes_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    max_submissions: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    message_before_opening: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    message_after_closing: Mapped[str | None] = mapped_column(String(1000), nullable=True)
+    # Places per chosen option ([{question, option, limit, action, message}],
+    # as the API shows them); None: none. Counted from the answer counts.
+    quotas: Mapped[list[dict[str, Any]] | None] = mapped_column(NullableJSONColumn, nullable=True)
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)

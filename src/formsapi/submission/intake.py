@@ -31,8 +31,10 @@ from formsapi.db import ReadSession, WriteSession
 from formsapi.errors import Conflict, FormNotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.file import service as file_service
-from formsapi.form import compiled
+from formsapi.form import compiled, limits
 from formsapi.form import repository as form_repository
+from formsapi.form import service as form_service
+from formsapi.form.limits import QuotaFull, Reason
 from formsapi.funnel import repository as funnel_repository
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel.steps import Completion
@@ -54,6 +56,7 @@ from formsapi.submission.service import (
     new_unnumbered,
     not_accepting,
 )
+from formsapi.submission.validation import answer_pointer
 
 # Posts in one transaction at most: its statements stay a bounded size.
 MAX_BATCH = 200
@@ -100,6 +103,10 @@ class Intake:
         self._postgres = sessionmaker.kw["bind"].dialect.name == "postgresql"
         self._waiting: dict[tuple[str, str], list[_Post]] = {}
         self._writers: dict[tuple[str, str], asyncio.Task[None]] = {}
+        # Forms found with quotas when last written here: their posts take the
+        # general path at once (the one statement writes none of them). A
+        # guess only: the statement itself refuses a form that has quotas.
+        self._quoted: set[tuple[str, str]] = set()
 
     async def submit(
         self,
@@ -197,7 +204,8 @@ class Intake:
         # checked again. A key found taken gives the transaction up too, and
         # its post is answered with the outcome kept for it.
         versions = 0
-        at_once = self._postgres
+        opened = False
+        at_once = self._postgres and (organization_id, form_id) not in self._quoted
         while batch:
             form = compiled.cached(organization_id, form_id)
             if form is not None:
@@ -224,8 +232,21 @@ class Intake:
                     await session.rollback()
                     # Why not, read without the write session (SQLite's write lock).
                     async with self._read_sessionmaker() as reader:
-                        raise await not_accepting(reader, organization_id, form_id)
-                version, last, locked_at = locked
+                        why = await not_accepting(reader, organization_id, form_id)
+                    if why is not None:
+                        raise why
+                    if opened:
+                        raise Conflict("The form changed too often to take these answers.")
+                    # Its opening time has come before the sweep: it opens now, once.
+                    await self._settle(organization_id, form_id)
+                    opened = True
+                    continue
+                version, last, locked_at = locked[0], locked[1], locked[2]
+                count, most, opens_at, closes_at, quotas = locked[3:]
+                if quotas:
+                    self._quoted.add((organization_id, form_id))
+                else:
+                    self._quoted.discard((organization_id, form_id))
                 if form is None or form.version != version:
                     versions += 1
                     if versions == MAX_VERSIONS:
@@ -237,6 +258,38 @@ class Intake:
                     await session.rollback()
                     continue
                 now = locked_at or utcnow()
+                # Judged by the time, not only the status: past its closing
+                # time, the form closes now (its event written once, under
+                # its lock) and the batch is refused.
+                if (closes_at is not None and closes_at <= now) or (
+                    opens_at is not None and opens_at > now
+                ):
+                    await session.rollback()
+                    await self._settle(organization_id, form_id)
+                    async with self._read_sessionmaker() as reader:
+                        why = await not_accepting(reader, organization_id, form_id)
+                    for post in batch:
+                        if not post.done.done():
+                            post.done.set_exception(why or Conflict("The form changed."))
+                    return
+                # The places left: posts beyond them are refused, in order.
+                if most is not None and count > most:
+                    room = max(most - (count - len(accepted)), 0)
+                    await session.rollback()
+                    over = accepted[room:]
+                    for post in over:
+                        post.done.set_exception(limits.closed_by(Reason.max_submissions, None))
+                    batch = [post for post in batch if post not in over]
+                    continue
+                full = _over_quota(
+                    accepted, quotas, await _taken(session, organization_id, form_id, quotas)
+                )
+                if full:
+                    await session.rollback()
+                    for post, problem in full.items():
+                        post.done.set_exception(problem)
+                    batch = [post for post in batch if post not in full]
+                    continue
                 first = last - len(accepted) + 1
                 new = [
                     new_submission(organization_id, form_id, version, first + i, now, post.checking)
@@ -280,9 +333,19 @@ class Intake:
                         )
                     batch = [post for post in batch if post not in refused]
                     continue
+                if most is not None and count == most and new:
+                    # The batch took the last place: the form closes with it.
+                    await form_service.settle(session, organization_id, form_id, now)
                 await session.commit()
             _answer(batch, dict(zip(accepted, (submission for _, submission in new), strict=True)))
             return
+
+    async def _settle(self, organization_id: str, form_id: str) -> None:
+        """Open or close the form as its schedule says, in a transaction of
+        its own (form/service.py, `settle`)."""
+        async with self._sessionmaker() as session:
+            await form_service.settle(session, organization_id, form_id, utcnow())
+            await session.commit()
 
     async def _write_at_once(
         self,
@@ -354,6 +417,55 @@ def _completed(
             if post.funnel is not None
         ],
     )
+
+
+async def _taken(
+    session: AsyncSession, organization_id: str, form_id: str, quotas: Any
+) -> dict[tuple[str, str], int]:
+    """The places the form's quotas have taken, read under its lock."""
+    if not quotas:
+        return {}
+    keys = [limits.quota_key(quota) for quota in quotas]
+    return await form_repository.places_taken(session, organization_id, form_id, keys)
+
+
+def _over_quota(
+    accepted: Sequence[_Post], quotas: Any, taken: dict[tuple[str, str], int]
+) -> dict[_Post, Exception]:
+    """The posts choosing an option with no place left, in order, once the
+    places the batch's earlier posts take are counted; each with its problem
+    (a 422 at the question, or QuotaFull for a quota that ends the form)."""
+    if not quotas:
+        return {}
+    used = dict(taken)
+    refused: dict[_Post, Exception] = {}
+    for post in accepted:
+        assert post.checking is not None
+        stored = post.checking.checked.stored
+        chosen = [q for q in quotas if stored.get(q["question"]) == q["option"]]
+        full = [q for q in chosen if used.get(limits.quota_key(q), 0) >= q["limit"]]
+        if not full:
+            for quota in chosen:
+                used[limits.quota_key(quota)] = used.get(limits.quota_key(quota), 0) + 1
+            continue
+        quota = full[0]
+        if quota["action"] == "endForm":
+            refused[post] = QuotaFull(
+                quota.get("message") or "Thank you: we have all the answers we need.",
+                question=quota["question"],
+                option=quota["option"],
+                message=quota.get("message"),
+            )
+        else:
+            errors = [
+                {
+                    "pointer": answer_pointer(q["question"]),
+                    "detail": f"is full: no place is left for {q['option']!r}",
+                }
+                for q in full
+            ]
+            refused[post] = ValidationFailed("The answers are invalid.", errors)
+    return refused
 
 
 def _plain(post: _Post) -> bool:

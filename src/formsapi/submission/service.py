@@ -17,17 +17,16 @@ from formsapi.errors import (
 )
 from formsapi.event import service as event_service
 from formsapi.file import service as file_service
-from formsapi.form import compiled
+from formsapi.form import compiled, limits
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, BlockList
 from formsapi.form.definition import Definition
-from formsapi.form.service import FormNotAccepting
 from formsapi.idempotency import service as idempotency_service
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
-from formsapi.models import EventType, Submission
+from formsapi.models import EventType, FormStatus, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
 from formsapi.submission.schemas import change_wire, deleted_wire, detail_wire, wire
@@ -301,16 +300,20 @@ def new_submission(
     return event | row, accepted
 
 
-async def not_accepting(session: AsyncSession, organization_id: str, form_id: str) -> Exception:
-    """Why the form took no submission: missing (404), or not published (409)."""
+async def not_accepting(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> Exception | None:
+    """Why the form took no submission: missing (404), not published, not
+    open yet or closed by its schedule or limit (409); None when it is due
+    to open (form/limits.py: its opening time has come, the sweep not run)."""
     try:
         form = await form_service.get(session, organization_id, form_id)
     except FormNotFound as missing:
         return missing
-    return FormNotAccepting(
-        f"This form is {form.status}; only published forms take submissions.",
-        formStatus=form.status,
-    )
+    now = utcnow()
+    if form.status == FormStatus.closed and limits.state(form, now) == limits.State.open:
+        return None
+    return limits.refusal(form, now)
 
 
 def location(form_id: str, submission_id: str) -> str:

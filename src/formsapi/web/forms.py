@@ -1,6 +1,7 @@
 """The forms of the active organization, one form's page, and its CSV download."""
 
 import re
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import orjson
@@ -51,7 +52,15 @@ def _back(request: Request, error: FormsAPIError) -> str:
         return builder
     if "/reports" in path:  # a report link's post: back to the form's summary
         return path.partition("/reports")[0] + "/summary"
-    for action in ("/duplicate", "/status", "/settings", "/embedding", "/challenge", "/retention"):
+    for action in (
+        "/duplicate",
+        "/status",
+        "/settings",
+        "/embedding",
+        "/challenge",
+        "/retention",
+        "/limits",
+    ):
         if path.endswith(action):
             return path.removesuffix(action)
     return PAGE
@@ -74,7 +83,19 @@ def _builder_back(path: str) -> str | None:
     return f"{base}/edit"
 
 
-SECTION = Section("forms", "Forms", PAGE, back=_back)
+SECTION = Section(
+    "forms",
+    "Forms",
+    PAGE,
+    back=_back,
+    fields={
+        "opensAt": "Opens at",
+        "closesAt": "Closes at",
+        "maxSubmissions": "Maximum submissions",
+        "messageBeforeOpening": "Message before opening",
+        "messageAfterClosing": "Message after closing",
+    },
+)
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
 router = APIRouter(prefix=PAGE, route_class=PageRoute)
@@ -299,6 +320,70 @@ async def change_retention(
     return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
 
 
+def _utc_field(name: str, text: str) -> datetime | None:
+    """A time typed in the panel's `datetime-local` field, read as UTC (the
+    panel says so); empty: none."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f"{name}: give a date and time such as 2027-03-01T09:00.") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+@router.post("/{form_id}/limits")
+async def change_limits(
+    request: Request,
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    opens_at: Annotated[str, Form(max_length=40)] = "",
+    closes_at: Annotated[str, Form(max_length=40)] = "",
+    max_submissions: Annotated[str, Form(max_length=20)] = "",
+    message_before_opening: Annotated[str, Form(max_length=2000)] = "",
+    message_after_closing: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """When the form opens and closes, how many submissions it takes, and
+    what its page says before and after, set through the service PATCH
+    /v1/forms/{id} uses (an empty field: none)."""
+    may_edit(managed)
+    keep(
+        request,
+        opens_at=opens_at,
+        closes_at=closes_at,
+        max_submissions=max_submissions,
+        message_before_opening=message_before_opening,
+        message_after_closing=message_after_closing,
+    )
+    limit = max_submissions.strip()
+    if limit and not (limit.isascii() and limit.isdigit()):
+        raise BadRequest("Maximum submissions: a whole number, or empty for no limit.")
+    try:
+        changes = FormUpdate(
+            opens_at=_utc_field("Opens at", opens_at),
+            closes_at=_utc_field("Closes at", closes_at),
+            max_submissions=int(limit) if limit else None,
+            message_before_opening=message_before_opening.strip() or None,
+            message_after_closing=message_after_closing.strip() or None,
+        )
+    except ValidationError as error:
+        problem = error.errors()[0]
+        label = SECTION.fields.get(_camel(str(problem["loc"][0])), str(problem["loc"][0]))
+        raise BadRequest(f"{label}: {problem['msg']}.") from None
+    form = await form_service.update(session, managed.organization.id, form_id, changes)
+    notice = "Saved." + (
+        f" The form is {form.status} now." if form.status in ("closed", "published") else ""
+    )
+    return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
 # A form's framing: its organization's list, or a list of its own.
 EMBEDDING_CHOICES = ("organization", "own")
 
@@ -466,15 +551,40 @@ async def form_page(
         embed_origins_text=kept.get("origins", "\n".join(own or [])),
         refusals=refusals,
         refusal_days=spam_service.DEFAULT_DAYS,
+        limits=_limits_shown(form, kept),
+        quotas=form_service.detail(form, taken=await form_service.places_taken(session, form))[
+            "quotas"
+        ]
+        if form.quotas
+        else [],
         transitions=[
             (
                 status,
-                "Reopen" if form.status == "closed" else STATUS_ACTIONS[status][0],
+                "Reopen"
+                if form.status == "closed" and status == "published"
+                else STATUS_ACTIONS[status][0],
                 STATUS_ACTIONS[status][1],
             )
             for status in form_service.TRANSITIONS[form.status]
         ],
     )
+
+
+def _local(moment: datetime | None) -> str:
+    return "" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def _limits_shown(form: Any, kept: dict[str, Any]) -> dict[str, str]:
+    """The schedule and limit fields as the panel shows them: what a refused
+    post had typed, else what the form has."""
+    now = {
+        "opens_at": _local(form.opens_at),
+        "closes_at": _local(form.closes_at),
+        "max_submissions": "" if form.max_submissions is None else str(form.max_submissions),
+        "message_before_opening": form.message_before_opening or "",
+        "message_after_closing": form.message_after_closing or "",
+    }
+    return {name: str(kept.get(name, value)) for name, value in now.items()}
 
 
 async def _file(session: AsyncSession, managed: Managed, form_id: str, file_id: str) -> File:

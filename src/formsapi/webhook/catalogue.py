@@ -97,11 +97,19 @@ class FormThin(Schema):
     thin: Literal[True]
 
 
+_REASON = Field(
+    default=None,
+    description="Why the status moved by itself: `opensAt`, `closesAt` or `maxSubmissions` "
+    "(the form's schedule or limit); absent when a person moved it.",
+)
+
+
 class FormStatusChange(FormDetail):
     """The form as the API returns it, and the status change."""
 
     from_: FormStatus = Field(alias="from")
     to: FormStatus
+    reason: Literal["opensAt", "closesAt", "maxSubmissions"] | None = _REASON
 
 
 class FormStatusChangeThin(FormThin):
@@ -109,6 +117,7 @@ class FormStatusChangeThin(FormThin):
 
     from_: FormStatus = Field(alias="from")
     to: FormStatus
+    reason: Literal["opensAt", "closesAt", "maxSubmissions"] | None = _REASON
 
 
 def _form_tag(value: Any) -> str:

@@ -19,6 +19,7 @@ from sqlalchemy import (
     DateTime,
     Executable,
     Integer,
+    Interval,
     Text,
     bindparam,
     case,
@@ -27,6 +28,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    or_,
     select,
     true,
 )
@@ -74,9 +76,22 @@ def _statement() -> Executable:
     the version the batch was checked against (:version): the caller then
     takes the general path, which finds out why."""
     # Its `at`: the batch's time, read once the form's row is locked.
+    # A form with quotas, or whose batch would reach its limit or come after
+    # its closing time, is left to the general path, which refuses the posts
+    # beyond and closes the form (form/limits.py); the rest, most forms, pay
+    # for these tests on the locked row only.
+    moment = func.clock_timestamp() + bindparam("offset", type_=Interval())
     locked = (
         submission_lock_statement(True)
-        .where(Form.version == bindparam("checked_version"))
+        .where(
+            Form.version == bindparam("checked_version"),
+            Form.quotas.is_(None),
+            or_(
+                Form.max_submissions.is_(None),
+                Form.response_count + bindparam("n") < Form.max_submissions,
+            ),
+            or_(Form.closes_at.is_(None), Form.closes_at > moment),
+        )
         .cte("lk")
     )
     texts = postgresql.ARRAY(Text)
