@@ -38,6 +38,7 @@ from formsapi.file.endpoints import links_router
 from formsapi.file.endpoints import router as files_router
 from formsapi.file.storage import Storages
 from formsapi.form.endpoints import router as forms_router
+from formsapi.form.invitations import router as invitations_router
 from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
@@ -51,6 +52,7 @@ from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import (
     PartialThrottle,
+    PasswordThrottle,
     PublicPostThrottle,
     RateLimiter,
     ResumeMailThrottle,
@@ -58,6 +60,7 @@ from formsapi.ratelimit.service import (
     UploadThrottle,
 )
 from formsapi.request_body import RequestBody
+from formsapi.respondent.service import purge_lapsed
 from formsapi.spam.challenge import Challenges, purge_spent
 from formsapi.spam.endpoints import router as refusals_router
 from formsapi.submission import endpoints as submissions
@@ -131,6 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
             "mails": partial(purge_mails, sessionmaker, settings.event_days),
             "spent challenges": partial(purge_spent, sessionmaker),
+            "respondents' lapsed addresses": partial(purge_lapsed, sessionmaker),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
         # Files of deleted submissions, and uploads no submission took: often,
@@ -169,7 +173,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
     app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
     app.state.last_use = LastUse(app.state.read_sessionmaker)
-    app.state.intake = Intake(app.state.sessionmaker, app.state.read_sessionmaker)
+    app.state.secret_box = secret_box(settings)
+    app.state.intake = Intake(
+        app.state.sessionmaker, app.state.read_sessionmaker, app.state.secret_box
+    )
     app.state.funnel = FunnelBuffer(app.state.sessionmaker, settings.funnel_flush_seconds)
     app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)
     app.state.redis = redis
@@ -179,10 +186,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.partial_throttle = PartialThrottle(settings, redis)
     app.state.upload_throttle = UploadThrottle(settings, redis)
     app.state.public_post_throttle = PublicPostThrottle(settings, redis)
+    app.state.password_throttle = PasswordThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
-    app.state.secret_box = secret_box(settings)
     app.state.challenges = Challenges(settings, app.state.secret_box, app.state.sessionmaker, redis)
     install_handlers(app)
 
@@ -258,6 +265,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1.include_router(summary_router)
     v1.include_router(refusals_router)
     v1.include_router(partials_router)
+    v1.include_router(invitations_router)
     v1.include_router(files_router)
     v1.include_router(events_router)
     v1.include_router(webhooks_router)

@@ -375,6 +375,16 @@ class Translation(Model):
     messages: dict[str, str] = Field(default_factory=dict)
 
 
+class OneResponse(Model):
+    """One response per respondent: by a signed "cookie", the "email" answer
+    to `question`, the "ip" address once per `hours`, or single-use
+    "invitation" links (what each can and cannot stop: the README)."""
+
+    by: Literal["cookie", "email", "ip", "invitation"]
+    question: str | None = None
+    hours: int | None = None
+
+
 class FormDetail(FormSummary):
     updated_at: datetime
     version: int
@@ -393,10 +403,49 @@ class FormDetail(FormSummary):
     # The sites that may frame its hosted page; None: the organization's list.
     embed_origins: list[str] | None
     challenge: bool  # its hosted page asks for a proof of work before taking answers
+    # One response per respondent, and how they are known; None: no limit.
+    one_response: OneResponse | None
+    password_required: bool  # its hosted page asks for a password first
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
 class FormsPage(_Page[FormSummary]):
+    pass
+
+
+# Single-use invitation links (/v1/forms/{formId}/invitations).
+
+
+class Recipient(Model):
+    email: str | None = None  # into the form's hidden field `email`, if it has one
+    label: str | None = None  # into its hidden field `label`
+
+
+class InvitationCreate(Model):
+    count: int | None = None  # links for no one in particular, or:
+    recipients: list[Recipient] | None = None  # a link each
+
+
+class Invitation(Model):
+    id: str
+    email: str | None
+    label: str | None
+    status: Literal["open", "used", "revoked"]
+    created_at: datetime
+    used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class InvitationMade(Invitation):
+    token: str  # shown once
+    url: str  # the link to send
+
+
+class InvitationsMade(Model):
+    data: list[InvitationMade]
+
+
+class InvitationsPage(_Page[Invitation]):
     pass
 
 
@@ -587,6 +636,8 @@ class FormCreate(Model):
     resume_days: int | None = None
     embed_origins: list[str] | None = None  # None: the organization's list
     challenge: bool | None = None  # None: off
+    one_response: OneResponse | None = None  # None: no limit
+    password: str | None = None  # None: none asked
 
 
 class FormUpdate(Model):
@@ -605,6 +656,10 @@ class FormUpdate(Model):
     # which these models never send.
     embed_origins: list[str] | None = None
     challenge: bool | None = None
+    # None is not sent (unchanged); taking the limit or the password away is
+    # a null, which these models never send.
+    one_response: OneResponse | None = None
+    password: str | None = None
     status: FormStatus | None = None
 
 

@@ -128,7 +128,14 @@ def submission_lock_statement(postgres: bool) -> Any:
         )
         # The version only: its blocks are read (once) when this process has
         # not compiled it yet, so a post does not decode them under the lock.
-        .returning(Form.version, Form.change_seq, at.label("at"))
+        # With the one-response rule a post is checked against under the lock.
+        .returning(
+            Form.version,
+            Form.change_seq,
+            at.label("at"),
+            Form.one_response_by,
+            Form.one_response_question,
+        )
         # No Form is loaded in a post's session: nothing for the ORM to update.
         .execution_options(synchronize_session=False)
     )
@@ -140,14 +147,15 @@ def _advisory(form_id: Any) -> Any:
 
 async def lock_for_submission(
     session: AsyncSession, organization_id: str, form_id: str, count: int = 1
-) -> Row[int, int, datetime | None] | None:
+) -> Row[int, int, datetime | None, str | None, str | None] | None:
     """Count `count` more submissions, number their changes, and read what
     they answer, atomically: the lock this takes orders concurrent writes to
     the form's submissions until commit, so change numbers follow commit
     order, and a rollback takes both back. Returned: the version, the last
     number (the batch's are the `count` numbers up to it) and, on
-    PostgreSQL, the database's time once the lock was held. None if the form
-    is missing or not published."""
+    PostgreSQL, the database's time once the lock was held, and the form's
+    one-response rule (by, question). None if the form is missing or not
+    published."""
     postgres = session.get_bind().dialect.name == "postgresql"
     parameters: dict[str, Any] = {"org": organization_id, "form": form_id, "n": count}
     if postgres:

@@ -14,16 +14,22 @@ from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import compiled, repository, translation
-from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors
+from formsapi.form.blocks import Block, BlockList, dump_blocks, key_errors, questions
 from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
 from formsapi.form.schema import answers_schema
-from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate
+from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, OneResponse
 from formsapi.form.translation import Translation
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
+from formsapi.respondent import service as respondent_service
+from formsapi.respondent.service import SecretKeyNeeded
+from formsapi.user import service as user_service
+
+# Hours before one address may answer again, for a form taking one response per IP.
+DEFAULT_WINDOW_HOURS = 24
 
 
 class FormNotAccepting(Conflict):
@@ -144,6 +150,10 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
         "contentLanguage": content_language,
         "embedOrigins": form.embed_origins,
         "challenge": form.challenge,
+        "oneResponse": respondent_service.setting(
+            form.one_response_by, form.one_response_question, form.one_response_hours
+        ),
+        "passwordRequired": form.password_hash is not None,
         "schema": _schema_of(form),
     }
 
@@ -244,11 +254,14 @@ async def create(
     form_id: str | None = None,
     embed_origins: list[str] | None = None,
     challenge: bool = False,
+    one_response: OneResponse | None = None,
+    password_hash: str | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it."""
     definition = definition or Definition()
     check(blocks, definition)
+    _check_one_response(one_response, blocks)
     if slug is None:
         slug = await _free_slug(session, organization_id, title)
     elif await repository.slug_taken(session, organization_id, slug):
@@ -265,10 +278,12 @@ async def create(
         definition=_stored(definition),
         embed_origins=embed_origins,
         challenge=challenge,
+        password_hash=password_hash,
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
     )
+    _set_one_response(form, one_response)
     try:
         async with session.begin_nested():
             session.add(form)
@@ -280,9 +295,16 @@ async def create(
     return form
 
 
-async def create_from(session: AsyncSession, organization_id: str, body: FormCreate) -> Form:
+async def create_from(
+    session: AsyncSession,
+    organization_id: str,
+    body: FormCreate,
+    password_hash: str | None = None,
+) -> Form:
     """A new draft made from a form's JSON (POST /v1/forms's body), by the
-    API and the settings area alike."""
+    API and the settings area alike; `password_hash`: a copy's."""
+    if body.password is not None:
+        password_hash = await user_service.hash_passphrase(body.password)
     definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
     return await create(
         session,
@@ -293,6 +315,8 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
         definition=definition,
         embed_origins=body.embed_origins,
         challenge=body.challenge,
+        one_response=body.one_response,
+        password_hash=password_hash,
     )
 
 
@@ -316,9 +340,12 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "title": title,
         "embedOrigins": original.embed_origins,
         "challenge": original.challenge,
+        "oneResponse": respondent_service.setting(
+            original.one_response_by, original.one_response_question, original.one_response_hours
+        ),
     }
     body = FormCreate.model_validate(copied)
-    return await create_from(session, organization_id, body)
+    return await create_from(session, organization_id, body, original.password_hash)
 
 
 async def _record(session: AsyncSession, form: Form, type_: EventType, **extra: object) -> None:
@@ -355,7 +382,7 @@ async def update(
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
-    before = (form.status, form.title, form.slug, form.version, form.embed_origins, form.challenge)
+    before = (form.status, *_delivery(form))
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
         if changes.status not in allowed:
@@ -375,6 +402,14 @@ async def update(
         form.embed_origins = changes.embed_origins
     if changes.challenge is not None:
         form.challenge = changes.challenge
+    if "one_response" in sent:  # null included: no limit
+        _set_one_response(form, changes.one_response)
+    if "password" in sent:  # null included: none asked
+        form.password_hash = (
+            None
+            if changes.password is None
+            else await user_service.hash_passphrase(changes.password)
+        )
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -401,19 +436,83 @@ async def update(
             form.blocks, form.definition = blocks, stored
             form.version += 1
             new_version = True
+    if "one_response" in sent or blocks_sent:
+        rule = respondent_service.setting(
+            form.one_response_by, form.one_response_question, form.one_response_hours
+        )
+        _check_one_response(
+            None if rule is None else OneResponse.model_validate(rule),
+            BlockList.validate_python(form.blocks),
+        )
     form.updated_at = utcnow()
     if new_version:
         session.add(_snapshot(form))
     await session.flush()
-    # Where it may be framed is not a version of the form, but a change all the same.
-    after = (form.title, form.slug, form.version, form.embed_origins, form.challenge)
-    if after != before[1:]:
+    # Where it may be framed, or who may answer, is not a version of the form,
+    # but a change all the same.
+    if _delivery(form) != before[1:]:
         await _record(session, form, EventType.form_updated)
     if form.status != before[0]:
         await _record(
             session, form, EventType.form_status_changed, **{"from": before[0], "to": form.status}
         )
     return form
+
+
+def check_signing(changes: FormCreate | FormUpdate, signing: bool) -> None:
+    """Refuse a password, or one response per cookie, email or IP, on a server
+    without the key that signs its cookies and hashes its addresses (on
+    PostgreSQL, FORMSAPI_SECRET_KEY): a server cannot keep them."""
+    if signing:
+        return
+    keyed = changes.one_response is not None and changes.one_response.by != "invitation"
+    if keyed or changes.password is not None:
+        raise SecretKeyNeeded(
+            "A password, and one response per cookie, email or IP, need the server's secret "
+            "key: its operator must set FORMSAPI_SECRET_KEY."
+        )
+
+
+def _delivery(form: Form) -> tuple[object, ...]:
+    """What a change of the form is seen by: its title, slug and version, and
+    its delivery settings."""
+    return (
+        form.title,
+        form.slug,
+        form.version,
+        form.embed_origins,
+        form.challenge,
+        form.one_response_by,
+        form.one_response_question,
+        form.one_response_hours,
+        form.password_hash,
+    )
+
+
+def _set_one_response(form: Form, rule: OneResponse | None) -> None:
+    form.one_response_by = None if rule is None else rule.by
+    form.one_response_question = None if rule is None else rule.question
+    form.one_response_hours = None
+    if rule is not None and rule.by == "ip":
+        form.one_response_hours = rule.hours or DEFAULT_WINDOW_HOURS
+
+
+def _check_one_response(rule: OneResponse | None, blocks: list[Block]) -> None:
+    """A one-response-by-email rule names one of the form's email questions."""
+    if rule is None or rule.by != "email":
+        return
+    emails = {q.key for q in questions(blocks) if q.type == "email"}
+    if rule.question not in emails:
+        raise ValidationFailed(
+            "The form is invalid.",
+            [
+                {
+                    "pointer": "/oneResponse/question",
+                    "detail": "must be the key of one of the form's email questions"
+                    + (f" ({', '.join(sorted(emails))})" if emails else " (it has none)"),
+                }
+            ],
+        )
 
 
 class HasSubmissions(Conflict):

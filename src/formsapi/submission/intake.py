@@ -39,9 +39,18 @@ from formsapi.funnel.steps import Completion
 from formsapi.idempotency import repository as idempotency_repository
 from formsapi.idempotency.service import RETENTION, Outcome, kept
 from formsapi.kit.ids import is_plausible
+from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.partial import repository as partial_repository
 from formsapi.partial.service import LinkUsed
+from formsapi.respondent import repository as respondent_repository
+from formsapi.respondent import service as respondent_service
+from formsapi.respondent.service import (
+    AlreadyAnswered,
+    Digests,
+    InvitationUsed,
+    SecretKeyNeeded,
+)
 from formsapi.submission import repository
 from formsapi.submission.repository import hour_of
 from formsapi.submission.service import (
@@ -80,6 +89,8 @@ class _Post:
     language: str | None  # the respondent's; None: the form's own
     # What a post from the hosted page adds to the form's funnel; None from the API.
     funnel: Completion | None
+    # The hash of the invitation link's token it spends (respondent/).
+    invitation: bytes | None = None
     # The stored submission; None when another request with its key was
     # stored first (its outcome is then replayed).
     done: asyncio.Future[Accepted | None] = field(
@@ -94,8 +105,13 @@ class Intake:
         self,
         sessionmaker: async_sessionmaker[WriteSession],
         read_sessionmaker: async_sessionmaker[ReadSession],
+        secret_box: SecretBox | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._digests = None if secret_box is None else Digests(secret_box)
+        # Forms found taking one response per email address: their batches
+        # go the general way at once (the one statement would refuse them).
+        self._by_email: set[tuple[str, str]] = set()
         self._read_sessionmaker = read_sessionmaker
         self._postgres = sessionmaker.kw["bind"].dialect.name == "postgresql"
         self._waiting: dict[tuple[str, str], list[_Post]] = {}
@@ -109,14 +125,18 @@ class Intake:
         partial: bytes | None = None,
         language: str | None = None,
         funnel: Completion | None = None,
+        invitation: bytes | None = None,
     ) -> Accepted:
         """Store answers to a published form, once its batch has committed;
         with `partial`, the partial response they complete is closed in the
         same transaction (LinkUsed when it was completed already); with
         `funnel` (a post from the hosted page), its completion is counted in
-        the form's funnel in that transaction too."""
+        the form's funnel in that transaction too; with `invitation`, that
+        link is spent in it (InvitationUsed when it was, or is revoked).
+        A form taking one response per email address refuses a second from
+        one address (AlreadyAnswered), however the posts race."""
         accepted = await self._queue(
-            organization_id, form_id, answers, None, partial, language, funnel
+            organization_id, form_id, answers, None, partial, language, funnel, invitation
         )
         assert accepted is not None, "only a post with a key is answered by another"
         return accepted
@@ -160,12 +180,13 @@ class Intake:
         partial: bytes | None,
         language: str | None,
         funnel: Completion | None = None,
+        invitation: bytes | None = None,
     ) -> Accepted | None:
         if not is_plausible(form_id):
             raise FormNotFound(form_id)
         form = compiled.cached(organization_id, form_id)
         checking = None if form is None else check(form, answers, utcnow().date(), language)
-        post = _Post(answers, claim, checking, partial, language, funnel)
+        post = _Post(answers, claim, checking, partial, language, funnel, invitation)
         key = (organization_id, form_id)
         self._waiting.setdefault(key, []).append(post)
         if key not in self._writers:
@@ -197,7 +218,7 @@ class Intake:
         # checked again. A key found taken gives the transaction up too, and
         # its post is answered with the outcome kept for it.
         versions = 0
-        at_once = self._postgres
+        at_once = self._postgres and (organization_id, form_id) not in self._by_email
         while batch:
             form = compiled.cached(organization_id, form_id)
             if form is not None:
@@ -225,7 +246,11 @@ class Intake:
                     # Why not, read without the write session (SQLite's write lock).
                     async with self._read_sessionmaker() as reader:
                         raise await not_accepting(reader, organization_id, form_id)
-                version, last, locked_at = locked
+                version, last, locked_at, by, question = locked
+                if by == respondent_service.EMAIL:
+                    self._by_email.add((organization_id, form_id))
+                else:
+                    self._by_email.discard((organization_id, form_id))
                 if form is None or form.version != version:
                     versions += 1
                     if versions == MAX_VERSIONS:
@@ -249,6 +274,15 @@ class Intake:
                     for post in used:
                         post.done.set_exception(LinkUsed())
                     batch = [post for post in batch if post not in used]
+                    continue
+                once = await self._once(
+                    session, organization_id, form_id, accepted, new, now, by, question
+                )
+                if once:
+                    await session.rollback()
+                    for post, error in once.items():
+                        post.done.set_exception(error)
+                    batch = [post for post in batch if post not in once]
                     continue
                 taken = await _claim(session, organization_id, form_id, accepted, new, now)
                 if taken:
@@ -283,6 +317,59 @@ class Intake:
                 await session.commit()
             _answer(batch, dict(zip(accepted, (submission for _, submission in new), strict=True)))
             return
+
+    async def _once(
+        self,
+        session: AsyncSession,
+        organization_id: str,
+        form_id: str,
+        accepted: Sequence[_Post],
+        new: Sequence[tuple[dict[str, Any], Accepted]],
+        now: Any,
+        by: str | None,
+        question: str | None,
+    ) -> dict[_Post, Exception]:
+        """The gates of a form taking one response per respondent, under its
+        lock: the invitation links the batch's posts spend, and, for a form
+        taking one per email address, each address marked as answered; the
+        posts refused, with why (a link used or revoked, an address that
+        answered before or twice in the batch, or none given)."""
+        refused: dict[_Post, Exception] = {}
+        posted = list(zip(accepted, (submission for _, submission in new), strict=True))
+        links = {post.invitation: s.id for post, s in posted if post.invitation is not None}
+        spent = await respondent_repository.spend(session, organization_id, form_id, links, now)
+        for post, _ in posted:
+            if post.invitation is not None and post.invitation not in spent:
+                refused[post] = InvitationUsed()
+        if by != respondent_service.EMAIL or question is None:
+            return refused
+        if self._digests is None:  # the key was taken away after the rule was set
+            raise SecretKeyNeeded(
+                "This form takes one response per email address, which needs the server's "
+                "secret key: its operator must set FORMSAPI_SECRET_KEY."
+            )
+        digests: dict[bytes, _Post] = {}
+        for post, _ in posted:
+            assert post.checking is not None
+            address = post.checking.checked.stored.get(question)
+            if not isinstance(address, str) or not address.strip():
+                refused[post] = ValidationFailed(
+                    "The answers are invalid.",
+                    [{"pointer": f"/answers/{question}", "detail": "is required"}],
+                )
+                continue
+            digest = self._digests.email(form_id, address)
+            if digest in digests:
+                refused[post] = AlreadyAnswered()
+                continue
+            digests[digest] = post
+        marked = await respondent_repository.mark(
+            session, organization_id, form_id, respondent_service.EMAIL, list(digests), now
+        )
+        for digest, post in digests.items():
+            if digest not in marked:
+                refused[post] = AlreadyAnswered()
+        return refused
 
     async def _write_at_once(
         self,
@@ -360,7 +447,12 @@ def _plain(post: _Post) -> bool:
     """A post the one-statement write takes: no key to claim, partial to
     close or file to take."""
     assert post.checking is not None
-    return post.claim is None and post.partial is None and not post.checking.files
+    return (
+        post.claim is None
+        and post.partial is None
+        and post.invitation is None
+        and not post.checking.files
+    )
 
 
 def _answer(batch: list[_Post], answered: dict[_Post, Accepted]) -> None:
@@ -379,16 +471,19 @@ def _next_batch(waiting: list[_Post]) -> list[_Post]:
     """The next batch, taken off `waiting`: a second post with the same
     Idempotency-Key waits for the next one, where it finds the first's
     outcome kept; so does a second completing the same partial response,
-    which finds it completed."""
+    which finds it completed, or spending the same invitation link, which
+    finds it used."""
     batch: list[_Post] = []
     rest: list[_Post] = []
     keys: set[str] = set()
     partials: set[bytes] = set()
+    invitations: set[bytes] = set()
     for post in waiting:
         if (
             len(batch) == MAX_BATCH
             or (post.claim is not None and post.claim.key in keys)
             or (post.partial is not None and post.partial in partials)
+            or (post.invitation is not None and post.invitation in invitations)
         ):
             rest.append(post)
             continue
@@ -397,6 +492,8 @@ def _next_batch(waiting: list[_Post]) -> list[_Post]:
             keys.add(post.claim.key)
         if post.partial is not None:
             partials.add(post.partial)
+        if post.invitation is not None:
+            invitations.add(post.invitation)
     waiting[:] = rest
     return batch
 

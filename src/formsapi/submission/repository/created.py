@@ -27,6 +27,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    or_,
     select,
     true,
 )
@@ -77,6 +78,9 @@ def _statement() -> Executable:
     locked = (
         submission_lock_statement(True)
         .where(Form.version == bindparam("checked_version"))
+        # A form taking one response per email address decides each under
+        # its lock, on the general path (submission/intake.py).
+        .where(or_(Form.one_response_by.is_(None), Form.one_response_by != "email"))
         .cte("lk")
     )
     texts = postgresql.ARRAY(Text)

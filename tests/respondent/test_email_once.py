@@ -1,0 +1,205 @@
+"""One response per email address: the API's posts and the hosted page's
+alike, decided under the form's lock, so exact however many posts race;
+only a keyed hash of each address is kept."""
+
+import asyncio
+import hashlib
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from formsapi.app import create_app, release
+from formsapi.config import Settings
+from tests.conftest import Api
+from tests.factories import create_form, create_key, create_org
+
+SECRET_KEY = "o" * 40
+SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
+BLOCKS = [
+    {"type": "short_text", "key": "name", "title": "Your name"},
+    {"type": "email", "key": "mail", "title": "Your email"},
+]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, redis_url=None, secret_key=SECRET_KEY)
+
+
+async def _form(session: AsyncSession) -> tuple[str, str]:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=SCOPES)
+    form = await create_form(session, org, title="Vote", blocks=BLOCKS)
+    await session.commit()
+    return form.id, secret
+
+
+async def _by_email(api: Api, form_id: str, secret: str) -> httpx.Response:
+    return await api.patch(
+        f"/v1/forms/{form_id}",
+        secret,
+        json={"oneResponse": {"by": "email", "question": "mail"}},
+    )
+
+
+async def _post(api: Api, form_id: str, secret: str, mail: str) -> httpx.Response:
+    return await api.post(
+        f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"mail": mail}}
+    )
+
+
+async def test_an_address_submits_once_through_the_api_and_the_page(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+    changed = await _by_email(api, form_id, secret)
+    assert changed.status_code == 200
+    assert changed.json()["oneResponse"] == {"by": "email", "question": "mail"}
+
+    first = await _post(api, form_id, secret, "Ada@Example.org")
+    again = await _post(api, form_id, secret, "ada@example.ORG")
+    page = await api.post(f"/f/{form_id}", data={"mail": "ADA@example.org"})
+    other = await api.post(f"/f/{form_id}", data={"mail": "grace@example.org"})
+
+    assert first.status_code == 201
+    assert again.status_code == 409
+    assert again.json()["type"].endswith("already-answered")
+    assert page.status_code == 409
+    assert "taken already" in page.text
+    assert other.status_code == 303
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 2
+
+
+async def test_only_a_keyed_hash_of_the_address_is_kept(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    assert (await _post(api, form_id, secret, "ada@example.org")).status_code == 201
+
+    rows = (await session.execute(text("SELECT kind, digest FROM respondent_marks"))).all()
+    assert len(rows) == 1
+    kind, digest = rows[0]
+    assert kind == "email"
+    assert len(digest) == 32
+    assert b"ada" not in bytes(digest)
+    assert bytes(digest) != hashlib.sha256(b"ada@example.org").digest()
+
+
+async def test_an_address_racing_itself_is_taken_exactly_once(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+
+    answers = await asyncio.gather(
+        *(
+            _post(api, form_id, secret, "Ada@example.org" if i % 2 else "ada@EXAMPLE.org")
+            for i in range(20)
+        ),
+        *(_post(api, form_id, secret, f"p{i}@example.org") for i in range(10)),
+    )
+
+    codes = [a.status_code for a in answers]
+    assert codes[:20].count(201) == 1
+    assert codes[:20].count(409) == 19
+    assert codes[20:] == [201] * 10
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 11
+
+
+async def test_a_post_without_the_address_is_refused_and_nothing_is_stored(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+
+    missing = await api.post(
+        f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"name": "Ada"}}
+    )
+    page = await api.post(f"/f/{form_id}", data={"name": "Ada"})
+
+    assert missing.status_code == 422
+    assert missing.json()["errors"][0]["pointer"] == "/answers/mail"
+    assert page.status_code == 422
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
+
+
+async def test_the_rule_names_an_email_question_of_the_form(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+
+    wrong = await api.patch(
+        f"/v1/forms/{form_id}",
+        secret,
+        json={"oneResponse": {"by": "email", "question": "name"}},
+    )
+    without = await api.patch(f"/v1/forms/{form_id}", secret, json={"oneResponse": {"by": "email"}})
+    stray = await api.patch(
+        f"/v1/forms/{form_id}", secret, json={"oneResponse": {"by": "cookie", "hours": 3}}
+    )
+    await _by_email(api, form_id, secret)
+    dropped = await api.patch(
+        f"/v1/forms/{form_id}",
+        secret,
+        json={"blocks": [{"type": "short_text", "key": "name", "title": "Your name"}]},
+    )
+
+    assert wrong.status_code == 422
+    assert wrong.json()["errors"][0]["pointer"] == "/oneResponse/question"
+    assert without.status_code == 422
+    assert stray.status_code == 422
+    assert dropped.status_code == 422  # its email question cannot go while the rule names it
+
+
+async def test_taking_the_rule_away_takes_answers_again(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    await _post(api, form_id, secret, "ada@example.org")
+
+    off = await api.patch(f"/v1/forms/{form_id}", secret, json={"oneResponse": None})
+
+    assert off.json()["oneResponse"] is None
+    assert (await _post(api, form_id, secret, "ada@example.org")).status_code == 201
+
+
+async def test_another_organization_s_marks_are_its_own(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form(session)
+    other_id, other_secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    await _by_email(api, other_id, other_secret)
+
+    assert (await _post(api, form_id, secret, "ada@example.org")).status_code == 201
+    assert (await _post(api, other_id, other_secret, "ada@example.org")).status_code == 201
+    # Another organization's key sees the form as missing, and changes nothing.
+    foreign = await api.patch(f"/v1/forms/{form_id}", other_secret, json={"oneResponse": None})
+    assert foreign.status_code == 404
+
+
+async def test_a_server_without_a_secret_key_refuses_keyed_rules(
+    database_url: str, session: AsyncSession
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite keeps a key file beside its database: it always has a key")
+    form_id, secret = await _form(session)
+    app = create_app(Settings(database_url=database_url, redis_url=None))
+    transport = httpx.ASGITransport(app=app)
+    headers = {"Authorization": f"Bearer {secret}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        keyed = await client.patch(
+            f"/v1/forms/{form_id}",
+            headers=headers,
+            json={"oneResponse": {"by": "email", "question": "mail"}},
+        )
+        locked = await client.patch(
+            f"/v1/forms/{form_id}", headers=headers, json={"password": "1234"}
+        )
+        invited = await client.patch(
+            f"/v1/forms/{form_id}", headers=headers, json={"oneResponse": {"by": "invitation"}}
+        )
+    await release(app)
+
+    assert keyed.status_code == 409
+    assert "FORMSAPI_SECRET_KEY" in keyed.json()["detail"]
+    assert locked.status_code == 409
+    assert invited.status_code == 200
