@@ -378,6 +378,9 @@ def _snapshot(form: Form) -> FormVersion:
 async def update(
     session: AsyncSession, organization_id: str, form_id: str, changes: FormUpdate
 ) -> Form:
+    # Hashed before the form's row is locked: argon2 takes its milliseconds.
+    given = changes.password
+    new_hash = None if given is None else await user_service.hash_passphrase(given)
     form = await get(session, organization_id, form_id, for_update=True)
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
@@ -405,11 +408,7 @@ async def update(
     if "one_response" in sent:  # null included: no limit
         _set_one_response(form, changes.one_response)
     if "password" in sent:  # null included: none asked
-        form.password_hash = (
-            None
-            if changes.password is None
-            else await user_service.hash_passphrase(changes.password)
-        )
+        form.password_hash = new_hash
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
