@@ -214,3 +214,58 @@ async def test_bad_requests_for_links_are_problems(api: Api, session: AsyncSessi
     long_label = await api.post(path, secret, json={"recipients": [{"label": "x" * 201}]})
 
     assert [r.status_code for r in (both, neither, too_many, long_label)] == [422] * 4
+
+
+async def test_a_form_with_pages_carries_the_link_and_its_resume_link_too(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(api, session)
+    paged = [
+        {"type": "short_text", "key": "name", "title": "Your name"},
+        {"type": "page_break"},
+        {"type": "short_text", "key": "city", "title": "Your city"},
+    ]
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": paged})
+    [link] = await _links(api, form_id, secret, count=1)
+    token = link["token"]
+
+    first = await api.get(f"/f/{form_id}?invite={token}")
+    second = await api.post(
+        f"/f/{form_id}", data={"_page": "0", "name": "Ada", "_invite": _invite(first) or ""}
+    )
+    resume = re.search(r'name="_resume" value="([^"]+)"', second.text)
+    assert resume is not None
+    saved = await api.post(
+        f"/f/{form_id}",
+        data={
+            "_page": "1",
+            "name": "Ada",  # carried in the page's hidden inputs
+            "_go": "save",
+            "_resume": resume[1],
+            "_invite": _invite(second) or "",
+        },
+    )
+    url = re.search(r'href="https?://[^"/]*(/f/[^"]+)"', saved.text)
+    assert url is not None, saved.text
+    resumed = await api.get(url[1].replace("&amp;", "&"))
+    sent = await api.post(
+        f"/f/{form_id}",
+        data={
+            "_page": "1",
+            "name": "Ada",
+            "city": "Paris",
+            "_resume": resume[1],
+            "_invite": _invite(resumed) or "",
+        },
+    )
+
+    assert second.status_code == 200
+    assert _invite(second) == token
+    assert f"?invite={token}" in url[1]
+    assert resumed.status_code == 200
+    assert _invite(resumed) == token
+    assert sent.status_code == 303
+    [stored] = (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"]
+    assert stored["answers"] == {"name": "Ada", "city": "Paris"}
+    listed = (await api.get(f"/v1/forms/{form_id}/invitations", secret)).json()
+    assert listed["data"][0]["status"] == "used"

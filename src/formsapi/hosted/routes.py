@@ -9,7 +9,7 @@ the sites the form lists, or else its organization (none by default).
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from email.headerregistry import Address
 from pathlib import Path
@@ -52,6 +52,7 @@ from formsapi.kit.time import utcnow
 from formsapi.models import File, Form, FormStatus, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
+from formsapi.respondent import service as respondent_service
 from formsapi.respondent.service import AlreadyAnswered, InvitationUsed
 from formsapi.submission.validation import validate_submission
 from formsapi.user import service as user_service
@@ -429,7 +430,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         request.app.state.funnel.add(
             form.organization_id, form.id, form.version, journey.at, funnel_steps.START
         )
-        journey = Journey(journey.stamp, journey.served_at, started=True)
+        journey = replace(journey, started=True)
     if current is not None:
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
@@ -690,6 +691,7 @@ def _saved(
         "form_id": form.id,
         "token": token,
         "url": None if mailer.enabled else _resume_url(request, form.id, token, invite),
+        "invite": invite,
         "mail": mailer.enabled,
     }
     response = templates.TemplateResponse(request, "saved.html", context)
@@ -773,7 +775,9 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
         page = _page(request, form.title, "Too many links were sent. Try again later.", 429)
         page.headers["Retry-After"] = str(wait)
         return page
-    url = _resume_url(request, form.id, token)
+    invite = posted.get(once.INVITE_FIELD)
+    carried = invite if isinstance(invite, str) and respondent_service.token_hash(invite) else None
+    url = _resume_url(request, form.id, token, carried)
     text = f"To go on with “{form.title}” where you left off, open:\n\n{url}\n"
     try:
         await mailer.send(email, f"Your link back to “{form.title}”", text)
