@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
+from formsapi.form import service as form_service
 from formsapi.kit.time import shift
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
@@ -212,3 +213,55 @@ async def test_the_api_is_not_asked(api: Api, session: AsyncSession) -> None:
     )
 
     assert posted.status_code == 201
+
+
+async def test_hostile_posts_to_the_password_page_get_clear_answers(
+    api: Api, session: AsyncSession, database_url: str
+) -> None:
+    form_id, _ = await _form(api, session)
+    path = f"/f/{form_id}/unlock"
+    # Each from an address of its own: the allowance of guesses is not what is tested.
+    behind_proxy = Settings(
+        database_url=database_url,
+        redis_url=None,
+        secret_key="p" * 40,
+        trusted_proxies=["127.0.0.1"],
+    )
+    async with apps_sharing(behind_proxy, count=1) as [client]:
+
+        async def post(n: int, **kwargs: object) -> httpx.Response:
+            headers = {"X-Forwarded-For": f"10.2.0.{n}"}
+            return await client.post(path, headers=headers, **kwargs)  # type: ignore[arg-type]
+
+        many_fields = await post(1, data={"password": "0000", "_next": "a=1&" * 500})
+        huge = await post(2, data={"password": "x" * 100_000})
+        as_file = await post(3, files={"password": ("pin.txt", PIN.encode())})
+        elsewhere = await post(4, data={"password": PIN, "_next": "//evil.example/x"})
+        bad_resume = await post(5, data={"password": PIN, "_resume": "../../admin"})
+        missing = await client.post("/f/frm_nothing/unlock", data={"password": PIN})
+
+    assert many_fields.status_code == 401
+    assert 'name="_next" value=""' in many_fields.text
+    assert huge.status_code == 401
+    assert as_file.status_code == 401
+    assert elsewhere.status_code == 303
+    assert elsewhere.headers["location"].startswith(f"/f/{form_id}?")
+    assert bad_resume.status_code == 303
+    assert bad_resume.headers["location"] == f"/f/{form_id}"
+    assert missing.status_code == 404
+
+
+async def test_a_duplicate_keeps_the_password_and_the_rule(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form(api, session)
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"oneResponse": {"by": "cookie"}})
+    organization_id = (await session.execute(text("SELECT organization_id FROM forms"))).scalar()
+    await session.rollback()
+
+    copy = await form_service.duplicate(session, str(organization_id), form_id)
+    shown = form_service.detail(copy)
+    await session.commit()
+
+    assert shown["passwordRequired"] is True
+    assert shown["oneResponse"] == {"by": "cookie"}
+    await api.patch(f"/v1/forms/{copy.id}", secret, json={"status": "published"})
+    assert (await _unlock(api, copy.id, PIN)).status_code == 303  # the same password

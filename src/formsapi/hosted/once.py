@@ -137,7 +137,11 @@ def next_query(text: object) -> str:
     its pairs (nothing but a query can come of it)."""
     if not isinstance(text, str) or len(text) > 4000:
         return ""
-    return urlencode(parse_qsl(text, keep_blank_values=True, max_num_fields=100))
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=100)
+    except ValueError:  # more fields than a link carries
+        return ""
+    return urlencode(pairs)
 
 
 # One response per IP address.
