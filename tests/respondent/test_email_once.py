@@ -203,3 +203,21 @@ async def test_a_server_without_a_secret_key_refuses_keyed_rules(
     assert "FORMSAPI_SECRET_KEY" in keyed.json()["detail"]
     assert locked.status_code == 409
     assert invited.status_code == 200
+
+
+async def test_a_change_of_who_may_answer_is_a_form_updated_event(
+    api: Api, session: AsyncSession
+) -> None:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=[*SCOPES, "events:read"])
+    form = await create_form(session, org, title="Vote", blocks=BLOCKS)
+    await session.commit()
+
+    await _by_email(api, form.id, secret)
+    await api.patch(f"/v1/forms/{form.id}", secret, json={"password": "2468"})
+    events = await api.get(f"/v1/events?types=form.updated&formId={form.id}", secret)
+
+    data = [event["data"] for event in events.json()["data"]]
+    assert [d["oneResponse"] for d in data] == [{"by": "email", "question": "mail"}] * 2
+    assert [d["passwordRequired"] for d in data] == [False, True]
+    assert "2468" not in events.text

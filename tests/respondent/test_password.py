@@ -3,6 +3,7 @@ the server, kept only as an argon2 hash, a right answer letting that
 browser in for a while through a signed cookie that every page, post and
 upload of the form checks; guesses limited per address and per form."""
 
+import uuid
 from datetime import timedelta
 
 import httpx
@@ -265,3 +266,28 @@ async def test_a_duplicate_keeps_the_password_and_the_rule(api: Api, session: As
     assert shown["oneResponse"] == {"by": "cookie"}
     await api.patch(f"/v1/forms/{copy.id}", secret, json={"status": "published"})
     assert (await _unlock(api, copy.id, PIN)).status_code == 303  # the same password
+
+
+@pytest.mark.usefixtures("whole_minute")
+async def test_guesses_are_counted_across_processes_sharing_redis(
+    api: Api, session: AsyncSession, database_url: str, redis_url: str
+) -> None:
+    form_id, _ = await _form(api, session)
+    shared = Settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        redis_prefix=f"test-{uuid.uuid4()}",
+        secret_key="p" * 40,
+    )
+
+    async with apps_sharing(shared) as (first, second):
+        codes = [
+            (
+                await (first if n % 2 else second).post(
+                    f"/f/{form_id}/unlock", data={"password": f"{n:04d}"}
+                )
+            ).status_code
+            for n in range(6)
+        ]
+
+    assert codes == [401] * 5 + [429]
