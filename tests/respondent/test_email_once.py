@@ -221,3 +221,28 @@ async def test_a_change_of_who_may_answer_is_a_form_updated_event(
     assert [d["oneResponse"] for d in data] == [{"by": "email", "question": "mail"}] * 2
     assert [d["passwordRequired"] for d in data] == [False, True]
     assert "2468" not in events.text
+
+
+async def test_a_server_whose_key_was_taken_away_refuses_posts_clearly(
+    api: Api, session: AsyncSession, database_url: str
+) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite keeps a key file beside its database: it always has a key")
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    app = create_app(Settings(database_url=database_url, redis_url=None))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        page = await client.post(f"/f/{form_id}", data={"mail": "ada@example.org"})
+        posted = await client.post(
+            f"/v1/forms/{form_id}/submissions",
+            headers={"Authorization": f"Bearer {secret}"},
+            json={"answers": {"mail": "ada@example.org"}},
+        )
+    await release(app)
+
+    assert page.status_code == 503
+    assert "cannot take answers now" in page.text
+    assert posted.status_code == 409
+    assert posted.json()["type"].endswith("secret-key-needed")
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0

@@ -53,7 +53,7 @@ from formsapi.models import File, Form, FormStatus, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
 from formsapi.respondent import service as respondent_service
-from formsapi.respondent.service import AlreadyAnswered, InvitationUsed
+from formsapi.respondent.service import AlreadyAnswered, InvitationUsed, SecretKeyNeeded
 from formsapi.submission.validation import validate_submission
 from formsapi.user import service as user_service
 
@@ -491,6 +491,10 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             "A response from this email address was taken already: this form takes one per "
             "address. Thank you.",
             409,
+        )
+    except SecretKeyNeeded:  # the rule was set, then the server's key taken away
+        return _page(
+            request, page.title, "This form cannot take answers now. Please try later.", 503
         )
     except InvitationUsed:
         return _page(
