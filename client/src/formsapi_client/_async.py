@@ -36,6 +36,7 @@ from formsapi_client.models import (
     Funnel,
     InvitationsMade,
     InvitationsPage,
+    OneResponse,
     PartialsPage,
     Recipient,
     Recovered,
@@ -243,11 +244,15 @@ class AsyncForms(_Resource):
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
+        one_response: OneResponse | None = None,
+        password: str | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
-        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
+        `one_response` (who may answer the hosted page, how often) and
+        `password` (asked before its first page) do not."""
         return await self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic)
+            calls.forms_update(form_id, title, slug, blocks, status, logic, one_response, password)
         )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:

@@ -31,6 +31,7 @@ from formsapi_client.models import (
     InvitationCreate,
     InvitationsMade,
     InvitationsPage,
+    OneResponse,
     PartialsPage,
     Recipient,
     Recover,
@@ -187,9 +188,19 @@ def forms_update(
     blocks: Blocks | None,
     status: FormStatus | None,
     logic: Logic | None = None,
+    one_response: OneResponse | None = None,
+    password: str | None = None,
 ) -> Call[FormDetail]:
     body = FormUpdate(
-        **_given(title=title, slug=slug, blocks=_blocks(blocks), status=status), **_logic(logic)
+        **_given(
+            title=title,
+            slug=slug,
+            blocks=_blocks(blocks),
+            status=status,
+            one_response=one_response,
+            password=password,
+        ),
+        **_logic(logic),
     )
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
 

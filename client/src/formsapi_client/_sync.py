@@ -36,6 +36,7 @@ from formsapi_client.models import (
     Funnel,
     InvitationsMade,
     InvitationsPage,
+    OneResponse,
     PartialsPage,
     Recipient,
     Recovered,
@@ -238,10 +239,16 @@ class Forms(_Resource):
         blocks: calls.Blocks | None = None,
         status: FormStatus | None = None,
         logic: calls.Logic | None = None,
+        one_response: OneResponse | None = None,
+        password: str | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
-        `hiddenFields`, `variables`, `logic`, `endings`) make a new version."""
-        return self._client._run(calls.forms_update(form_id, title, slug, blocks, status, logic))
+        `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
+        `one_response` (who may answer the hosted page, how often) and
+        `password` (asked before its first page) do not."""
+        return self._client._run(
+            calls.forms_update(form_id, title, slug, blocks, status, logic, one_response, password)
+        )
 
     def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
         """Delete a form; one with submissions needs `delete_submissions=True`."""
