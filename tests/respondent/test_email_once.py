@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from tests.conftest import Api
+from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
 
 SECRET_KEY = "o" * 40
@@ -246,3 +246,50 @@ async def test_a_server_whose_key_was_taken_away_refuses_posts_clearly(
     assert posted.status_code == 409
     assert posted.json()["type"].endswith("secret-key-needed")
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
+
+
+async def test_two_processes_on_one_database_take_an_address_once(
+    api: Api, session: AsyncSession, database_url: str
+) -> None:
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    shared = Settings(database_url=database_url, redis_url=None, secret_key=SECRET_KEY)
+    auth = {"Authorization": f"Bearer {secret}"}
+
+    async with apps_sharing(shared) as (first, second):
+        answers = await asyncio.gather(
+            *(
+                (first if i % 2 else second).post(
+                    f"/v1/forms/{form_id}/submissions",
+                    headers=auth,
+                    json={"answers": {"mail": "ada@example.org"}},
+                )
+                for i in range(12)
+            )
+        )
+
+    assert sorted(a.status_code for a in answers) == [201] + [409] * 11
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
+
+
+async def test_a_form_with_pages_says_an_address_answered_on_its_own_page(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+    paged = [
+        *BLOCKS,
+        {"type": "page_break"},
+        {"type": "short_text", "key": "city", "title": "City"},
+    ]
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": paged})
+    await _by_email(api, form_id, secret)
+    assert (await _post(api, form_id, secret, "ada@example.org")).status_code == 201
+
+    taken = await api.post(f"/f/{form_id}", data={"_page": "0", "mail": "ADA@example.org"})
+    fresh = await api.post(f"/f/{form_id}", data={"_page": "0", "mail": "bob@example.org"})
+
+    assert taken.status_code == 422
+    assert "A response from this email address was taken already." in taken.text
+    assert 'name="city"' not in taken.text  # still on the first page
+    assert fresh.status_code == 200
+    assert 'name="city"' in fresh.text

@@ -311,3 +311,23 @@ async def admit(
         heading, message, status = _INVITATION_PAGES[opened]
         return page(request, heading, message, status)
     return Admitted(opened, given)
+
+
+async def email_taken(request: Request, form: Form, answers: dict[str, object]) -> str | None:
+    """For a form taking one response per email address, the key of its
+    email question when the address answered holds one that was taken
+    already: said on the page it is typed on, before the pages after it are
+    filled in. (Only a hint: the intake decides, under the form's lock.)"""
+    question = form.one_response_question
+    box: SecretBox | None = request.app.state.secret_box
+    if form.one_response_by != respondent_service.EMAIL or question is None or box is None:
+        return None
+    address = answers.get(question)
+    if not isinstance(address, str) or not address.strip():
+        return None
+    digest = Digests(box).email(form.id, address)
+    async with request.app.state.read_sessionmaker() as session:
+        taken = await respondent_repository.marked(
+            session, form.organization_id, form.id, respondent_service.EMAIL, digest, utcnow()
+        )
+    return question if taken else None

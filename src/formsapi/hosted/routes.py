@@ -441,6 +441,14 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
                 return kept
             return _saved(request, form, kept, version.definition.resume_days, admitted.token)
         going, errors = _destination(version, answers, current, posted, run, today)
+        asks_email = form.one_response_question in service.page_keys(version, current)
+        if (
+            not errors
+            and going is not None
+            and asks_email
+            and (taken := await once.email_taken(request, form, answers)) is not None
+        ):
+            errors = {taken: _EMAIL_TAKEN}
         if errors:
             step = service.step(shown, answers, current, run, seed)
             return await _render(
@@ -920,6 +928,7 @@ async def started(request: Request, form_id: FormId) -> Response:
     return Response(status_code=204)
 
 
+_EMAIL_TAKEN = "A response from this email address was taken already."
 # A password posted longer than this is wrong without hashing it.
 _PASSWORD_MAX = 128
 
