@@ -123,7 +123,15 @@ class OneResponse(Schema):
         return self
 
 
-Password = Annotated[str, Field(min_length=4, max_length=128, description=LOCK_DESCRIPTION)]
+Password = Annotated[
+    str,
+    Field(
+        min_length=4,
+        max_length=128,
+        description=LOCK_DESCRIPTION,
+        json_schema_extra={"writeOnly": True},
+    ),
+]
 
 
 class FormSummary(Schema):
