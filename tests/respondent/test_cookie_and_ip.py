@@ -3,6 +3,7 @@ hash kept for the window, in Redis when configured, else in the
 database), on the hosted page; the API's own posts are not bound."""
 
 import asyncio
+import socket
 import uuid
 from datetime import timedelta
 
@@ -200,3 +201,28 @@ async def test_the_sweep_forgets_addresses_once_their_window_passed(
 
     assert (before, after) == (0, 1)
     assert (await session.execute(text("SELECT count(*) FROM respondent_marks"))).scalar() == 0
+
+
+async def test_without_its_redis_an_address_is_kept_in_the_database(
+    database_url: str, session: AsyncSession
+) -> None:
+    with socket.socket() as sock:  # a port nothing listens on: Redis is down
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = Settings(
+        database_url=database_url,
+        redis_url=f"redis://127.0.0.1:{port}/0",
+        secret_key=SECRET_KEY,
+        trusted_proxies=["127.0.0.1"],
+    )
+    org = await create_org(session)
+    form = await create_form(session, org, title="Lunch poll", blocks=BLOCKS)
+    form.one_response_by, form.one_response_hours = "ip", 1
+    await session.commit()
+
+    async with apps_sharing(settings, count=1) as [client]:
+        first = await client.post(f"/f/{form.id}", data={"name": "Ada"}, headers=_from("10.0.0.3"))
+        again = await client.post(f"/f/{form.id}", data={"name": "Ada"}, headers=_from("10.0.0.3"))
+
+    assert (first.status_code, again.status_code) == (303, 409)
+    assert (await session.execute(text("SELECT count(*) FROM respondent_marks"))).scalar() == 1

@@ -291,3 +291,28 @@ async def test_guesses_are_counted_across_processes_sharing_redis(
         ]
 
     assert codes == [401] * 5 + [429]
+
+
+async def test_a_new_form_takes_its_password_and_rule_when_created(
+    api: Api, session: AsyncSession
+) -> None:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=SCOPES)
+    await session.commit()
+    body = {"title": "Ballot", "blocks": BLOCKS, "password": PIN}
+
+    created = await api.post(
+        "/v1/forms", secret, json={**body, "oneResponse": {"by": "ip", "hours": 2}}
+    )
+    wrong_rule = await api.post(
+        "/v1/forms", secret, json={**body, "oneResponse": {"by": "email", "question": "name"}}
+    )
+    odd = await api.post("/v1/forms", secret, json={**body, "oneResponse": {"by": "dna"}})
+
+    assert created.status_code == 201
+    assert created.json()["passwordRequired"] is True
+    assert created.json()["oneResponse"] == {"by": "ip", "hours": 2}
+    assert PIN not in created.text
+    assert wrong_rule.status_code == 422
+    assert wrong_rule.json()["errors"][0]["pointer"] == "/oneResponse/question"
+    assert odd.status_code == 422
