@@ -3,6 +3,7 @@ the server, kept only as an argon2 hash, a right answer letting that
 browser in for a while through a signed cookie that every page, post and
 upload of the form checks; guesses limited per address and per form."""
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -316,3 +317,46 @@ async def test_a_new_form_takes_its_password_and_rule_when_created(
     assert wrong_rule.status_code == 422
     assert wrong_rule.json()["errors"][0]["pointer"] == "/oneResponse/question"
     assert odd.status_code == 422
+
+
+async def test_the_password_page_leads_back_to_an_invitation_or_a_resume_link(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(api, session)
+    paged = [
+        BLOCKS[0],
+        {"type": "page_break"},
+        {"type": "short_text", "key": "city", "title": "City"},
+    ]
+    await api.patch(
+        f"/v1/forms/{form_id}",
+        secret,
+        json={"blocks": paged, "oneResponse": {"by": "invitation"}},
+    )
+    made = await api.post(f"/v1/forms/{form_id}/invitations", secret, json={"count": 1})
+    token = made.json()["data"][0]["token"]
+
+    asked = await api.get(f"/f/{form_id}?invite={token}")
+    unlocked = await _unlock(api, form_id, PIN, f"invite={token}")
+    shown = await api.get(unlocked.headers["location"])
+    moved = await api.post(f"/f/{form_id}", data={"_page": "0", "name": "Ada", "_invite": token})
+    resume = re.search(r'name="_resume" value="([^"]+)"', moved.text)
+    assert resume is not None
+    api.client.cookies.clear()  # another day, the cookie gone
+    back = f"/f/{form_id}/resume/{resume[1]}?invite={token}"
+    asked_again = await api.get(back)
+    again = await api.post(
+        f"/f/{form_id}/unlock",
+        data={"password": PIN, "_next": f"invite={token}", "_resume": resume[1]},
+    )
+
+    assert asked.status_code == 200
+    assert f'name="_next" value="invite={token}"' in asked.text
+    assert asked.headers["cache-control"] == "no-store"
+    assert unlocked.headers["location"] == f"/f/{form_id}?invite={token}"
+    assert f'name="_invite" value="{token}"' in shown.text
+    assert moved.status_code == 200
+    assert 'name="password"' in asked_again.text
+    assert again.headers["location"] == back
+    resumed = await api.get(back)
+    assert 'name="city"' in resumed.text
