@@ -293,3 +293,14 @@ async def test_a_form_with_pages_says_an_address_answered_on_its_own_page(
     assert 'name="city"' not in taken.text  # still on the first page
     assert fresh.status_code == 200
     assert 'name="city"' in fresh.text
+
+
+async def test_the_page_marks_the_email_question_required(api: Api, session: AsyncSession) -> None:
+    form_id, secret = await _form(session)
+    before = await api.get(f"/f/{form_id}")
+    await _by_email(api, form_id, secret)
+    after = await api.get(f"/f/{form_id}")
+
+    marked = '<span class="hp">(required)</span>'
+    assert before.text.count(marked) == 0
+    assert after.text.count(marked) == 1

@@ -128,6 +128,8 @@ class Page:
     languages: tuple[tuple[str, str], ...] = ()
     messages: Mapping[str, str] = field(default_factory=lambda: MESSAGES)
     challenge: bool = False  # the page asks for a proof of work (hosted/guard.py)
+    # The email question a form taking one response per address needs answered.
+    email_once: str | None = None
 
 
 def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
@@ -164,6 +166,7 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
         choices if len(choices) > 1 else (),
         messages,
         form.challenge,
+        form.one_response_question if form.one_response_by == "email" else None,
     )
     return shown, page
 
