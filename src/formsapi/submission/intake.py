@@ -11,6 +11,12 @@ that transaction has committed. Answers are checked and encoded before,
 outside the lock; a post whose answers are invalid leaves nothing, and its
 neighbours are written all the same.
 
+What must hold exactly under racing posts is decided under that lock too:
+a partial response completed once, an Idempotency-Key claimed once, a file
+given to one submission, an invitation link spent once, and, for a form
+taking one response per email address, each address taken once (forms
+with that rule leave the one-statement write below).
+
 Each process batches its own posts; processes take turns on the form's
 lock, in commit order. On PostgreSQL a batch of plain posts (no key, partial
 or file) is written by one statement (submission/repository/created.py):
