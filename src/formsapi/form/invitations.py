@@ -14,7 +14,7 @@ from formsapi.form.endpoints import ERRORS_404, ERRORS_WRITE, FormId, PageDep, j
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import utcnow
-from formsapi.respondent import repository, service
+from formsapi.respondent import service
 from formsapi.respondent.schemas import Invitation, InvitationCreate, InvitationsMade
 
 router = APIRouter(prefix="/forms/{formId}/invitations", tags=["Forms"], route_class=GuardedRoute)
@@ -86,12 +86,10 @@ async def list_invitations(
     whether it was answered or revoked (never the token)."""
     organization_id = principal.organization_id
     await form_service.get(session, organization_id, form_id)
-    rows, total = await repository.invitations(
-        session, organization_id, form_id, page.limit, page.offset
-    )
+    shown, total = await service.listed(session, organization_id, form_id, page.limit, page.offset)
     return json(
         {
-            "data": [service.view(row) for row in rows],
+            "data": shown,
             "pagination": {"page": page.page, "limit": page.limit, "total": total},
         }
     )

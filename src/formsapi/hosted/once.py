@@ -30,7 +30,6 @@ from formsapi.kit.breaker import Open
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import utcnow
 from formsapi.models import Form
-from formsapi.respondent import repository as respondent_repository
 from formsapi.respondent import service as respondent_service
 from formsapi.respondent.service import Digests, Opened
 
@@ -172,7 +171,7 @@ async def ip_taken(request: Request, form: Form) -> bool:
         else:
             return bool(found)
     async with request.app.state.read_sessionmaker() as session:
-        return await respondent_repository.marked(
+        return await respondent_service.answered(
             session, form.organization_id, form.id, respondent_service.IP, digest, utcnow()
         )
 
@@ -195,16 +194,15 @@ async def claim_ip(request: Request, form: Form) -> bool:
             return reply is not None
     now = utcnow()
     async with session_scope(request.app.state.sessionmaker) as session:
-        marked = await respondent_repository.mark(
+        return await respondent_service.take(
             session,
             form.organization_id,
             form.id,
             respondent_service.IP,
-            [digest],
+            digest,
             now,
             now + timedelta(hours=hours),
         )
-    return bool(marked)
 
 
 async def release_ip(request: Request, form: Form) -> None:
@@ -221,7 +219,7 @@ async def release_ip(request: Request, form: Form) -> None:
         else:
             return
     async with session_scope(request.app.state.sessionmaker) as session:
-        await respondent_repository.unmark(
+        await respondent_service.give_back(
             session, form.organization_id, form.id, respondent_service.IP, digest
         )
 
@@ -327,7 +325,7 @@ async def email_taken(request: Request, form: Form, answers: dict[str, object]) 
         return None
     digest = Digests(box).email(form.id, address)
     async with request.app.state.read_sessionmaker() as session:
-        taken = await respondent_repository.marked(
+        taken = await respondent_service.answered(
             session, form.organization_id, form.id, respondent_service.EMAIL, digest, utcnow()
         )
     return question if taken else None

@@ -132,6 +132,43 @@ def setting(by: str | None, question: str | None, hours: int | None) -> dict[str
     return shown
 
 
+# Respondents who answered (kept where no Redis keeps them).
+
+
+async def answered(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    kind: str,
+    digest: bytes,
+    now: datetime,
+) -> bool:
+    """Whether the respondent of this keyed hash answered (within their window)."""
+    return await repository.marked(session, organization_id, form_id, kind, digest, now)
+
+
+async def take(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    kind: str,
+    digest: bytes,
+    now: datetime,
+    until: datetime | None,
+) -> bool:
+    """Take the respondent's one response (until `until`; None: for good):
+    False when it was taken, even by a transaction committing now."""
+    marked = await repository.mark(session, organization_id, form_id, kind, [digest], now, until)
+    return bool(marked)
+
+
+async def give_back(
+    session: AsyncSession, organization_id: str, form_id: str, kind: str, digest: bytes
+) -> None:
+    """Give a respondent their response back: their answers were not taken."""
+    await repository.unmark(session, organization_id, form_id, kind, digest)
+
+
 # Invitation links.
 
 
@@ -169,6 +206,15 @@ async def invite(
         made.append(Made(row, token))
     await repository.add_invitations(session, [m.invitation for m in made])
     return made
+
+
+async def listed(
+    session: AsyncSession, organization_id: str, form_id: str, limit: int, offset: int
+) -> tuple[list[dict[str, Any]], int]:
+    """A page of the form's links as the API lists them, newest first, and
+    how many it has."""
+    rows, total = await repository.invitations(session, organization_id, form_id, limit, offset)
+    return [view(row) for row in rows], total
 
 
 def view(row: InvitationRow | FormInvitation) -> dict[str, Any]:
