@@ -304,3 +304,23 @@ async def test_the_page_marks_the_email_question_required(api: Api, session: Asy
     marked = '<span class="hp">(required)</span>'
     assert before.text.count(marked) == 0
     assert after.text.count(marked) == 1
+
+
+async def test_idempotency_keys_replay_the_taken_post_and_refuse_the_repeat(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    path = f"/v1/forms/{form_id}/submissions"
+    body = {"answers": {"mail": "ada@example.org"}}
+
+    first = await api.post(path, secret, json=body, headers={"Idempotency-Key": "k-1"})
+    repeat = await api.post(path, secret, json=body, headers={"Idempotency-Key": "k-2"})
+    retried = await api.post(path, secret, json=body, headers={"Idempotency-Key": "k-2"})
+    replayed = await api.post(path, secret, json=body, headers={"Idempotency-Key": "k-1"})
+
+    assert first.status_code == 201
+    assert (repeat.status_code, retried.status_code) == (409, 409)
+    assert replayed.status_code == 201
+    assert replayed.json()["id"] == first.json()["id"]
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
