@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from formsapi import __version__, web
+from formsapi.admission.service import purge_lapsed
 from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.last_use import LastUse
@@ -60,7 +61,6 @@ from formsapi.ratelimit.service import (
     UploadThrottle,
 )
 from formsapi.request_body import RequestBody
-from formsapi.respondent.service import purge_lapsed
 from formsapi.spam.challenge import Challenges, purge_spent
 from formsapi.spam.endpoints import router as refusals_router
 from formsapi.submission import endpoints as submissions

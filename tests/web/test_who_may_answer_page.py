@@ -53,16 +53,16 @@ async def test_an_editor_sets_who_may_answer_and_a_password(
 
     page = await browser.get(f"/forms/{form.id}")
     by_email = await browser.submit(
-        f"/forms/{form.id}/respondents",
+        f"/forms/{form.id}/admission",
         {"once_by": "email", "once_question": "mail", "password": "2468"},
     )
     stored_email = await _stored(session, organization, form.id)
     public = await api.get(f"/f/{form.id}")
     by_ip = await browser.submit(
-        f"/forms/{form.id}/respondents", {"once_by": "ip", "once_hours": "6"}
+        f"/forms/{form.id}/admission", {"once_by": "ip", "once_hours": "6"}
     )
     stored_ip = await _stored(session, organization, form.id)
-    cleared = await browser.submit(f"/forms/{form.id}/respondents", {"unlock": "on"})
+    cleared = await browser.submit(f"/forms/{form.id}/admission", {"unlock": "on"})
 
     assert "Responses per person" in page.text
     assert '<option value="mail">Your email</option>' in page.text
@@ -85,7 +85,7 @@ async def test_refused_choices_are_said_and_change_nothing(
     form = await create_form(session, organization, title="Vote", blocks=BLOCKS)
     await session.commit()
     browser = await signed_in(editor)
-    path = f"/forms/{form.id}/respondents"
+    path = f"/forms/{form.id}/admission"
 
     shown = []
     for change in (
@@ -116,8 +116,8 @@ async def test_a_viewer_and_another_organization_change_nothing(
     await session.commit()
     change = {"once_by": "cookie", "password": "2468"}
 
-    as_viewer = await (await signed_in(viewer)).submit(f"/forms/{form.id}/respondents", change)
-    foreign = await (await signed_in(owner)).submit(f"/forms/{form.id}/respondents", change)
+    as_viewer = await (await signed_in(viewer)).submit(f"/forms/{form.id}/admission", change)
+    foreign = await (await signed_in(owner)).submit(f"/forms/{form.id}/admission", change)
 
     assert "reads forms; editors, admins and owners make and change them" in as_viewer.text
     assert "There is no such form in this organization." in foreign.text

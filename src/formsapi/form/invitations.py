@@ -1,4 +1,4 @@
-"""Single-use invitation links to a form's hosted page (respondent/): made,
+"""Single-use invitation links to a form's hosted page (admission/): made,
 listed and revoked through the API."""
 
 from typing import Annotated
@@ -7,6 +7,8 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
+from formsapi.admission import service
+from formsapi.admission.schemas import Invitation, InvitationCreate, InvitationsMade
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, SessionDep, requires
 from formsapi.form import service as form_service
@@ -14,8 +16,6 @@ from formsapi.form.endpoints import ERRORS_404, ERRORS_WRITE, FormId, PageDep, j
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import utcnow
-from formsapi.respondent import service
-from formsapi.respondent.schemas import Invitation, InvitationCreate, InvitationsMade
 
 router = APIRouter(prefix="/forms/{formId}/invitations", tags=["Forms"], route_class=GuardedRoute)
 

@@ -10,6 +10,8 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import SecretKeyNeeded
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
@@ -24,8 +26,6 @@ from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
-from formsapi.respondent import service as respondent_service
-from formsapi.respondent.service import SecretKeyNeeded
 from formsapi.user import service as user_service
 
 # Hours before one address may answer again, for a form taking one response per IP.
@@ -150,7 +150,7 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
         "contentLanguage": content_language,
         "embedOrigins": form.embed_origins,
         "challenge": form.challenge,
-        "oneResponse": respondent_service.setting(
+        "oneResponse": admission_service.setting(
             form.one_response_by, form.one_response_question, form.one_response_hours
         ),
         "passwordRequired": form.password_hash is not None,
@@ -340,7 +340,7 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "title": title,
         "embedOrigins": original.embed_origins,
         "challenge": original.challenge,
-        "oneResponse": respondent_service.setting(
+        "oneResponse": admission_service.setting(
             original.one_response_by, original.one_response_question, original.one_response_hours
         ),
     }
@@ -436,7 +436,7 @@ async def update(
             form.version += 1
             new_version = True
     if "one_response" in sent or blocks_sent:
-        rule = respondent_service.setting(
+        rule = admission_service.setting(
             form.one_response_by, form.one_response_question, form.one_response_hours
         )
         _check_one_response(

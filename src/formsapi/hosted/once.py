@@ -1,4 +1,4 @@
-"""Who may answer a form's hosted page, and how often (respondent/): its
+"""Who may answer a form's hosted page, and how often (admission/): its
 password, and one response per respondent by cookie, IP address or
 invitation link (one per email address is decided in the intake, under
 the form's lock, for the API's posts too).
@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import Digests, Opened
 from formsapi.db import session_scope
 from formsapi.dependencies import client_ip
 from formsapi.form.compiled import Compiled
@@ -30,8 +32,6 @@ from formsapi.kit.breaker import Open
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import utcnow
 from formsapi.models import Form
-from formsapi.respondent import service as respondent_service
-from formsapi.respondent.service import Digests, Opened
 
 log = logging.getLogger("formsapi")
 
@@ -171,8 +171,8 @@ async def ip_taken(request: Request, form: Form) -> bool:
         else:
             return bool(found)
     async with request.app.state.read_sessionmaker() as session:
-        return await respondent_service.answered(
-            session, form.organization_id, form.id, respondent_service.IP, digest, utcnow()
+        return await admission_service.answered(
+            session, form.organization_id, form.id, admission_service.IP, digest, utcnow()
         )
 
 
@@ -194,11 +194,11 @@ async def claim_ip(request: Request, form: Form) -> bool:
             return reply is not None
     now = utcnow()
     async with session_scope(request.app.state.sessionmaker) as session:
-        return await respondent_service.take(
+        return await admission_service.take(
             session,
             form.organization_id,
             form.id,
-            respondent_service.IP,
+            admission_service.IP,
             digest,
             now,
             now + timedelta(hours=hours),
@@ -219,8 +219,8 @@ async def release_ip(request: Request, form: Form) -> None:
         else:
             return
     async with session_scope(request.app.state.sessionmaker) as session:
-        await respondent_service.give_back(
-            session, form.organization_id, form.id, respondent_service.IP, digest
+        await admission_service.give_back(
+            session, form.organization_id, form.id, admission_service.IP, digest
         )
 
 
@@ -304,7 +304,7 @@ async def admit(
         return Admitted()
     given = token if isinstance(token, str) else None
     async with request.app.state.read_sessionmaker() as session:
-        opened = await respondent_service.opened(session, form.organization_id, form.id, given)
+        opened = await admission_service.opened(session, form.organization_id, form.id, given)
     if isinstance(opened, str):
         heading, message, status = _INVITATION_PAGES[opened]
         return page(request, heading, message, status)
@@ -318,14 +318,14 @@ async def email_taken(request: Request, form: Form, answers: dict[str, object]) 
     filled in. (Only a hint: the intake decides, under the form's lock.)"""
     question = form.one_response_question
     box: SecretBox | None = request.app.state.secret_box
-    if form.one_response_by != respondent_service.EMAIL or question is None or box is None:
+    if form.one_response_by != admission_service.EMAIL or question is None or box is None:
         return None
     address = answers.get(question)
     if not isinstance(address, str) or not address.strip():
         return None
     digest = Digests(box).email(form.id, address)
     async with request.app.state.read_sessionmaker() as session:
-        taken = await respondent_service.answered(
-            session, form.organization_id, form.id, respondent_service.EMAIL, digest, utcnow()
+        taken = await admission_service.answered(
+            session, form.organization_id, form.id, admission_service.EMAIL, digest, utcnow()
         )
     return question if taken else None

@@ -26,6 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData, MultiDict, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import AlreadyAnswered, InvitationUsed, SecretKeyNeeded
 from formsapi.db import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
 from formsapi.errors import (
@@ -52,8 +54,6 @@ from formsapi.kit.time import utcnow
 from formsapi.models import File, Form, FormStatus, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
-from formsapi.respondent import service as respondent_service
-from formsapi.respondent.service import AlreadyAnswered, InvitationUsed, SecretKeyNeeded
 from formsapi.submission.validation import validate_submission
 from formsapi.user import service as user_service
 
@@ -791,7 +791,7 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
         page.headers["Retry-After"] = str(wait)
         return page
     invite = posted.get(once.INVITE_FIELD)
-    carried = invite if isinstance(invite, str) and respondent_service.token_hash(invite) else None
+    carried = invite if isinstance(invite, str) and admission_service.token_hash(invite) else None
     url = _resume_url(request, form.id, token, carried)
     text = f"To go on with “{form.title}” where you left off, open:\n\n{url}\n"
     try:

@@ -33,6 +33,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from formsapi.admission import repository as admission_repository
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import (
+    AlreadyAnswered,
+    Digests,
+    InvitationUsed,
+    SecretKeyNeeded,
+)
 from formsapi.db import ReadSession, WriteSession
 from formsapi.errors import Conflict, FormNotFound, ValidationFailed
 from formsapi.event import service as event_service
@@ -49,14 +57,6 @@ from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.partial import repository as partial_repository
 from formsapi.partial.service import LinkUsed
-from formsapi.respondent import repository as respondent_repository
-from formsapi.respondent import service as respondent_service
-from formsapi.respondent.service import (
-    AlreadyAnswered,
-    Digests,
-    InvitationUsed,
-    SecretKeyNeeded,
-)
 from formsapi.submission import repository
 from formsapi.submission.repository import hour_of
 from formsapi.submission.service import (
@@ -95,7 +95,7 @@ class _Post:
     language: str | None  # the respondent's; None: the form's own
     # What a post from the hosted page adds to the form's funnel; None from the API.
     funnel: Completion | None
-    # The hash of the invitation link's token it spends (respondent/).
+    # The hash of the invitation link's token it spends (admission/).
     invitation: bytes | None = None
     # The stored submission; None when another request with its key was
     # stored first (its outcome is then replayed).
@@ -253,7 +253,7 @@ class Intake:
                     async with self._read_sessionmaker() as reader:
                         raise await not_accepting(reader, organization_id, form_id)
                 version, last, locked_at, by, question = locked
-                if by == respondent_service.EMAIL:
+                if by == admission_service.EMAIL:
                     self._by_email.add((organization_id, form_id))
                 else:
                     self._by_email.discard((organization_id, form_id))
@@ -343,11 +343,11 @@ class Intake:
         refused: dict[_Post, Exception] = {}
         posted = list(zip(accepted, (submission for _, submission in new), strict=True))
         links = {post.invitation: s.id for post, s in posted if post.invitation is not None}
-        spent = await respondent_repository.spend(session, organization_id, form_id, links, now)
+        spent = await admission_repository.spend(session, organization_id, form_id, links, now)
         for post, _ in posted:
             if post.invitation is not None and post.invitation not in spent:
                 refused[post] = InvitationUsed()
-        if by != respondent_service.EMAIL or question is None:
+        if by != admission_service.EMAIL or question is None:
             return refused
         if self._digests is None:  # the key was taken away after the rule was set
             raise SecretKeyNeeded(
@@ -369,8 +369,8 @@ class Intake:
                 refused[post] = AlreadyAnswered()
                 continue
             digests[digest] = post
-        marked = await respondent_repository.mark(
-            session, organization_id, form_id, respondent_service.EMAIL, list(digests), now
+        marked = await admission_repository.mark(
+            session, organization_id, form_id, admission_service.EMAIL, list(digests), now
         )
         for digest, post in digests.items():
             if digest not in marked:

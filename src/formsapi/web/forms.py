@@ -57,7 +57,7 @@ def _back(request: Request, error: FormsAPIError) -> str:
         "/settings",
         "/embedding",
         "/challenge",
-        "/respondents",
+        "/admission",
     ):
         if path.endswith(action):
             return path.removesuffix(action)
@@ -279,8 +279,8 @@ async def change_challenge(
 ONCE_CHOICES = ("", "cookie", "email", "ip", "invitation")
 
 
-@router.post("/{form_id}/respondents")
-async def change_respondents(
+@router.post("/{form_id}/admission")
+async def change_admission(
     request: Request,
     session: DbDep,
     managed: OrganizationDep,

@@ -26,14 +26,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from formsapi.admission import repository
+from formsapi.admission.repository import InvitationRow
 from formsapi.db import purge_in_batches
 from formsapi.errors import Conflict, NotFound
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import FormInvitation
-from formsapi.respondent import repository
-from formsapi.respondent.repository import InvitationRow
 
 BY = ("cookie", "email", "ip", "invitation")
 EMAIL, IP = "email", "ip"

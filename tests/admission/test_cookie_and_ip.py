@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from formsapi.admission.service import purge_lapsed
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
 from formsapi.kit.time import shift
-from formsapi.respondent.service import purge_lapsed
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
 
