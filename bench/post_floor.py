@@ -47,6 +47,8 @@ def _compiled(statement: Any, values: dict[str, str]) -> str:
 
 
 def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
     return str(value) if isinstance(value, int) else _text(str(value))
 
 
@@ -174,6 +176,11 @@ def at_once(organization_id: str, form_id: str, answers: dict[str, Any], size: i
         "thin_heads": each(_text(before)),
         "thin_tails": each(_text(tail)),
         **_arrays(_tally(answers, size)),
+        # Posts over the API count in no funnel.
+        "funnel_periods": "ARRAY[]::text[]",
+        "funnel_starts": "ARRAY[]::timestamptz[]",
+        "funnel_steps": "ARRAY[]::text[]",
+        "funnel_counts": "ARRAY[]::int[]",
     }
     statement = submission_repository.created_statement()
     return "BEGIN;\n" + _compiled(statement, values) + ";\nCOMMIT;\n"

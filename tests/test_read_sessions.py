@@ -4,7 +4,6 @@ database's one write lock (a GET on the write session waited 2 s for it,
 then answered 503)."""
 
 import re
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -45,15 +44,15 @@ async def test_every_get_of_the_api_answers_while_another_writer_holds_sqlites_l
     answered = {}
     try:
         for path in paths:
-            started = time.monotonic()
-            response = await api.get(path, secret)
-            answered[path] = (response.status_code, round(time.monotonic() - started, 1))
+            answered[path] = (await api.get(path, secret)).status_code
     finally:
         await session.rollback()
 
-    slow = {path: found for path, found in answered.items() if found[0] == 503 or found[1] >= 1}
-    assert slow == {}
-    assert answered["/v1/webhook-endpoints"][0] == 200
+    # The lock is held until every GET has answered: one that waited for it
+    # answered 503 (however fast the machine), never a page.
+    refused = {path: status for path, status in answered.items() if status >= 500}
+    assert refused == {}
+    assert answered["/v1/webhook-endpoints"] == 200
 
 
 def _calls(dependant: Dependant) -> Iterator[Callable[..., Any] | None]:

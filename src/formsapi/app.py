@@ -61,12 +61,13 @@ from formsapi.ratelimit.service import (
     UploadThrottle,
 )
 from formsapi.request_body import RequestBody
+from formsapi.respondent.endpoints import router as respondents_router
 from formsapi.spam.challenge import Challenges, purge_spent
 from formsapi.spam.endpoints import router as refusals_router
 from formsapi.submission import endpoints as submissions
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
-from formsapi.submission.retention import purge_tombstones
+from formsapi.submission.retention import delete_expired, purge_tombstones
 from formsapi.summary.endpoints import router as summary_router
 from formsapi.webhook import catalogue
 from formsapi.webhook.endpoints import router as webhooks_router
@@ -127,6 +128,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.freeze()
         sessionmaker = app.state.sessionmaker
         sweeps = {
+            "expired submissions": partial(delete_expired, sessionmaker),
             "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
             "partial responses": partial(purge_partials, sessionmaker),
             "events": partial(purge_events, sessionmaker, settings.event_days),
@@ -269,6 +271,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1.include_router(files_router)
     v1.include_router(events_router)
     v1.include_router(webhooks_router)
+    v1.include_router(respondents_router)
     builder.include_router(v1)
     builder.include_router(links_router)
     hosted.install(builder)

@@ -28,6 +28,7 @@ TENANT_TABLES = frozenset(
     {
         "answer_counts",
         "api_keys",
+        "audit_entries",
         "events",
         "files",
         "form_drafts",

@@ -268,3 +268,37 @@ def test_a_server_url_that_is_not_one_is_refused_when_the_client_is_made(url: st
     with pytest.raises(ValueError, match=r"URL") as refused:
         Client(url, "fapi_key")
     assert "hunter2" not in str(refused.value)
+
+
+def test_one_respondent_is_exported_erased_and_audited_through_the_client(
+    client: Client,
+) -> None:
+    email = f"ada-{datetime.now(UTC).timestamp()}@example.com"  # this test's own person
+    blocks: list[Any] = [
+        ShortText(type="short_text", key="name", title="Name"),
+        {"type": "email", "key": "email", "title": "Email"},
+    ]
+    form = client.forms.create("Respondents", blocks, retention_days=30)
+    assert form.retention_days == 30
+    form = client.forms.update(form.id, status="published", retention_days=365)
+    assert form.retention_days == 365
+    made = client.submissions.create(form.id, {"name": "Ada", "email": email.upper()})
+
+    found = client.respondents.export(email)
+    erased = client.respondents.erase(email)
+    again = client.respondents.export(email)
+    entries = client.respondents.audit_entries().data
+
+    assert [s.id for s in found.submissions] == [made.id]
+    assert found.submissions[0].answers["name"] == "Ada"
+    assert found.complete is True
+    assert (erased.submissions, erased.partials, erased.more) == (1, 0, False)
+    assert again.submissions == []
+    assert [e.action for e in entries[:3]] == [
+        "respondent.exported",
+        "respondent.erased",
+        "respondent.exported",
+    ]
+    assert entries[0].actor.kind == "key"
+    with pytest.raises(BadRequest):
+        client.respondents.export()

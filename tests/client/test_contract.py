@@ -113,6 +113,13 @@ MODELS: dict[type[BaseModel], str] = {
     models.TimeSeries: "TimeSeries",
     models.RefusalCount: "RefusalCount",
     models.RefusalCounts: "RefusalCounts",
+    models.RespondentQuery: "RespondentQuery",
+    models.RespondentPartial: "RespondentPartial",
+    models.RespondentData: "RespondentData",
+    models.RespondentErased: "RespondentErased",
+    models.AuditActor: "AuditActor",
+    models.AuditEntry: "AuditEntryOut",
+    models.AuditEntries: "AuditEntries",
     models.Bucket: "Bucket",
     models.FollowedQuestion: "FollowedQuestion",
     models.Funnel: "Funnel",
@@ -334,6 +341,7 @@ def test_every_operation_has_a_client_method_in_both_clients(document: Doc) -> N
         "events": (_sync.Events, _async.AsyncEvents),
         "webhook_endpoints": (_sync.WebhookEndpoints, _async.AsyncWebhookEndpoints),
         "files": (_sync.Files, _async.AsyncFiles),
+        "respondents": (_sync.Respondents, _async.AsyncRespondents),
     }
     for name in ROUTES:
         resource, method = name.split(".")

@@ -135,7 +135,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     anyone = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
     anyone.goto(link)
     expect(anyone.get_by_role("heading", name="Team retro")).to_be_visible()
-    withheld = anyone.get_by_role("img", name=re.compile("Team 6; Free fewer than 5"))
+    withheld = anyone.get_by_role("img", name=re.compile("Team withheld; Free withheld"))
     expect(withheld).to_be_visible()
     expect(anyone.get_by_text("What to improve first")).to_have_count(0)
     expect(anyone.get_by_text("private note")).to_have_count(0)

@@ -303,19 +303,13 @@ async def test_an_admin_shares_a_report_that_withholds_small_counts_and_hides_qu
     assert report.status_code == 200
     assert "<h1>Survey</h1>" in html
     assert "<strong>4</strong> submissions" in html
-    # k = 2: the counts of 1 (and of 0) read "fewer than 2"; 2 and more are shown.
+    # k = 2: the options' counts of 1 (parts of those who answered) are withheld.
     assert _cells(_card(html, "Plan")) == [
-        ["Free", "2", "50%"], ["Team", "fewer than 2", "withheld"],
-        ["Other", "fewer than 2", "withheld"],
+        ["Free", "2", "50%"], ["Team", "withheld", "withheld"], ["Other", "withheld", "withheld"],
     ]  # fmt: skip
     assert html.count('<rect class="bar"') >= 1
     assert "Country" not in html  # left out
-    assert _cells(_card(html, "Grid"))[1] == [
-        "Price",
-        "fewer than 2",
-        "fewer than 2",
-        "fewer than 2",
-    ]
+    assert _cells(_card(html, "Grid"))[1] == ["Price", "withheld", "withheld", "fewer than 2"]
     story = _card(html, "Story")
     assert "fewer than 2 answered" in story
     assert "A secret story" not in html

@@ -18,6 +18,7 @@ from formsapi_client._files import CHUNK, Content, Destination, FileSource, part
 from formsapi_client.errors import ConnectionFailed, error_from_response
 from formsapi_client.models import (
     Answer,
+    AuditEntries,
     Changes,
     DeliveriesPage,
     Delivery,
@@ -41,6 +42,8 @@ from formsapi_client.models import (
     Recipient,
     Recovered,
     RefusalCounts,
+    RespondentData,
+    RespondentErased,
     SecretRotated,
     Submission,
     SubmissionDetail,
@@ -82,6 +85,7 @@ class AsyncClient:
         self.events = AsyncEvents(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.files = AsyncFiles(self)
+        self.respondents = AsyncRespondents(self)
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -228,11 +232,13 @@ class AsyncForms(_Resource):
         idempotency_key: str | None = None,
         *,
         logic: calls.Logic | None = None,
+        retention_days: int | None = None,
     ) -> FormDetail:
         """A new draft form. `blocks` are block models or their JSON as dicts;
-        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`."""
+        `logic` holds its `hiddenFields`, `variables`, `logic` and `endings`;
+        `retention_days`: its submissions are deleted that many days old."""
         return await self._client._run(
-            calls.forms_create(title, blocks, slug, idempotency_key, logic)
+            calls.forms_create(title, blocks, slug, idempotency_key, logic, retention_days)
         )
 
     async def update(
@@ -246,13 +252,24 @@ class AsyncForms(_Resource):
         logic: calls.Logic | None = None,
         one_response: OneResponse | None = None,
         password: str | None = None,
+        retention_days: int | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
         `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
-        `one_response` (who may answer the hosted page, how often) and
-        `password` (asked before its first page) do not."""
+        `one_response` (who may answer the hosted page, how often), `password`
+        (asked before its first page) and `retention_days` do not."""
         return await self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic, one_response, password)
+            calls.forms_update(
+                form_id,
+                title,
+                slug,
+                blocks,
+                status,
+                logic,
+                retention_days,
+                one_response=one_response,
+                password=password,
+            )
         )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
@@ -414,6 +431,29 @@ class AsyncPartials(_Resource):
     async def delete(self, form_id: str, partial_id: str) -> None:
         """Erase one: its answers go, and its resume link stops working."""
         await self._client._run(calls.partials_delete(form_id, partial_id))
+
+
+class AsyncRespondents(_Resource):
+    """One respondent's data across the organization's forms, found by the
+    answer to any email question (`email`, ASCII letters compared
+    case-insensitively) or by a hidden field's exact value (`field` and
+    `value`). Each call leaves an audit entry: who, when, how many."""
+
+    async def export(
+        self, email: str | None = None, *, field: str | None = None, value: str | None = None
+    ) -> RespondentData:
+        """Their submissions and unfinished partial responses (submissions:read)."""
+        return await self._client._run(calls.respondents_export(email, field, value))
+
+    async def erase(
+        self, email: str | None = None, *, field: str | None = None, value: str | None = None
+    ) -> RespondentErased:
+        """Delete them all, each submission as its own delete does (submissions:write)."""
+        return await self._client._run(calls.respondents_erase(email, field, value))
+
+    async def audit_entries(self) -> AuditEntries:
+        """Who exported or erased a respondent's data and when, newest first."""
+        return await self._client._run(calls.respondents_audit_entries())
 
 
 class AsyncEvents(_Resource):

@@ -9,6 +9,7 @@ from formsapi_client._core import Call, call, from_model, nothing
 from formsapi_client._files import FileSource, Upload
 from formsapi_client.models import (
     Answer,
+    AuditEntries,
     Block,
     BlockList,
     Changes,
@@ -37,6 +38,9 @@ from formsapi_client.models import (
     Recover,
     Recovered,
     RefusalCounts,
+    RespondentData,
+    RespondentErased,
+    RespondentQuery,
     SecretRotated,
     SubmissionCreate,
     SubmissionDetail,
@@ -68,6 +72,9 @@ _series = from_model(TimeSeries)
 _funnel = from_model(Funnel)
 
 _refusals = from_model(RefusalCounts)
+_respondent = from_model(RespondentData)
+_erased = from_model(RespondentErased)
+_audit = from_model(AuditEntries)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
 _invitations_made = from_model(InvitationsMade)
@@ -176,8 +183,10 @@ def forms_create(
     slug: str | None,
     idempotency_key: str | None,
     logic: Logic | None = None,
+    retention_days: int | None = None,
 ) -> Call[FormDetail]:
-    body = FormCreate(**_given(title=title, slug=slug, blocks=_blocks(blocks)), **_logic(logic))
+    given = _given(title=title, slug=slug, blocks=_blocks(blocks), retention_days=retention_days)
+    body = FormCreate(**given, **_logic(logic))
     return call("forms.create", _form, body=body, idempotency_key=idempotency_key)
 
 
@@ -188,20 +197,20 @@ def forms_update(
     blocks: Blocks | None,
     status: FormStatus | None,
     logic: Logic | None = None,
+    retention_days: int | None = None,
     one_response: OneResponse | None = None,
     password: str | None = None,
 ) -> Call[FormDetail]:
-    body = FormUpdate(
-        **_given(
-            title=title,
-            slug=slug,
-            blocks=_blocks(blocks),
-            status=status,
-            one_response=one_response,
-            password=password,
-        ),
-        **_logic(logic),
+    given = _given(
+        title=title,
+        slug=slug,
+        blocks=_blocks(blocks),
+        status=status,
+        retention_days=retention_days,
+        one_response=one_response,
+        password=password,
     )
+    body = FormUpdate(**given, **_logic(logic))
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
 
 
@@ -314,6 +323,29 @@ def invitations_list(form_id: str, page: int, limit: int) -> Call[InvitationsPag
 def invitations_revoke(form_id: str, invitation_id: str) -> Call[None]:
     ids = {"formId": form_id, "invitationId": invitation_id}
     return call("invitations.revoke", nothing, ids=ids)
+
+
+# Respondents
+
+
+def _person(email: str | None, field: str | None, value: str | None) -> RespondentQuery:
+    return RespondentQuery(**_given(email=email, field=field, value=value))
+
+
+def respondents_export(
+    email: str | None, field: str | None, value: str | None
+) -> Call[RespondentData]:
+    return call("respondents.export", _respondent, body=_person(email, field, value))
+
+
+def respondents_erase(
+    email: str | None, field: str | None, value: str | None
+) -> Call[RespondentErased]:
+    return call("respondents.erase", _erased, body=_person(email, field, value))
+
+
+def respondents_audit_entries() -> Call[AuditEntries]:
+    return call("respondents.audit_entries", _audit)
 
 
 # Events

@@ -71,6 +71,9 @@ ROUTES: dict[str, tuple[str, str]] = {
     "forms.timeseries": ("GET", "/forms/{formId}/summary/timeseries"),
     "forms.funnel": ("GET", "/forms/{formId}/summary/funnel"),
     "forms.refusals": ("GET", "/forms/{formId}/refusals"),
+    "respondents.export": ("POST", "/respondents/export"),
+    "respondents.erase": ("POST", "/respondents/erase"),
+    "respondents.audit_entries": ("GET", "/audit-entries"),
     "submissions.list": ("GET", "/forms/{formId}/submissions"),
     "submissions.create": ("POST", "/forms/{formId}/submissions"),
     "submissions.changes": ("GET", "/forms/{formId}/submissions/changes"),
@@ -108,8 +111,9 @@ ROUTES: dict[str, tuple[str, str]] = {
 }
 # The writes the service deduplicates by Idempotency-Key.
 KEYED = frozenset({"forms.create", "submissions.create", "submissions.edit"})
-# The POSTs that change nothing (a link is signed, not stored).
-PURE = frozenset({"files.link"})
+# The POSTs that change nothing (a link is signed, not stored), or only add
+# an audit entry (an export read again is logged again, and nothing else).
+PURE = frozenset({"files.link", "respondents.export"})
 
 
 class Replay(enum.Enum):

@@ -406,6 +406,8 @@ class FormDetail(FormSummary):
     # One response per respondent, and how they are known; None: no limit.
     one_response: OneResponse | None
     password_required: bool  # its hosted page asks for a password first
+    # Days its submissions are kept before being deleted; None: until deleted.
+    retention_days: int | None
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
@@ -638,6 +640,7 @@ class FormCreate(Model):
     challenge: bool | None = None  # None: off
     one_response: OneResponse | None = None  # None: no limit
     password: str | None = None  # None: none asked
+    retention_days: int | None = None  # None: kept until deleted
 
 
 class FormUpdate(Model):
@@ -660,6 +663,9 @@ class FormUpdate(Model):
     # a null, which these models never send.
     one_response: OneResponse | None = None
     password: str | None = None
+    # None is not sent (unchanged); back to keeping them until deleted is a
+    # null, which these models never send.
+    retention_days: int | None = None
     status: FormStatus | None = None
 
 
@@ -708,6 +714,61 @@ class Partial(Model):
 
 class PartialsPage(_Page[Partial]):
     pass
+
+
+# One respondent's data across the organization (POST /v1/respondents/export and /erase).
+
+
+class RespondentQuery(Model):
+    """Whom to find: `email`, or `field` (a hidden field's key) and `value`."""
+
+    email: str | None = None
+    field: str | None = None
+    value: str | None = None
+
+
+class RespondentPartial(Model):
+    """A partial response found by person, with the form it belongs to."""
+
+    id: str
+    form_id: str
+    started_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    last_page: int  # the furthest page reached, from 1
+    answers: dict[str, Answer]
+
+
+class RespondentData(Model):
+    submissions: list[SubmissionDetail]  # in every form, oldest first
+    partials: list[RespondentPartial]  # not completed
+    complete: bool  # False: more matched than one request returns
+
+
+class RespondentErased(Model):
+    submissions: int  # deleted
+    partials: int  # deleted
+    more: bool  # True: more matched than one request erases; send it again
+
+
+class AuditActor(Model):
+    kind: Literal["member", "key"]
+    id: str  # the person's user id or the key's id
+    name: str  # the person's email address or the key's name, as it was
+
+
+class AuditEntry(Model):
+    """Who exported or erased a respondent's data, and when; never the value."""
+
+    id: str
+    action: Literal["respondent.exported", "respondent.erased"]
+    actor: AuditActor
+    count: int  # submissions and partial responses
+    created_at: datetime
+
+
+class AuditEntries(Model):
+    data: list[AuditEntry]  # newest first
 
 
 def _change_tag(value: Any) -> str:

@@ -61,6 +61,12 @@ async def create(
     return CreatedKey(key=key, secret=secret)
 
 
+async def name_of(session: AsyncSession, organization_id: str, key_id: str) -> str:
+    """The key's name (its id if it is gone), for a record of what it did."""
+    key = await repository.get_in(session, organization_id, key_id)
+    return key_id if key is None else key.name
+
+
 async def list_for_organization(session: AsyncSession, organization_id: str) -> list[APIKey]:
     return await repository.list_for_organization(session, organization_id)
 

@@ -203,11 +203,11 @@ async def redact_answers(
     session: AsyncSession,
     organization_id: str,
     form_id: str,
-    subject_id: str | None,
+    subject_ids: Sequence[str] | None,
     types: Sequence[str],
 ) -> None:
     """Remove `answers` from the data of the form's events of these types
-    (one submission's, or all of them) and mark them `"redacted": true`."""
+    (these submissions', or all of them) and mark them `"redacted": true`."""
     data: ColumnElement[str]
     if session.get_bind().dialect.name == "postgresql":
         data = cast(
@@ -223,8 +223,8 @@ async def redact_answers(
     statement = update(Event).where(
         scoped(Event, organization_id), Event.form_id == form_id, Event.type.in_(types)
     )
-    if subject_id is not None:
-        statement = statement.where(Event.subject_id == subject_id)
+    if subject_ids is not None:
+        statement = statement.where(Event.subject_id.in_(subject_ids))
     await session.execute(statement.values(data=data).execution_options(synchronize_session=False))
 
 

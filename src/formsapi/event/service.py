@@ -147,15 +147,18 @@ async def record(
 
 
 async def erase_answers(
-    session: AsyncSession, organization_id: str, form_id: str, submission_id: str | None = None
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    submission_ids: Sequence[str] | None = None,
 ) -> None:
-    """Take a deleted submission's answers (or, with no `submission_id`,
+    """Take deleted submissions' answers (or, with no `submission_ids`,
     every submission's of a deleted form) out of every event kept: the
     events stay, as a record of what happened, marked `"redacted": true`.
     What a webhook sends or resends from then on is what remains. In the
     deleting transaction, so answers never outlive their submission."""
     await repository.redact_answers(
-        session, organization_id, form_id, submission_id, [t.value for t in WITH_ANSWERS]
+        session, organization_id, form_id, submission_ids, [t.value for t in WITH_ANSWERS]
     )
 
 

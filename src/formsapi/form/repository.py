@@ -197,12 +197,16 @@ async def lock(session: AsyncSession, organization_id: str, form_id: str) -> boo
 
 
 async def next_change(
-    session: AsyncSession, organization_id: str, form_id: str, count_delta: int = 0
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    count_delta: int = 0,
+    changes: int = 1,
 ) -> int | None:
-    """Number a change to one of the form's submissions (moving its counter
-    by `count_delta`), taking the form's row lock until commit; None if there
-    is no such form."""
-    values: dict[str, Any] = {"change_seq": Form.change_seq + 1}
+    """Number a change (or the last of `changes` changes, numbered in a row)
+    to the form's submissions (moving its counter by `count_delta`), taking
+    the form's row lock until commit; None if there is no such form."""
+    values: dict[str, Any] = {"change_seq": Form.change_seq + changes}
     if count_delta:
         values["response_count"] = Form.response_count + count_delta
     moved = await session.execute(
@@ -212,6 +216,19 @@ async def next_change(
         .returning(Form.change_seq)
     )
     return moved.scalar_one_or_none()
+
+
+async def retained(session: AsyncSession) -> Sequence[Row[str, str, int | None]]:
+    """Every form that keeps its submissions for a number of days: its
+    organization, id and days."""
+    statement = unscoped(
+        select(Form.organization_id, Form.id, Form.retention_days).where(
+            Form.retention_days.is_not(None)
+        ),
+        "the retention sweep covers every organization's forms",
+    )
+    found: Sequence[Row[str, str, int | None]] = (await session.execute(statement)).all()
+    return found
 
 
 async def delete(session: AsyncSession, organization_id: str, form_id: str) -> None:

@@ -132,6 +132,14 @@ Password = Annotated[
         json_schema_extra={"writeOnly": True},
     ),
 ]
+MAX_RETENTION_DAYS = 3650
+RETENTION_DESCRIPTION = (
+    "How many days the form's submissions are kept: older ones are deleted automatically "
+    "(with their files, their answers in earlier events, a tombstone in the change feed and "
+    "a submission.deleted event, as a DELETE does), within an hour of expiring. null (the "
+    "default): kept until deleted. 1 to 3650. Partial responses have their own limit, "
+    "`resumeDays`."
+)
 
 
 class FormSummary(Schema):
@@ -177,6 +185,7 @@ class FormDetail(FormSummary):
     password_required: bool = Field(
         description="Whether the hosted page asks for a password before its first page."
     )
+    retention_days: int | None = Field(description=RETENTION_DESCRIPTION)
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -266,13 +275,17 @@ class FormCreate(Schema):
     challenge: bool = Field(default=False, description=CHALLENGE_DESCRIPTION)
     one_response: OneResponse | None = Field(default=None, description=ONE_RESPONSE_DESCRIPTION)
     password: Password | None = Field(default=None, description=LOCK_DESCRIPTION)
+    retention_days: int | None = Field(
+        default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
+    )
 
 
 class FormUpdate(Schema):
     """Only the fields sent change. A change of `blocks`, `hiddenFields`,
     `variables`, `logic` or `endings` makes a new version; `embedOrigins`
     (`null`: back to the organization's list), `challenge`, `oneResponse`
-    (`null`: no limit) and `password` (`null`: none asked) do not."""
+    (`null`: no limit), `password` (`null`: none asked) and `retentionDays`
+    (`null`: kept until deleted) do not."""
 
     title: TITLE | None = None
     slug: SLUG | None = None
@@ -295,6 +308,9 @@ class FormUpdate(Schema):
     challenge: bool | None = Field(default=None, description=CHALLENGE_DESCRIPTION)
     one_response: OneResponse | None = Field(default=None, description=ONE_RESPONSE_DESCRIPTION)
     password: Password | None = Field(default=None, description=LOCK_DESCRIPTION)
+    retention_days: int | None = Field(
+        default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
+    )
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

@@ -154,6 +154,7 @@ def detail(form: Form, lang: str | None = None) -> dict[str, Any]:
             form.one_response_by, form.one_response_question, form.one_response_hours
         ),
         "passwordRequired": form.password_hash is not None,
+        "retentionDays": form.retention_days,
         "schema": _schema_of(form),
     }
 
@@ -256,6 +257,7 @@ async def create(
     challenge: bool = False,
     one_response: OneResponse | None = None,
     password_hash: str | None = None,
+    retention_days: int | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it."""
@@ -279,6 +281,7 @@ async def create(
         embed_origins=embed_origins,
         challenge=challenge,
         password_hash=password_hash,
+        retention_days=retention_days,
         response_count=0,
         created_at=created_at,
         updated_at=created_at,
@@ -317,6 +320,7 @@ async def create_from(
         challenge=body.challenge,
         one_response=body.one_response,
         password_hash=password_hash,
+        retention_days=body.retention_days,
     )
 
 
@@ -343,6 +347,7 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "oneResponse": admission_service.setting(
             original.one_response_by, original.one_response_question, original.one_response_hours
         ),
+        "retentionDays": original.retention_days,
     }
     body = FormCreate.model_validate(copied)
     return await create_from(session, organization_id, body, original.password_hash)
@@ -409,6 +414,8 @@ async def update(
         _set_one_response(form, changes.one_response)
     if "password" in sent:  # null included: none asked
         form.password_hash = new_hash
+    if "retention_days" in sent:  # null included: kept until deleted
+        form.retention_days = changes.retention_days
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -447,8 +454,8 @@ async def update(
     if new_version:
         session.add(_snapshot(form))
     await session.flush()
-    # Where it may be framed, or who may answer, is not a version of the form,
-    # but a change all the same.
+    # Where it may be framed, who may answer it or how long its submissions
+    # are kept is not a version of the form, but a change all the same.
     if _delivery(form) != before[1:]:
         await _record(session, form, EventType.form_updated)
     if form.status != before[0]:
@@ -485,6 +492,7 @@ def _delivery(form: Form) -> tuple[object, ...]:
         form.one_response_question,
         form.one_response_hours,
         form.password_hash,
+        form.retention_days,
     )
 
 

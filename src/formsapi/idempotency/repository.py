@@ -111,3 +111,21 @@ async def delete_expired(session: AsyncSession, organization_id: str, before: da
             IdempotencyKey.created_at < before,
         )
     )
+
+
+async def responses_at(
+    session: AsyncSession, organization_id: str, locations: Sequence[str]
+) -> Sequence[tuple[str, str]]:
+    """(key, body) of the stored responses that created these resources."""
+    statement = select(IdempotencyKey.key, IdempotencyKey.body).where(
+        scoped(IdempotencyKey, organization_id), IdempotencyKey.location.in_(locations)
+    )
+    return [(key, body) for key, body in await session.execute(statement)]
+
+
+async def replace_body(session: AsyncSession, organization_id: str, key: str, body: str) -> None:
+    await session.execute(
+        update(IdempotencyKey)
+        .where(scoped(IdempotencyKey, organization_id), IdempotencyKey.key == key)
+        .values(body=body)
+    )

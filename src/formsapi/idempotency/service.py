@@ -11,7 +11,7 @@ retried with its key.
 import hashlib
 import json
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -98,3 +98,20 @@ async def run_once(
     if random.random() < 0.01:  # noqa: S311 - housekeeping, now and then
         await repository.delete_expired(session, organization_id, now - RETENTION)
     return outcome
+
+
+async def redact_created(
+    session: AsyncSession, organization_id: str, locations: Sequence[str]
+) -> None:
+    """Empty the answers of the stored first responses that created these
+    (now deleted) resources: a retry with the same key still creates
+    nothing, and replays no answer that was erased. In the deleting
+    transaction."""
+    for key, body in await repository.responses_at(session, organization_id, locations):
+        try:
+            stored = json.loads(body)
+        except ValueError:
+            continue
+        if isinstance(stored, dict) and "answers" in stored:
+            stored["answers"] = {}
+            await repository.replace_body(session, organization_id, key, json.dumps(stored))

@@ -1,5 +1,6 @@
 from formsapi.models.answer_count import AnswerCount
 from formsapi.models.api_key import APIKey
+from formsapi.models.audit_entry import AuditEntry
 from formsapi.models.base import Base
 from formsapi.models.event import Event, EventType
 from formsapi.models.event_outbox import EventOutbox
@@ -37,6 +38,7 @@ from formsapi.models.webhook_subscription import WebhookSubscription
 __all__ = [
     "APIKey",
     "AnswerCount",
+    "AuditEntry",
     "Base",
     "DeliveryStatus",
     "Event",

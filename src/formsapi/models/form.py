@@ -61,6 +61,9 @@ class Form(Base):
     # The argon2 hash of the password (or PIN) its hosted page asks for
     # before the first page; None: none asked. Never shown.
     password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # Submissions older than this many days are deleted by the retention sweep
+    # (submission/retention.py); None: kept until deleted. A delivery setting too.
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)

@@ -23,6 +23,7 @@ from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, BlockList
 from formsapi.form.definition import Definition
 from formsapi.form.service import FormNotAccepting
+from formsapi.idempotency import service as idempotency_service
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
@@ -370,38 +371,80 @@ async def get(
 async def delete(
     session: AsyncSession, organization_id: str, form_id: str, submission_id: str
 ) -> None:
-    """Delete one submission, take it off every total exactly once, leave
-    a tombstone for the change feed, and erase its answers from its events.
-
-    The form's counter moves first: that takes the form's row lock, so
-    concurrent deletes of the same submission (and a delete of the form) are
-    ordered; whichever finds the row already gone answers 404, and its
-    rollback restores the counter."""
+    """Delete one submission (delete_many), or say there is none."""
     if not (is_plausible(form_id) and is_plausible(submission_id)):
         raise SubmissionNotFound(submission_id)
-    await queue_for(session, form_id)
-    change_seq = await form_repository.next_change(session, organization_id, form_id, -1)
-    if change_seq is None:
-        raise FormNotFound(form_id)
-    await file_service.release(session, organization_id, form_id, [submission_id])
-    deleted = await repository.delete_row(session, organization_id, form_id, submission_id)
-    if deleted is None:
+    if not await delete_many(session, organization_id, form_id, [submission_id]):
         raise SubmissionNotFound(submission_id)
-    submitted_at = deleted.submitted_at
-    await repository.add_counts(session, organization_id, form_id, {hour_of(submitted_at): -1})
-    answered = await _version(session, organization_id, form_id, deleted.form_version)
-    taken = repository.tally(answered.counted, deleted.answers, deleted.ending)
-    taken = Counter({pair: -n for pair, n in taken.items()})  # (unary minus drops them)
-    await repository.add_tally(
-        session, organization_id, form_id, deleted.form_version, submitted_at, taken
+
+
+async def delete_many(
+    session: AsyncSession, organization_id: str, form_id: str, submission_ids: Sequence[str]
+) -> int:
+    """Delete these submissions of the form (those still there), each as a
+    delete of its own: taken off every total exactly once, its files
+    deleted, a tombstone with its own change number in the feed, a
+    `submission.deleted` event, and its answers erased from its earlier
+    events and from the response an Idempotency-Key replays. How many went.
+    The API's delete, the retention sweep and the erasure by person all come
+    here.
+
+    The form's row lock comes first, so concurrent deletes of the same
+    submission (and a delete of the form) are ordered: whichever finds the
+    row already gone leaves it out."""
+    if not is_plausible(form_id):
+        raise FormNotFound(form_id)
+    await queue_for(session, form_id)
+    if not await form_repository.lock(session, organization_id, form_id):
+        raise FormNotFound(form_id)
+    ids = [id_ for id_ in submission_ids if is_plausible(id_)]
+    if not ids:
+        return 0
+    await file_service.release(session, organization_id, form_id, ids)
+    deleted = await repository.delete_rows(session, organization_id, form_id, ids)
+    if not deleted:
+        return 0
+    last = await form_repository.next_change(
+        session, organization_id, form_id, -len(deleted), changes=len(deleted)
     )
+    assert last is not None, "the form is locked"
+    numbered = [(d.id, last - len(deleted) + 1 + n) for n, d in enumerate(deleted)]
+    hours = Counter(hour_of(d.submitted_at) for d in deleted)
+    await repository.add_counts(
+        session, organization_id, form_id, {h: -n for h, n in hours.items()}
+    )
+    # Answer counts are kept per version and hour: one change for each.
+    taken: dict[tuple[int, datetime], repository.Tally] = {}
+    for d in deleted:
+        answered = await _version(session, organization_id, form_id, d.form_version)
+        tally = repository.tally(answered.counted, d.answers, d.ending)
+        taken.setdefault((d.form_version, hour_of(d.submitted_at)), Counter()).update(tally)
+    for (version, hour), tally in taken.items():
+        minus = Counter({pair: -n for pair, n in tally.items()})  # (unary minus drops them)
+        await repository.add_tally(session, organization_id, form_id, version, hour, minus)
+        keys = {key for key, _ in tally}
+        await repository.drop_emptied(session, organization_id, form_id, version, hour, keys)
     now = utcnow()
-    await repository.bury(session, organization_id, form_id, submission_id, change_seq, now)
-    await event_service.erase_answers(session, organization_id, form_id, submission_id)
-    tombstone = {"formId": form_id, **deleted_wire(submission_id, change_seq, isoformat_z(now))}
-    await event_service.record(
-        session, organization_id, EventType.submission_deleted, now, tombstone, form_id=form_id
-    )
+    at = isoformat_z(now)
+    await repository.bury(session, organization_id, form_id, numbered, now)
+    await event_service.erase_answers(session, organization_id, form_id, [d.id for d in deleted])
+    locations = [location(form_id, d.id) for d in deleted]
+    await idempotency_service.redact_created(session, organization_id, locations)
+    events = [
+        event_service.parameters(
+            organization_id,
+            EventType.submission_deleted,
+            now,
+            event_service.data_text(
+                {"formId": form_id, **deleted_wire(id_, change_seq, at)}, {"id": id_}
+            ),
+            form_id,
+            id_,
+        )
+        for id_, change_seq in numbered
+    ]
+    await event_service.write(session, events)
+    return len(deleted)
 
 
 class StaleSubmission(FormsAPIError):

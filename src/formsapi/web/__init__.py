@@ -20,6 +20,7 @@ from formsapi.web import (
     pages,
     problems,
     report,
+    respondents,
     summary,
     webhooks,
 )
@@ -37,6 +38,7 @@ for module in (
     organization,
     problems,
     report,
+    respondents,
     summary,
     webhooks,
 ):

@@ -6,7 +6,12 @@ The same layout serves the form's Summary page and its shared report. A
 report withholds small counts: with a threshold k, every count under k, and
 every figure worked out from fewer than k answers (a share, a mean, a
 median, an NPS, a mean rank), reads "fewer than k" and draws nothing, so a
-bar's length cannot tell what its label hides. k = 1 withholds nothing.
+bar's length cannot tell what its label hides. Counts that add up to a
+figure shown beside them (a single choice's options, a scale's points, a
+matrix row's columns, NPS groups) are withheld together: one withheld alone
+would be that figure less the others, so the smallest other goes with it,
+and they all read "withheld", without a bound to work one out from.
+k = 1 withholds nothing.
 """
 
 import math
@@ -63,6 +68,15 @@ class Withhold:
         if self.hides(count) or self.hides(of):
             return "withheld"
         return f"{count * 100 / of:.0f}%"
+
+    def partition(self, counts: list[int]) -> list[str | None]:
+        """How each of `counts`, which add up to a figure shown beside them,
+        reads when withheld (None: shown)."""
+        hidden = [self.hides(count) for count in counts]
+        if hidden.count(True) == 1 and len(counts) > 1:
+            shown = [index for index, withheld in enumerate(hidden) if not withheld]
+            hidden[min(shown, key=counts.__getitem__)] = True
+        return ["withheld" if withheld else None for withheld in hidden]
 
     def figure(self, value: float | None, answers: int, digits: int = 1) -> str:
         """A figure worked out from `answers` answers (a mean, a median)."""
@@ -228,16 +242,32 @@ def _labelled(option: dict[str, Any]) -> str:
     return str(label) if label else str(option["value"]).replace("_", " ").capitalize()
 
 
-def hbars(items: list[tuple[str, int]], of: int, withhold: Withhold) -> HBars:
-    """Horizontal bars, a label over each, its count and share (of `of`) at its end."""
-    top = max((count for _, count in items if not withhold.hides(count)), default=0)
+def _texts(counts: list[int], withhold: Withhold, parts: bool) -> list[str]:
+    """How each count reads: withheld together when they are parts of a
+    figure shown beside them, else each as Withhold.count."""
+    together = withhold.partition(counts) if parts else [None] * len(counts)
+    return [
+        kept if kept is not None else withhold.count(count)
+        for count, kept in zip(counts, together, strict=True)
+    ]
+
+
+def _shown(text: str, count: int) -> bool:
+    return text == f"{count:,}"
+
+
+def hbars(items: list[tuple[str, int]], of: int, withhold: Withhold, parts: bool = False) -> HBars:
+    """Horizontal bars, a label over each, its count and share (of `of`) at
+    its end; with `parts`, the counts add up to `of` (Withhold.partition)."""
+    texts = _texts([count for _, count in items], withhold, parts)
+    top = max((c for (_, c), t in zip(items, texts, strict=True) if _shown(t, c)), default=0)
     room = WIDTH - VALUE_ROOM
     bars = []
-    for index, (label, count) in enumerate(items):
+    for index, ((label, count), text) in enumerate(zip(items, texts, strict=True)):
         y = index * 40 + 18
-        width = 0.0 if withhold.hides(count) or not top else round(count / top * room, 2)
-        share = withhold.share(count, of)
-        text = withhold.count(count) + ("" if withhold.hides(count) else f" · {share}")
+        shown = _shown(text, count)
+        width = round(count / top * room, 2) if shown and top else 0.0
+        text += f" · {withhold.share(count, of)}" if shown else ""
         bars.append(HBar(clip(label), y - 4, y, width, text))
     return HBars(height=len(items) * 40 + 4, bars=bars)
 
@@ -245,28 +275,36 @@ def hbars(items: list[tuple[str, int]], of: int, withhold: Withhold) -> HBars:
 def _options(view: QuestionView, question: dict[str, Any], withhold: Withhold) -> None:
     options = [(_labelled(o), o["count"]) for o in question["options"]]
     answered = question["answered"]
-    view.chart = hbars(options, answered, withhold)
+    # A multiple choice's options are chosen apart: they add up to no figure shown.
+    parts = question["type"] != "multiple_choice"
+    texts = _texts([n for _, n in options], withhold, parts)
+    view.chart = hbars(options, answered, withhold, parts)
     view.alt = f"Bar chart of {len(options)} options: " + "; ".join(
-        f"{label} {withhold.count(count)}" for label, count in options
+        f"{label} {text}" for (label, _), text in zip(options, texts, strict=True)
     )
     view.table = Table(
         f"{view.title}: answers per option",
         ["Option", "Answers", "Share of those who answered"],
-        [[label, withhold.count(n), withhold.share(n, answered)] for label, n in options],
+        [
+            [label, text, withhold.share(n, answered) if _shown(text, n) else "withheld"]
+            for (label, n), text in zip(options, texts, strict=True)
+        ],
     )
 
 
 def histogram(items: list[tuple[str, int]], withhold: Withhold, height: float = 170) -> Histogram:
-    """Vertical bars, one per point of a scale, its count over it."""
+    """Vertical bars, one per point of a scale (parts of those who answered),
+    its count over it."""
     baseline = height - 22
     plot = baseline - 18
-    top = max((count for _, count in items if not withhold.hides(count)), default=0)
+    texts = _texts([count for _, count in items], withhold, parts=True)
+    top = max((c for (_, c), t in zip(items, texts, strict=True) if _shown(t, c)), default=0)
     slot = WIDTH / max(1, len(items))
     bars = []
-    for index, (label, count) in enumerate(items):
-        tall = 0.0 if withhold.hides(count) or not top else round(count / top * plot, 2)
+    for index, ((label, count), text) in enumerate(zip(items, texts, strict=True)):
+        tall = round(count / top * plot, 2) if _shown(text, count) and top else 0.0
         x = round(index * slot + slot * 0.12, 2)
-        shown = f"<{withhold.k}" if withhold.hides(count) else f"{count:,}"
+        shown = f"{count:,}" if _shown(text, count) else NONE
         bars.append(
             VBar(x, round(baseline - tall, 2), round(slot * 0.76, 2), tall, label, shown,
                  round(index * slot + slot / 2, 2))
@@ -282,15 +320,19 @@ def _scale(view: QuestionView, question: dict[str, Any], withhold: Withhold) -> 
         Figure("Mean", withhold.figure(question.get("mean"), answered, 2)),
         Figure("Median", withhold.figure(question.get("median"), answered)),
     ]
+    texts = _texts([count for _, count in points], withhold, parts=True)
     view.alt = (
         f"Histogram from {points[0][0]} to {points[-1][0]}: "
-        + "; ".join(f"{point}: {withhold.count(count)}" for point, count in points)
+        + "; ".join(f"{point}: {text}" for (point, _), text in zip(points, texts, strict=True))
         + f". Mean {view.figures[0].value}."
     )
     view.table = Table(
         f"{view.title}: answers per point",
         ["Answer", "Answers", "Share"],
-        [[point, withhold.count(c), withhold.share(c, answered)] for point, c in points],
+        [
+            [point, text, withhold.share(c, answered) if _shown(text, c) else "withheld"]
+            for (point, c), text in zip(points, texts, strict=True)
+        ],
     )
     if question.get("nps") is not None:
         _nps(view, question["nps"], withhold)
@@ -325,18 +367,20 @@ def _nps(view: QuestionView, nps: dict[str, Any], withhold: Withhold) -> None:
         ("Detractors (0 to 6)", nps["detractors"]),
     ]
     answers = sum(count for _, count in groups)
+    texts = _texts([count for _, count in groups], withhold, parts=True)
     score = withhold.figure(nps["score"], answers)
     withheld = withhold.hides(answers) or nps["score"] is None
     view.chart = gauge(None if withheld else nps["score"], score.replace("-", MINUS))
     view.figures = [Figure("NPS", score), *view.figures]
     view.alt = (
         f"NPS gauge from {MINUS}100 to 100: score {score}; "
-        + "; ".join(f"{label} {withhold.count(count)}" for label, count in groups)
+        + "; ".join(f"{label} {text}" for (label, _), text in zip(groups, texts, strict=True))
         + f". {view.alt}"
     )
     if view.table is not None:
         view.table.rows.extend(
-            [label, withhold.count(n), withhold.share(n, answers)] for label, n in groups
+            [label, text, withhold.share(n, answers) if _shown(text, n) else "withheld"]
+            for (label, n), text in zip(groups, texts, strict=True)
         )
 
 
@@ -442,14 +486,16 @@ def _matrix(view: QuestionView, question: dict[str, Any], withhold: Withhold) ->
         legend.append((x, y, index % SERIES, shown))
         x += step
     top = y + 16
+    # Each row's columns are parts of those who answered it.
+    texts = [_texts([c["count"] for c in row["columns"]], withhold, parts=True) for row in rows]
     drawn = []
     for index, row in enumerate(rows):
         row_y = top + index * 40 + 18
         segments = []
         at = 0.0
         total = row["answered"]
-        for series, cell in enumerate(row["columns"]):
-            if withhold.hides(total) or withhold.hides(cell["count"]) or not total:
+        for series, (cell, text) in enumerate(zip(row["columns"], texts[index], strict=True)):
+            if withhold.hides(total) or not _shown(text, cell["count"]) or not total:
                 continue
             width = round(cell["count"] / total * WIDTH, 2)
             title = f"{_labelled(cell)}: {cell['count']:,}"
@@ -459,19 +505,15 @@ def _matrix(view: QuestionView, question: dict[str, Any], withhold: Withhold) ->
     view.chart = Stacked(height=top + len(rows) * 40 + 4, rows=drawn, legend=legend)
     view.alt = "Stacked bars, one per row: " + "; ".join(
         f"{_labelled(row)}: "
-        + ", ".join(f"{_labelled(c)} {withhold.count(c['count'])}" for c in row["columns"])
-        for row in rows
+        + ", ".join(f"{_labelled(c)} {text}" for c, text in zip(row["columns"], shown, strict=True))
+        for row, shown in zip(rows, texts, strict=True)
     )
     view.table = Table(
         f"{view.title}: answers per row and column",
         ["Row", *columns, "Answered"],
         [
-            [
-                _labelled(row),
-                *(withhold.count(c["count"]) for c in row["columns"]),
-                withhold.count(row["answered"]),
-            ]
-            for row in rows
+            [_labelled(row), *shown, withhold.count(row["answered"])]
+            for row, shown in zip(rows, texts, strict=True)
         ],
     )
 

@@ -17,7 +17,7 @@ from formsapi.file.endpoints import download, signed_link
 from formsapi.form import gallery
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList, FileUpload, questions
-from formsapi.form.schemas import FormCreate, FormUpdate
+from formsapi.form.schemas import MAX_RETENTION_DAYS, FormCreate, FormUpdate
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.schemas import CleanStr
 from formsapi.models import File
@@ -58,6 +58,7 @@ def _back(request: Request, error: FormsAPIError) -> str:
         "/embedding",
         "/challenge",
         "/admission",
+        "/retention",
     ):
         if path.endswith(action):
             return path.removesuffix(action)
@@ -330,6 +331,37 @@ async def change_admission(
     }[once_by]
     if form.password_hash is not None:
         notice += " Its page asks for a password first."
+    return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
+
+
+@router.post("/{form_id}/retention")
+async def change_retention(
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    retention: Annotated[str, Form(max_length=20)] = "",
+    days: Annotated[str, Form(max_length=20)] = "",
+) -> Response:
+    """How long the form's submissions are kept: until deleted, or a number
+    of days, set through the service PATCH /v1/forms/{id} uses."""
+    may_edit(managed)
+    kept: int | None = None
+    if retention == "days":
+        text = days.strip()
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_RETENTION_DAYS):
+            raise BadRequest(f"The days: a whole number from 1 to {MAX_RETENTION_DAYS}.")
+        kept = int(text)
+    elif retention != "forever":
+        raise BadRequest("Choose to keep submissions until deleted or for a number of days.")
+    form = await form_service.update(
+        session, managed.organization.id, form_id, FormUpdate(retention_days=kept)
+    )
+    notice = (
+        "Submissions are now kept until deleted."
+        if kept is None
+        else f"Submissions older than {kept} day{'s' * (kept != 1)} are now deleted "
+        "within the hour."
+    )
     return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
 
 

@@ -4,7 +4,7 @@ form's settings, the keyed hashes of the respondents who have answered
 single-use invitation links.
 
 Revision ID: 0027
-Revises: 0025
+Revises: 0028
 Create Date: 2026-11-28 14:00:00
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0027"
-down_revision: str | None = "0025"
+down_revision: str | None = "0028"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

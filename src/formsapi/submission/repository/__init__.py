@@ -19,10 +19,11 @@ from formsapi.submission.repository.counts import (
 )
 from formsapi.submission.repository.created import created_parameters, created_statement
 from formsapi.submission.repository.paging import PageRow, list_page, seek, total
-from formsapi.submission.repository.rows import delete_row, get, recent
+from formsapi.submission.repository.rows import Deleted, delete_rows, get, recent, submitted_before
 from formsapi.submission.repository.tallies import (
     Tally,
     add_tally,
+    drop_emptied,
     rebuild_tallies,
     tally,
     tally_arrays,
@@ -30,6 +31,7 @@ from formsapi.submission.repository.tallies import (
 
 __all__ = [
     "ChangeRow",
+    "Deleted",
     "PageRow",
     "Tally",
     "add_counts",
@@ -39,7 +41,8 @@ __all__ = [
     "created_parameters",
     "created_statement",
     "day_of",
-    "delete_row",
+    "delete_rows",
+    "drop_emptied",
     "edit",
     "get",
     "hour_of",
@@ -53,6 +56,7 @@ __all__ = [
     "rebuild_tallies",
     "recent",
     "seek",
+    "submitted_before",
     "tally",
     "tally_arrays",
     "total",

@@ -195,19 +195,23 @@ async def bury(
     session: AsyncSession,
     organization_id: str,
     form_id: str,
-    submission_id: str,
-    change_seq: int,
+    numbered: Sequence[tuple[str, int]],
     now: datetime,
 ) -> None:
-    """Record a delete for the feed: the id and the number, no answers."""
+    """Record deletes for the feed: each submission's id and its delete's
+    change number, no answers."""
     await session.execute(
-        insert(SubmissionTombstone).values(
-            organization_id=organization_id,
-            form_id=form_id,
-            submission_id=submission_id,
-            change_seq=change_seq,
-            deleted_at=now,
-        )
+        insert(SubmissionTombstone),
+        [
+            {
+                "organization_id": organization_id,
+                "form_id": form_id,
+                "submission_id": submission_id,
+                "change_seq": change_seq,
+                "deleted_at": now,
+            }
+            for submission_id, change_seq in numbered
+        ],
     )
 
 

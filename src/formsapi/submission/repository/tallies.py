@@ -4,13 +4,13 @@ adds its tally, an edit its new tally less its old, a delete takes its
 tally away. Each change is added per hour, per UTC day and in all."""
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 import orjson
-from sqlalchemy import Insert, bindparam, delete, insert, select
+from sqlalchemy import Insert, and_, bindparam, delete, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -88,6 +88,36 @@ async def add_tally(
     ]
     postgres = session.get_bind().dialect.name == "postgresql"
     await (await session.connection()).execute(upsert_statement(postgres), parameters)
+
+
+async def drop_emptied(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    form_version: int,
+    moment: datetime,
+    keys: Collection[str],
+) -> None:
+    """Delete the form's answer counts of `keys` at `moment` that came down
+    to nothing (a deleted submission's): a count of 0 adds nothing to a
+    summary, and its value may be a person's own text (a computed variable)."""
+    if not keys:
+        return
+    await session.execute(
+        delete(AnswerCount).where(
+            scoped(AnswerCount, organization_id),
+            AnswerCount.form_id == form_id,
+            AnswerCount.form_version == form_version,
+            or_(
+                *(
+                    and_(AnswerCount.period == period, AnswerCount.start == start)
+                    for period, start in starts(moment).items()
+                )
+            ),
+            AnswerCount.key.in_(sorted(keys)),
+            AnswerCount.count <= 0,
+        )
+    )
 
 
 def tally_arrays(change: Tally) -> dict[str, list[Any]]:
