@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from formsapi import __version__, web
+from formsapi.admission.service import purge_lapsed
 from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.last_use import LastUse
@@ -39,6 +40,7 @@ from formsapi.file.endpoints import router as files_router
 from formsapi.file.storage import Storages
 from formsapi.form import service as form_service
 from formsapi.form.endpoints import router as forms_router
+from formsapi.form.invitations import router as invitations_router
 from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
 from formsapi.kit.mail import Mailer
@@ -52,6 +54,7 @@ from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import (
     PartialThrottle,
+    PasswordThrottle,
     PublicPostThrottle,
     RateLimiter,
     ResumeMailThrottle,
@@ -134,6 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
             "mails": partial(purge_mails, sessionmaker, settings.event_days),
             "spent challenges": partial(purge_spent, sessionmaker),
+            "respondents' lapsed addresses": partial(purge_lapsed, sessionmaker),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))
         # Files of deleted submissions, and uploads no submission took: often,
@@ -176,7 +180,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
     app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
     app.state.last_use = LastUse(app.state.read_sessionmaker)
-    app.state.intake = Intake(app.state.sessionmaker, app.state.read_sessionmaker)
+    app.state.secret_box = secret_box(settings)
+    app.state.intake = Intake(
+        app.state.sessionmaker, app.state.read_sessionmaker, app.state.secret_box
+    )
     app.state.funnel = FunnelBuffer(app.state.sessionmaker, settings.funnel_flush_seconds)
     app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)
     app.state.redis = redis
@@ -186,10 +193,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.partial_throttle = PartialThrottle(settings, redis)
     app.state.upload_throttle = UploadThrottle(settings, redis)
     app.state.public_post_throttle = PublicPostThrottle(settings, redis)
+    app.state.password_throttle = PasswordThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch
     app.state.principal_cache = PrincipalCache(auth_epoch)
     app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
-    app.state.secret_box = secret_box(settings)
     app.state.challenges = Challenges(settings, app.state.secret_box, app.state.sessionmaker, redis)
     install_handlers(app)
 
@@ -265,6 +272,7 @@ def _shared_routes() -> list[BaseRoute]:
     v1.include_router(summary_router)
     v1.include_router(refusals_router)
     v1.include_router(partials_router)
+    v1.include_router(invitations_router)
     v1.include_router(files_router)
     v1.include_router(events_router)
     v1.include_router(webhooks_router)

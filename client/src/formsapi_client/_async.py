@@ -35,7 +35,11 @@ from formsapi_client.models import (
     FormStatus,
     FormSummary,
     Funnel,
+    InvitationsMade,
+    InvitationsPage,
+    OneResponse,
     PartialsPage,
+    Recipient,
     Recovered,
     RefusalCounts,
     RespondentData,
@@ -77,6 +81,7 @@ class AsyncClient:
         self.forms = AsyncForms(self)
         self.submissions = AsyncSubmissions(self)
         self.partials = AsyncPartials(self)
+        self.invitations = AsyncInvitations(self)
         self.events = AsyncEvents(self)
         self.webhook_endpoints = AsyncWebhookEndpoints(self)
         self.files = AsyncFiles(self)
@@ -247,13 +252,27 @@ class AsyncForms(_Resource):
         logic: calls.Logic | None = None,
         retention_days: int | None = None,
         limits: calls.Limits | None = None,
+        one_response: OneResponse | None = None,
+        password: str | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
         `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
-        `retention_days` and `limits` (`opensAt`, `closesAt`, `maxSubmissions`,
-        its messages, `quotas`) do not."""
+        `retention_days`, `limits` (`opensAt`, `closesAt`, `maxSubmissions`,
+        its messages, `quotas`), `one_response` (who may answer the hosted
+        page, how often) and `password` (asked before its first page) do not."""
         return await self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic, retention_days, limits)
+            calls.forms_update(
+                form_id,
+                title,
+                slug,
+                blocks,
+                status,
+                logic,
+                retention_days,
+                limits,
+                one_response=one_response,
+                password=password,
+            )
         )
 
     async def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
@@ -379,6 +398,30 @@ class AsyncExport:
         except httpx.TransportError as error:
             raise reader.cut_short(repr(error)) from error
         reader.finish()
+
+
+class AsyncInvitations(_Resource):
+    """Single-use links to a form's hosted page, each answered once."""
+
+    async def create(
+        self,
+        form_id: str,
+        *,
+        count: int | None = None,
+        recipients: Sequence[Recipient] | None = None,
+    ) -> InvitationsMade:
+        """`count` links, or one for each of `recipients` (an email and a
+        label that go into the form's hidden fields `email` and `label`);
+        their tokens and URLs are in this answer only."""
+        return await self._client._run(calls.invitations_create(form_id, count, recipients))
+
+    async def list(self, form_id: str, page: int = 1, limit: int = 50) -> InvitationsPage:
+        """One page of the form's links, newest first (never their tokens)."""
+        return await self._client._run(calls.invitations_list(form_id, page, limit))
+
+    async def revoke(self, form_id: str, invitation_id: str) -> None:
+        """Revoke a link: it opens the form no more."""
+        await self._client._run(calls.invitations_revoke(form_id, invitation_id))
 
 
 class AsyncPartials(_Resource):

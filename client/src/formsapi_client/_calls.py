@@ -29,7 +29,12 @@ from formsapi_client.models import (
     FormStatus,
     FormUpdate,
     Funnel,
+    InvitationCreate,
+    InvitationsMade,
+    InvitationsPage,
+    OneResponse,
     PartialsPage,
+    Recipient,
     Recover,
     Recovered,
     RefusalCounts,
@@ -78,6 +83,8 @@ _erased = from_model(RespondentErased)
 _audit = from_model(AuditEntries)
 _submissions_page = from_model(SubmissionsPage)
 _partials_page = from_model(PartialsPage)
+_invitations_made = from_model(InvitationsMade)
+_invitations_page = from_model(InvitationsPage)
 _submission = from_model(SubmissionDetail)
 _changes = from_model(Changes)
 try:  # twice as fast as the standard library's on a feed page, when it is there
@@ -198,6 +205,8 @@ def forms_update(
     logic: Logic | None = None,
     retention_days: int | None = None,
     limits: Limits | None = None,
+    one_response: OneResponse | None = None,
+    password: str | None = None,
 ) -> Call[FormDetail]:
     given = _given(
         title=title,
@@ -205,6 +214,8 @@ def forms_update(
         blocks=_blocks(blocks),
         status=status,
         retention_days=retention_days,
+        one_response=one_response,
+        password=password,
     )
     body = FormUpdate(**given, **_logic(logic), **dict(limits or {}))
     return call("forms.update", _form, ids={"formId": form_id}, body=body)
@@ -297,6 +308,28 @@ def partials_list(form_id: str, page: int, limit: int) -> Call[PartialsPage]:
 
 def partials_delete(form_id: str, partial_id: str) -> Call[None]:
     return call("partials.delete", nothing, ids={"formId": form_id, "partialId": partial_id})
+
+
+# Invitations
+
+
+def invitations_create(
+    form_id: str, count: int | None, recipients: Sequence[Recipient] | None
+) -> Call[InvitationsMade]:
+    body = InvitationCreate(
+        **_given(count=count, recipients=list(recipients) if recipients is not None else None)
+    )
+    return call("invitations.create", _invitations_made, ids={"formId": form_id}, body=body)
+
+
+def invitations_list(form_id: str, page: int, limit: int) -> Call[InvitationsPage]:
+    params = {"page": page, "limit": limit}
+    return call("invitations.list", _invitations_page, ids={"formId": form_id}, params=params)
+
+
+def invitations_revoke(form_id: str, invitation_id: str) -> Call[None]:
+    ids = {"formId": form_id, "invitationId": invitation_id}
+    return call("invitations.revoke", nothing, ids=ids)
 
 
 # Respondents

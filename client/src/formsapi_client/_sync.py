@@ -35,7 +35,11 @@ from formsapi_client.models import (
     FormStatus,
     FormSummary,
     Funnel,
+    InvitationsMade,
+    InvitationsPage,
+    OneResponse,
     PartialsPage,
+    Recipient,
     Recovered,
     RefusalCounts,
     RespondentData,
@@ -77,6 +81,7 @@ class Client:
         self.forms = Forms(self)
         self.submissions = Submissions(self)
         self.partials = Partials(self)
+        self.invitations = Invitations(self)
         self.events = Events(self)
         self.webhook_endpoints = WebhookEndpoints(self)
         self.files = Files(self)
@@ -244,13 +249,27 @@ class Forms(_Resource):
         logic: calls.Logic | None = None,
         retention_days: int | None = None,
         limits: calls.Limits | None = None,
+        one_response: OneResponse | None = None,
+        password: str | None = None,
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
         `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
-        `retention_days` and `limits` (`opensAt`, `closesAt`, `maxSubmissions`,
-        its messages, `quotas`) do not."""
+        `retention_days`, `limits` (`opensAt`, `closesAt`, `maxSubmissions`,
+        its messages, `quotas`), `one_response` (who may answer the hosted
+        page, how often) and `password` (asked before its first page) do not."""
         return self._client._run(
-            calls.forms_update(form_id, title, slug, blocks, status, logic, retention_days, limits)
+            calls.forms_update(
+                form_id,
+                title,
+                slug,
+                blocks,
+                status,
+                logic,
+                retention_days,
+                limits,
+                one_response=one_response,
+                password=password,
+            )
         )
 
     def delete(self, form_id: str, *, delete_submissions: bool = False) -> None:
@@ -372,6 +391,30 @@ class Export:
         except httpx.TransportError as error:
             raise reader.cut_short(repr(error)) from error
         reader.finish()
+
+
+class Invitations(_Resource):
+    """Single-use links to a form's hosted page, each answered once."""
+
+    def create(
+        self,
+        form_id: str,
+        *,
+        count: int | None = None,
+        recipients: Sequence[Recipient] | None = None,
+    ) -> InvitationsMade:
+        """`count` links, or one for each of `recipients` (an email and a
+        label that go into the form's hidden fields `email` and `label`);
+        their tokens and URLs are in this answer only."""
+        return self._client._run(calls.invitations_create(form_id, count, recipients))
+
+    def list(self, form_id: str, page: int = 1, limit: int = 50) -> InvitationsPage:
+        """One page of the form's links, newest first (never their tokens)."""
+        return self._client._run(calls.invitations_list(form_id, page, limit))
+
+    def revoke(self, form_id: str, invitation_id: str) -> None:
+        """Revoke a link: it opens the form no more."""
+        self._client._run(calls.invitations_revoke(form_id, invitation_id))
 
 
 class Partials(_Resource):

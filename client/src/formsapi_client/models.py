@@ -392,6 +392,16 @@ class QuotaState(Quota):
     remaining: int  # places left
 
 
+class OneResponse(Model):
+    """One response per respondent: by a signed "cookie", the "email" answer
+    to `question`, the "ip" address once per `hours`, or single-use
+    "invitation" links (what each can and cannot stop: the README)."""
+
+    by: Literal["cookie", "email", "ip", "invitation"]
+    question: str | None = None
+    hours: int | None = None
+
+
 class FormDetail(FormSummary):
     updated_at: datetime
     version: int
@@ -418,10 +428,49 @@ class FormDetail(FormSummary):
     message_before_opening: str | None
     message_after_closing: str | None
     quotas: list[QuotaState]
+    # One response per respondent, and how they are known; None: no limit.
+    one_response: OneResponse | None
+    password_required: bool  # its hosted page asks for a password first
     answers_schema: dict[str, Any] = Field(alias="schema")
 
 
 class FormsPage(_Page[FormSummary]):
+    pass
+
+
+# Single-use invitation links (/v1/forms/{formId}/invitations).
+
+
+class Recipient(Model):
+    email: str | None = None  # into the form's hidden field `email`, if it has one
+    label: str | None = None  # into its hidden field `label`
+
+
+class InvitationCreate(Model):
+    count: int | None = None  # links for no one in particular, or:
+    recipients: list[Recipient] | None = None  # a link each
+
+
+class Invitation(Model):
+    id: str
+    email: str | None
+    label: str | None
+    status: Literal["open", "used", "revoked"]
+    created_at: datetime
+    used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class InvitationMade(Invitation):
+    token: str  # shown once
+    url: str  # the link to send
+
+
+class InvitationsMade(Model):
+    data: list[InvitationMade]
+
+
+class InvitationsPage(_Page[Invitation]):
     pass
 
 
@@ -619,6 +668,8 @@ class FormCreate(Model):
     message_before_opening: str | None = None
     message_after_closing: str | None = None
     quotas: list[Quota] | None = None
+    one_response: OneResponse | None = None  # None: no limit
+    password: str | None = None  # None: none asked
 
 
 class FormUpdate(Model):
@@ -647,6 +698,10 @@ class FormUpdate(Model):
     message_before_opening: str | None = None
     message_after_closing: str | None = None
     quotas: list[Quota] | None = None
+    # None is not sent (unchanged); taking the limit or the password away is
+    # a null, which these models never send.
+    one_response: OneResponse | None = None
+    password: str | None = None
     status: FormStatus | None = None
 
 

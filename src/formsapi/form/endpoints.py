@@ -102,6 +102,7 @@ async def create_form(
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
+    service.check_signing(body, request.app.state.secret_box is not None)
 
     async def work() -> Outcome:
         form = await service.create_from(session, principal.organization_id, body)
@@ -125,7 +126,11 @@ async def create_form(
     openapi_extra=requires(Scope.forms_write),
 )
 async def update_form(
-    principal: PrincipalDep, session: SessionDep, form_id: FormId, body: FormUpdate
+    principal: PrincipalDep,
+    session: SessionDep,
+    request: Request,
+    form_id: FormId,
+    body: FormUpdate,
 ) -> Response:
     """Change a form's title, slug, blocks, status, the sites that may frame
     its hosted page (`embedOrigins`), or when it opens and closes, how many
@@ -137,7 +142,11 @@ async def update_form(
     closed, closed -> published, and any -> archived; an archived form is
     read-only. A transition not allowed answers 409 naming the allowed ones;
     publishing a form whose closing time has passed, or that has
-    `maxSubmissions` already, answers 409 `form-ended`."""
+    `maxSubmissions` already, answers 409 `form-ended`.
+
+    `oneResponse` and `password` are delivery settings too (no new version):
+    who may answer the hosted page, and how often."""
+    service.check_signing(body, request.app.state.secret_box is not None)
     form = await service.update(session, principal.organization_id, form_id, body)
     return json(service.detail(form, taken=await service.places_taken(session, form)))
 

@@ -132,7 +132,8 @@ def submission_lock_statement(postgres: bool) -> Any:
         )
         # The version only: its blocks are read (once) when this process has
         # not compiled it yet, so a post does not decode them under the lock.
-        # Then what bounds the posts it may take (form/limits.py).
+        # Then what bounds the posts it may take (form/limits.py), and the
+        # one-response rule a post is checked against under the lock.
         .returning(
             Form.version,
             Form.change_seq,
@@ -142,6 +143,8 @@ def submission_lock_statement(postgres: bool) -> Any:
             Form.opens_at,
             Form.closes_at,
             Form.quotas,
+            Form.one_response_by,
+            Form.one_response_question,
         )
         # No Form is loaded in a post's session: nothing for the ORM to update.
         .execution_options(synchronize_session=False)
@@ -152,7 +155,18 @@ def _advisory(form_id: Any) -> Any:
     return func.pg_advisory_xact_lock(func.hashtextextended(form_id, 0))
 
 
-Locked = Row[int, int, datetime | None, int, int | None, datetime | None, datetime | None, Any]
+Locked = Row[
+    int,
+    int,
+    datetime | None,
+    int,
+    int | None,
+    datetime | None,
+    datetime | None,
+    Any,
+    str | None,
+    str | None,
+]
 
 
 async def lock_for_submission(
@@ -164,8 +178,9 @@ async def lock_for_submission(
     order, and a rollback takes both back. Returned: the version, the last
     number (the batch's are the `count` numbers up to it), on PostgreSQL the
     database's time once the lock was held, then the response count (the
-    batch's included), the limit, opening and closing times and quotas. None
-    if the form is missing or not published."""
+    batch's included), the limit, opening and closing times and quotas, and
+    the form's one-response rule (by, question). None if the form is missing
+    or not published."""
     postgres = session.get_bind().dialect.name == "postgresql"
     parameters: dict[str, Any] = {"org": organization_id, "form": form_id, "n": count}
     if postgres:

@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -9,6 +9,7 @@ from pydantic import (
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -77,6 +78,62 @@ CHALLENGE_DESCRIPTION = (
     "the page then needs JavaScript. Default false."
 )
 
+ONE_RESPONSE_DESCRIPTION = (
+    "One response per respondent, known by `by`: `cookie` (a signed cookie the hosted page "
+    "sets; a new browser or a private window gets around it), `email` (the answer to the "
+    "email question `question`, trimmed and casefolded; one submission per address, API "
+    "posts included; unverified, so someone with several addresses answers several times), "
+    "`ip` (the address posting the hosted page, once per `hours`, default 24; people "
+    "sharing an office's or a school's address count as one, a VPN changes it) or "
+    "`invitation` (single-use links from POST /v1/forms/{formId}/invitations; without a "
+    "valid one the hosted page takes no answers; API posts are not bound). "
+    "`null`: no limit (the default). Needs FORMSAPI_SECRET_KEY, but for `invitation`."
+)
+LOCK_DESCRIPTION = (
+    "A password or PIN (4 to 128 characters) the hosted page asks for before its first "
+    "page, checked on the server and limited per address and per form; write-only (stored "
+    "as an argon2 hash; the form says `passwordRequired`). `null` removes it. API posts "
+    "with a key are not asked. Needs FORMSAPI_SECRET_KEY."
+)
+MAX_WINDOW_HOURS = 24 * 366
+
+
+class OneResponse(Schema):
+    by: Literal["cookie", "email", "ip", "invitation"] = Field(
+        description="How a respondent is known."
+    )
+    question: str | None = Field(
+        default=None,
+        max_length=100,
+        description="For `email`: the key of the email question whose answer may submit once.",
+    )
+    hours: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WINDOW_HOURS,
+        description="For `ip`: hours before one address may submit again; default 24.",
+    )
+
+    @model_validator(mode="after")
+    def _fits(self) -> "OneResponse":
+        if self.by == "email" and not self.question:
+            raise ValueError("`email` needs the key of an email question in `question`")
+        if self.by != "email" and self.question is not None:
+            raise ValueError("`question` goes with `email` only")
+        if self.by != "ip" and self.hours is not None:
+            raise ValueError("`hours` goes with `ip` only")
+        return self
+
+
+Password = Annotated[
+    str,
+    Field(
+        min_length=4,
+        max_length=128,
+        description=LOCK_DESCRIPTION,
+        json_schema_extra={"writeOnly": True},
+    ),
+]
 MAX_RETENTION_DAYS = 3650
 RETENTION_DESCRIPTION = (
     "How many days the form's submissions are kept: older ones are deleted automatically "
@@ -200,6 +257,10 @@ class FormDetail(FormSummary):
     message_before_opening: str | None = Field(description=BEFORE_DESCRIPTION)
     message_after_closing: str | None = Field(description=AFTER_DESCRIPTION)
     quotas: list[QuotaState] = Field(description=QUOTAS_DESCRIPTION)
+    one_response: OneResponse | None = Field(description=ONE_RESPONSE_DESCRIPTION)
+    password_required: bool = Field(
+        description="Whether the hosted page asks for a password before its first page."
+    )
     answers_schema: dict[str, Any] = Field(
         alias="schema",
         description="JSON Schema (draft 2020-12) of the answers object the blocks define.",
@@ -302,12 +363,15 @@ class FormCreate(Schema):
     quotas: list[Quota] | None = Field(
         default=None, max_length=MAX_QUOTAS, description=QUOTAS_DESCRIPTION
     )
+    one_response: OneResponse | None = Field(default=None, description=ONE_RESPONSE_DESCRIPTION)
+    password: Password | None = Field(default=None, description=LOCK_DESCRIPTION)
 
 
 class FormUpdate(Schema):
     """Only the fields sent change. A change of `blocks`, `hiddenFields`,
     `variables`, `logic` or `endings` makes a new version; `embedOrigins`
-    (`null`: back to the organization's list), `challenge`, `retentionDays`
+    (`null`: back to the organization's list), `challenge`, `oneResponse`
+    (`null`: no limit), `password` (`null`: none asked), `retentionDays`
     (`null`: kept until deleted), the schedule, limit, messages and quotas
     (`null` clears each) do not."""
 
@@ -345,6 +409,8 @@ class FormUpdate(Schema):
     quotas: list[Quota] | None = Field(
         default=None, max_length=MAX_QUOTAS, description=QUOTAS_DESCRIPTION
     )
+    one_response: OneResponse | None = Field(default=None, description=ONE_RESPONSE_DESCRIPTION)
+    password: Password | None = Field(default=None, description=LOCK_DESCRIPTION)
     status: FormStatus | None = Field(
         default=None,
         description="draft -> published, published -> closed, closed -> published, "

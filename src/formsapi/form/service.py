@@ -10,21 +10,35 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import SecretKeyNeeded
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import compiled, limits, repository, translation
-from formsapi.form.blocks import Block, BlockList, Dropdown, SingleChoice, dump_blocks, key_errors
+from formsapi.form.blocks import (
+    Block,
+    BlockList,
+    Dropdown,
+    SingleChoice,
+    dump_blocks,
+    key_errors,
+    questions,
+)
 from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
 from formsapi.form.definition import check as definition_check
 from formsapi.form.limits import FormNotAccepting
 from formsapi.form.schema import answers_schema
-from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, Quota
+from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, OneResponse, Quota
 from formsapi.form.translation import Translation
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
+from formsapi.user import service as user_service
+
+# Hours before one address may answer again, for a form taking one response per IP.
+DEFAULT_WINDOW_HOURS = 24
 
 __all__ = ["FormNotAccepting"]  # its home is form/limits.py; callers import it from here
 
@@ -182,6 +196,10 @@ def detail(
         "messageBeforeOpening": form.message_before_opening,
         "messageAfterClosing": form.message_after_closing,
         "quotas": _quotas_wire(form, taken or {}),
+        "oneResponse": admission_service.setting(
+            form.one_response_by, form.one_response_question, form.one_response_hours
+        ),
+        "passwordRequired": form.password_hash is not None,
         "schema": _schema_of(form),
     }
 
@@ -284,6 +302,8 @@ async def create(
     challenge: bool = False,
     retention_days: int | None = None,
     bounds: dict[str, Any] | None = None,
+    one_response: OneResponse | None = None,
+    password_hash: str | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it; `bounds`: its
@@ -291,6 +311,7 @@ async def create(
     definition = definition or Definition()
     check(blocks, definition)
     bounds = bounds or {}
+    _check_one_response(one_response, blocks)
     if slug is None:
         slug = await _free_slug(session, organization_id, title)
     elif await repository.slug_taken(session, organization_id, slug):
@@ -307,6 +328,7 @@ async def create(
         definition=_stored(definition),
         embed_origins=embed_origins,
         challenge=challenge,
+        password_hash=password_hash,
         retention_days=retention_days,
         response_count=0,
         created_at=created_at,
@@ -315,6 +337,7 @@ async def create(
     )
     check_limits(form, blocks)
     limits.settle(form, created_at)
+    _set_one_response(form, one_response)
     try:
         async with session.begin_nested():
             session.add(form)
@@ -326,9 +349,16 @@ async def create(
     return form
 
 
-async def create_from(session: AsyncSession, organization_id: str, body: FormCreate) -> Form:
+async def create_from(
+    session: AsyncSession,
+    organization_id: str,
+    body: FormCreate,
+    password_hash: str | None = None,
+) -> Form:
     """A new draft made from a form's JSON (POST /v1/forms's body), by the
-    API and the settings area alike."""
+    API and the settings area alike; `password_hash`: a copy's."""
+    if body.password is not None:
+        password_hash = await user_service.hash_passphrase(body.password)
     definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
     return await create(
         session,
@@ -341,6 +371,8 @@ async def create_from(session: AsyncSession, organization_id: str, body: FormCre
         challenge=body.challenge,
         retention_days=body.retention_days,
         bounds=_bounds(body),
+        one_response=body.one_response,
+        password_hash=password_hash,
     )
 
 
@@ -437,9 +469,12 @@ async def duplicate(session: AsyncSession, organization_id: str, form_id: str) -
         "messageBeforeOpening": original.message_before_opening,
         "messageAfterClosing": original.message_after_closing,
         "quotas": original.quotas,
+        "oneResponse": admission_service.setting(
+            original.one_response_by, original.one_response_question, original.one_response_hours
+        ),
     }
     body = FormCreate.model_validate(copied)
-    return await create_from(session, organization_id, body)
+    return await create_from(session, organization_id, body, original.password_hash)
 
 
 async def _record(session: AsyncSession, form: Form, type_: EventType, **extra: object) -> None:
@@ -473,12 +508,14 @@ def _snapshot(form: Form) -> FormVersion:
 async def update(
     session: AsyncSession, organization_id: str, form_id: str, changes: FormUpdate
 ) -> Form:
+    # Hashed before the form's row is locked: argon2 takes its milliseconds.
+    given = changes.password
+    new_hash = None if given is None else await user_service.hash_passphrase(given)
     form = await get(session, organization_id, form_id, for_update=True)
     if form.status == FormStatus.archived:
         raise FormArchived("Archived forms are read-only.")
     sent = changes.model_fields_set
-    settings = (form.embed_origins, form.challenge, form.retention_days)
-    before = (form.status, form.title, form.slug, form.version, *settings)
+    status_before, before = form.status, _delivery(form)
     bounds_before = tuple(getattr(form, name) for name in LIMIT_FIELDS)
     if "status" in sent and changes.status is not None and changes.status != form.status:
         allowed = TRANSITIONS[form.status]
@@ -499,10 +536,14 @@ async def update(
         form.embed_origins = changes.embed_origins
     if changes.challenge is not None:
         form.challenge = changes.challenge
-    if "retention_days" in sent:  # null included: kept until deleted
-        form.retention_days = changes.retention_days
     for name, value in _bounds(changes).items():  # null included: none
         setattr(form, name, value)
+    if "one_response" in sent:  # null included: no limit
+        _set_one_response(form, changes.one_response)
+    if "password" in sent:  # null included: none asked
+        form.password_hash = new_hash
+    if "retention_days" in sent:  # null included: kept until deleted
+        form.retention_days = changes.retention_days
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
     definition_sent = any(
@@ -532,25 +573,27 @@ async def update(
     bounds_after = tuple(getattr(form, name) for name in LIMIT_FIELDS)
     if new_version or bounds_after != bounds_before:  # quotas checked against its blocks
         check_limits(form, BlockList.validate_python(form.blocks))
+    if "one_response" in sent or blocks_sent:
+        rule = admission_service.setting(
+            form.one_response_by, form.one_response_question, form.one_response_hours
+        )
+        _check_one_response(
+            None if rule is None else OneResponse.model_validate(rule),
+            BlockList.validate_python(form.blocks),
+        )
     form.updated_at = utcnow()
     asked = changes.status if "status" in sent and changes.status is not None else None
     reason = limits.settle(form, form.updated_at, asked)
     if new_version:
         session.add(_snapshot(form))
     await session.flush()
-    # Where it may be framed is not a version of the form, but a change all the same.
-    after = (
-        form.title,
-        form.slug,
-        form.version,
-        form.embed_origins,
-        form.challenge,
-        form.retention_days,
-    )
-    if after != before[1:] or tuple(getattr(form, n) for n in LIMIT_FIELDS) != bounds_before:
+    # Where it may be framed, who may answer it, how long its submissions are
+    # kept or its schedule is not a version of the form, but a change all the same.
+    bounds_after = tuple(getattr(form, n) for n in LIMIT_FIELDS)
+    if _delivery(form) != before or bounds_after != bounds_before:
         await _record(session, form, EventType.form_updated)
-    if form.status != before[0]:
-        await _status_changed(session, form, before[0], reason)
+    if form.status != status_before:
+        await _status_changed(session, form, status_before, reason)
     return form
 
 
@@ -594,6 +637,63 @@ async def settle_due(sessionmaker: Any, now: datetime | None = None) -> int:
                 moved += 1
             await session.commit()
     return moved
+
+
+def check_signing(changes: FormCreate | FormUpdate, signing: bool) -> None:
+    """Refuse a password, or one response per cookie, email or IP, on a server
+    without the key that signs its cookies and hashes its addresses (on
+    PostgreSQL, FORMSAPI_SECRET_KEY): a server cannot keep them."""
+    if signing:
+        return
+    keyed = changes.one_response is not None and changes.one_response.by != "invitation"
+    if keyed or changes.password is not None:
+        raise SecretKeyNeeded(
+            "A password, and one response per cookie, email or IP, need the server's secret "
+            "key: its operator must set FORMSAPI_SECRET_KEY."
+        )
+
+
+def _delivery(form: Form) -> tuple[object, ...]:
+    """What a change of the form is seen by: its title, slug and version, and
+    its delivery settings."""
+    return (
+        form.title,
+        form.slug,
+        form.version,
+        form.embed_origins,
+        form.challenge,
+        form.one_response_by,
+        form.one_response_question,
+        form.one_response_hours,
+        form.password_hash,
+        form.retention_days,
+    )
+
+
+def _set_one_response(form: Form, rule: OneResponse | None) -> None:
+    form.one_response_by = None if rule is None else rule.by
+    form.one_response_question = None if rule is None else rule.question
+    form.one_response_hours = None
+    if rule is not None and rule.by == "ip":
+        form.one_response_hours = rule.hours or DEFAULT_WINDOW_HOURS
+
+
+def _check_one_response(rule: OneResponse | None, blocks: list[Block]) -> None:
+    """A one-response-by-email rule names one of the form's email questions."""
+    if rule is None or rule.by != "email":
+        return
+    emails = {q.key for q in questions(blocks) if q.type == "email"}
+    if rule.question not in emails:
+        raise ValidationFailed(
+            "The form is invalid.",
+            [
+                {
+                    "pointer": "/oneResponse/question",
+                    "detail": "must be the key of one of the form's email questions"
+                    + (f" ({', '.join(sorted(emails))})" if emails else " (it has none)"),
+                }
+            ],
+        )
 
 
 class HasSubmissions(Conflict):

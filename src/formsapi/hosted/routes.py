@@ -9,7 +9,7 @@ the sites the form lists, or else its organization (none by default).
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from email.headerregistry import Address
 from pathlib import Path
@@ -26,9 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData, MultiDict, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import AlreadyAnswered, InvitationUsed, SecretKeyNeeded
 from formsapi.db import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
 from formsapi.errors import (
+    Forbidden,
     FormNotFound,
     NotFound,
     PayloadTooLarge,
@@ -47,13 +50,14 @@ from formsapi.form.service import FormNotAccepting
 from formsapi.form.translation import MESSAGES
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel import steps as funnel_steps
-from formsapi.hosted import guard, service, stamp
+from formsapi.hosted import guard, once, service, stamp
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
 from formsapi.models import File, Form, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
 from formsapi.submission.validation import validate_submission
+from formsapi.user import service as user_service
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -136,6 +140,8 @@ class Page:
     challenge: bool = False  # the page asks for a proof of work (hosted/guard.py)
     # The quotas that show an option as full once its places are taken (closeOption).
     closing: tuple[tuple[str, str, int], ...] = ()  # (question, option, limit)
+    # The email question a form taking one response per address needs answered.
+    email_once: str | None = None
 
 
 def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
@@ -177,6 +183,7 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
             for quota in form.quotas or []
             if quota["action"] == "closeOption"
         ),
+        form.one_response_question if form.one_response_by == "email" else None,
     )
     return shown, page
 
@@ -291,6 +298,8 @@ class Journey:
     stamp: str | None
     served_at: datetime | None
     started: bool
+    # The token of the invitation link they came through (hosted/once.py).
+    invite: str | None = None
 
     @property
     def at(self) -> datetime:
@@ -298,11 +307,43 @@ class Journey:
         return self.served_at or utcnow()
 
 
-def _journey_of(request: Request, form: Form, posted: FormData) -> Journey:
+def _journey_of(
+    request: Request, form: Form, posted: FormData, invite: str | None = None
+) -> Journey:
     text = posted.get("_stamp")
     served = stamp.read(request.app.state.secret_box, form.id, text, utcnow())
     kept = text if isinstance(text, str) and served is not None else None
-    return Journey(kept, served, started=posted.get("_started") == "1")
+    return Journey(kept, served, started=posted.get("_started") == "1", invite=invite)
+
+
+def _locked(
+    request: Request,
+    form: Form,
+    query: str = "",
+    *,
+    error: str | None = None,
+    status: int = 200,
+    resume: str | None = None,
+) -> HTMLResponse:
+    """The page asking for the form's password, carrying the link's query
+    (hidden fields, an invitation) or the resume link back to where it was."""
+    context = {
+        "title": form.title,
+        "form_id": form.id,
+        "next": once.next_query(query),
+        "resume": resume,
+        "error": error,
+    }
+    response = templates.TemplateResponse(request, "password.html", context, status_code=status)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _secret_page(response: Response) -> Response:
+    """A page whose address or form holds a secret (an invitation's token)."""
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
 
 
 # User agents that say they are robots: their loads are not views.
@@ -320,9 +361,21 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
+    admitted = await once.admit(
+        request,
+        form,
+        request.query_params.get(once.INVITE),
+        _page,
+        lambda: _locked(request, form, request.url.query),
+    )
+    if isinstance(admitted, Response):
+        return admitted
     version = service.compiled_of(form)
     shown, page = _shown(form, version, _language(request, version))
-    carried = service.carried_from(version, request.query_params, prefill=True)
+    carried = {
+        **service.carried_from(version, request.query_params, prefill=True),
+        **admitted.fields(version),
+    }
     now = utcnow()
     run = flow.walk(version.layout, carried, now.date())
     step = service.step(shown, carried, 0, run, service.new_seed())
@@ -330,8 +383,10 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
         request.app.state.funnel.add(
             form.organization_id, form.id, form.version, now, funnel_steps.VIEW
         )
-    journey = Journey(stamp.make(request.app.state.secret_box, form.id, now), now, started=False)
-    return await _render(request, page, _values(carried), {}, step=step, journey=journey)
+    made = stamp.make(request.app.state.secret_box, form.id, now)
+    journey = Journey(made, now, started=False, invite=admitted.token)
+    shown_page = await _render(request, page, _values(carried), {}, step=step, journey=journey)
+    return _secret_page(shown_page) if admitted.token else shown_page
 
 
 def _page_of(posted: FormData, version: Compiled) -> int | None:
@@ -372,17 +427,28 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     posted, form = received
     if (refused := await guard.refused_post(request, form, posted, _page)) is not None:
         return refused
+    admitted = await once.admit(
+        request,
+        form,
+        posted.get(once.INVITE_FIELD),
+        _page,
+        lambda: _locked(request, form, error="Enter the form's password first.", status=401),
+    )
+    if isinstance(admitted, Response):
+        return admitted
     version = service.compiled_of(form)
     shown, page = _shown(form, version, _language(request, version, posted))
     today = utcnow().date()
     answers = {
         **service.answers_from(version.blocks, posted),
         **service.carried_from(version, posted, prefill=False),
+        # What the link says, whatever the page posted.
+        **admitted.fields(version),
     }
     current = _page_of(posted, version)
     seed = service.seed_of(posted)
     token = _token_of(posted)
-    journey = _journey_of(request, form, posted)
+    journey = _journey_of(request, form, posted, admitted.token)
     if posted.get("_switch"):  # the same page, in the language switched to
         run = flow.walk(version.layout, answers, today)
         step = service.step(shown, answers, current, run, seed) if current is not None else None
@@ -393,7 +459,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         request.app.state.funnel.add(
             form.organization_id, form.id, form.version, journey.at, funnel_steps.START
         )
-        journey = Journey(journey.stamp, journey.served_at, started=True)
+        journey = replace(journey, started=True)
     if current is not None:
         run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
@@ -402,8 +468,16 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             kept = await _keep(request, form, version, answers, current, current, token, journey)
             if isinstance(kept, Response):
                 return kept
-            return _saved(request, form, kept, version.definition.resume_days)
+            return _saved(request, form, kept, version.definition.resume_days, admitted.token)
         going, errors = _destination(version, answers, current, posted, run, today)
+        asks_email = form.one_response_question in service.page_keys(version, current)
+        if (
+            not errors
+            and going is not None
+            and asks_email
+            and (taken := await once.email_taken(request, form, answers)) is not None
+        ):
+            errors = {taken: _EMAIL_TAKEN}
         if errors:
             step = service.step(shown, answers, current, run, seed)
             return await _render(
@@ -430,12 +504,42 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         None if journey.served_at is None else (now - journey.served_at).total_seconds(),
         current or 0,
     )
+    # One response per address: taken before the answers are written (so two
+    # posts at once cannot both pass), and given back if they are not.
+    claimed = form.one_response_by == "ip"
+    if claimed and not await once.claim_ip(request, form):
+        return once.ip_taken_page(request, form, _page)
+    spends = admitted.invitation.hash if admitted.invitation is not None else None
     try:
-        submission = await request.app.state.intake.submit(
-            form.organization_id, form.id, answers, completes, page.lang, completion
-        )
+        try:
+            submission = await request.app.state.intake.submit(
+                form.organization_id, form.id, answers, completes, page.lang, completion, spends
+            )
+        except BaseException:
+            if claimed:
+                await once.release_ip(request, form)
+            raise
     except LinkUsed:
         return _page(request, page.title, "These answers were sent already. Thank you.", 409)
+    except AlreadyAnswered:
+        return _page(
+            request,
+            page.title,
+            "A response from this email address was taken already: this form takes one per "
+            "address. Thank you.",
+            409,
+        )
+    except SecretKeyNeeded:  # the rule was set, then the server's key taken away
+        return _page(
+            request, page.title, "This form cannot take answers now. Please try later.", 503
+        )
+    except InvitationUsed:
+        return _page(
+            request,
+            "Already answered",
+            "This invitation link was used already: its answers were sent. Thank you.",
+            409,
+        )
     except ValidationFailed as invalid:
         errors = _errors(invalid)
         if current is None:
@@ -455,7 +559,10 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         return _closed(request, now_form or form, page.title)
     except FormNotFound:  # deleted between the page lookup and now
         return _unavailable(request)
-    return _ending(request, form, shown, submission.answers, submission.ending, page)
+    ending = _ending(request, form, shown, submission.answers, submission.ending, page)
+    if form.one_response_by == "cookie":
+        once.set_answered(request, ending, form)
+    return ending
 
 
 async def preview(
@@ -609,13 +716,17 @@ async def _keep(
         return _page(request, form.title, large.detail, 413)
 
 
-def _resume_url(request: Request, form_id: str, token: str) -> str:
+def _resume_url(request: Request, form_id: str, token: str, invite: str | None = None) -> str:
     # The configured address, never the request's Host header (a client's to choose).
     base = request.app.state.settings.public_url.rstrip("/")
-    return f"{base}/f/{form_id}/resume/{token}"
+    # An invitation's token rides along: the form takes answers through it only.
+    query = f"?{once.INVITE}={invite}" if invite else ""
+    return f"{base}/f/{form_id}/resume/{token}{query}"
 
 
-def _saved(request: Request, form: Form, token: str, days: int) -> HTMLResponse:
+def _saved(
+    request: Request, form: Form, token: str, days: int, invite: str | None = None
+) -> HTMLResponse:
     """The page after "Save and continue later": the link, or where to mail it,
     and until when it works (the form's resumeDays from now)."""
     mailer = request.app.state.mailer
@@ -625,7 +736,8 @@ def _saved(request: Request, form: Form, token: str, days: int) -> HTMLResponse:
         "title": form.title,
         "form_id": form.id,
         "token": token,
-        "url": None if mailer.enabled else _resume_url(request, form.id, token),
+        "url": None if mailer.enabled else _resume_url(request, form.id, token, invite),
+        "invite": invite,
         "mail": mailer.enabled,
     }
     response = templates.TemplateResponse(request, "saved.html", context)
@@ -647,6 +759,15 @@ async def resume_form(
     form = await _open_form(request, session, form_id)
     if isinstance(form, Response):
         return form
+    admitted = await once.admit(
+        request,
+        form,
+        request.query_params.get(once.INVITE),
+        _page,
+        lambda: _locked(request, form, request.url.query, resume=token),
+    )
+    if isinstance(admitted, Response):
+        return admitted
     try:
         resumed = await partial_service.resume(
             session, form.organization_id, form.id, token, utcnow()
@@ -663,7 +784,8 @@ async def resume_form(
     step = service.step(shown, answers, page_number, run, service.new_seed())
     # Their stamp stayed on the page they left: timed from their first save.
     began = resumed.started_at
-    journey = Journey(stamp.make(request.app.state.secret_box, form.id, began), began, True)
+    made = stamp.make(request.app.state.secret_box, form.id, began)
+    journey = Journey(made, began, True, invite=admitted.token)
     response = await _render(
         request, page, _values(answers), {}, step=step, resume=token, journey=journey
     )
@@ -678,6 +800,8 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
     if isinstance(received, Response):
         return received
     posted, form = received
+    if not once.unlocked(request, form):
+        return _locked(request, form, error="Enter the form's password first.", status=401)
     token = _token_of(posted)
     email = str(posted.get("email") or "").strip()
     mailer = request.app.state.mailer
@@ -697,7 +821,9 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
         page = _page(request, form.title, "Too many links were sent. Try again later.", 429)
         page.headers["Retry-After"] = str(wait)
         return page
-    url = _resume_url(request, form.id, token)
+    invite = posted.get(once.INVITE_FIELD)
+    carried = invite if isinstance(invite, str) and admission_service.token_hash(invite) else None
+    url = _resume_url(request, form.id, token, carried)
     text = f"To go on with “{form.title}” where you left off, open:\n\n{url}\n"
     try:
         await mailer.send(email, f"Your link back to “{form.title}”", text)
@@ -778,6 +904,8 @@ async def upload(request: Request, form_id: FormId) -> Response:
         form = await _public(request, session, form_id)
     if form is None:
         raise FormNotFound(form_id)
+    if not once.unlocked(request, form):
+        raise Forbidden("Enter the form's password first.")
     await guard.refused_upload(request, form)
     wait = await request.app.state.upload_throttle.attempt(form.id, client_ip(request))
     if wait:
@@ -832,6 +960,48 @@ async def started(request: Request, form_id: FormId) -> Response:
             form.organization_id, form.id, form.version, served, funnel_steps.START
         )
     return Response(status_code=204)
+
+
+_EMAIL_TAKEN = "A response from this email address was taken already."
+# A password posted longer than this is wrong without hashing it.
+_PASSWORD_MAX = 128
+
+
+@router.post("/f/{form_id}/unlock")
+async def unlock(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
+    """The answer to a form's password page: a right one sets the form's
+    cookie and goes back to the link (or the resume link) it was asked on;
+    a wrong one asks again. Every guess counts against the address's and
+    the form's allowance (a 429 with Retry-After past it), before the
+    password is checked, so concurrent guesses get no more."""
+    received = await _received(request, session, form_id)
+    if isinstance(received, Response):
+        return received
+    posted, form = received
+    query = once.next_query(posted.get("_next"))
+    resume = _token_of(posted)
+    back = f"/f/{form.id}/resume/{resume}" if resume else f"/f/{form.id}"
+    back += f"?{query}" if query else ""
+    if form.password_hash is None:
+        return RedirectResponse(back, 303)
+    throttle = request.app.state.password_throttle
+    wait = await throttle.attempt(form.id, client_ip(request))
+    if wait:
+        refused = _page(request, form.title, "Too many tries. Wait a minute and try again.", 429)
+        refused.headers["Retry-After"] = str(wait)
+        return refused
+    given = posted.get("password")
+    right = (
+        isinstance(given, str)
+        and 0 < len(given) <= _PASSWORD_MAX
+        and await user_service.verify_passphrase(given, form.password_hash)
+    )
+    if not right:
+        wrong = "That password is not right. Try again."
+        return _locked(request, form, query, error=wrong, status=401, resume=resume)
+    response = RedirectResponse(back, 303)
+    once.set_unlocked(request, response, form)
+    return _secret_page(response)
 
 
 @router.get("/f/{form_id}/thanks")

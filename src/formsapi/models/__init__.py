@@ -8,6 +8,7 @@ from formsapi.models.event_position import EventPosition
 from formsapi.models.file import File, FileChunk
 from formsapi.models.form import Form, FormStatus
 from formsapi.models.form_draft import FormDraft
+from formsapi.models.form_invitation import FormInvitation
 from formsapi.models.form_version import FormVersion
 from formsapi.models.funnel_count import FunnelCount
 from formsapi.models.idempotency_key import IdempotencyKey
@@ -20,6 +21,7 @@ from formsapi.models.partial_response import PartialResponse
 from formsapi.models.password_reset import PasswordReset
 from formsapi.models.report_link import ReportLink
 from formsapi.models.respondent_copy import RespondentCopy
+from formsapi.models.respondent_mark import RespondentMark
 from formsapi.models.spam_refusal import SpamRefusal
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
@@ -47,6 +49,7 @@ __all__ = [
     "FileChunk",
     "Form",
     "FormDraft",
+    "FormInvitation",
     "FormStatus",
     "FormVersion",
     "Frequency",
@@ -64,6 +67,7 @@ __all__ = [
     "Plan",
     "ReportLink",
     "RespondentCopy",
+    "RespondentMark",
     "Role",
     "SpamRefusal",
     "Submission",

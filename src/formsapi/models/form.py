@@ -69,6 +69,16 @@ class Form(Base):
     # Places per chosen option ([{question, option, limit, action, message}],
     # as the API shows them); None: none. Counted from the answer counts.
     quotas: Mapped[list[dict[str, Any]] | None] = mapped_column(NullableJSONColumn, nullable=True)
+    # One response per respondent (admission/), by "cookie", "email", "ip"
+    # or "invitation"; None: as many as they like. Delivery settings too.
+    one_response_by: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    # The email question whose answer may submit once ("email").
+    one_response_question: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    # How long one address waits before it may submit again ("ip").
+    one_response_hours: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The argon2 hash of the password (or PIN) its hosted page asks for
+    # before the first page; None: none asked. Never shown.
+    password_hash: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # Kept exact in the same transaction as every insert and delete of a submission,
     # so totals never cost a count over the form's rows.
     response_count: Mapped[int] = mapped_column(Integer, default=0)

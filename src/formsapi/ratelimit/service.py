@@ -306,6 +306,19 @@ class ResumeMailThrottle(Throttle):
     PER_ADDRESS = RateLimitItemPerMinute(10, 60, namespace="resume-mail-ip")
 
 
+class PasswordThrottle(Throttle):
+    """Guesses at a form's password on its hosted page: five a minute from
+    one client, thirty a minute at one form from everyone, so a flood from
+    many addresses is held to the form's allowance (its respondents wait
+    with it: the README weighs a PIN against a long password)."""
+
+    PER_ACCOUNT = RateLimitItemPerMinute(30, 1, namespace="form-password")
+    PER_ADDRESS = RateLimitItemPerMinute(5, 1, namespace="form-password-ip")
+
+    def _counters(self, email: str, address: str) -> list[tuple[RateLimitItem, str]]:
+        return [(self.PER_ACCOUNT, email), (self.PER_ADDRESS, address)]  # a form's id, as it is
+
+
 class PublicPostThrottle(Throttle):
     """Posts to hosted form pages and their uploads, apart from the API's
     limits: FORMSAPI_PUBLIC_POSTS_PER_IP a minute from one client, and

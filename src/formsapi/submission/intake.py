@@ -11,6 +11,12 @@ that transaction has committed. Answers are checked and encoded before,
 outside the lock; a post whose answers are invalid leaves nothing, and its
 neighbours are written all the same.
 
+What must hold exactly under racing posts is decided under that lock too:
+a partial response completed once, an Idempotency-Key claimed once, a file
+given to one submission, an invitation link spent once, and, for a form
+taking one response per email address, each address taken once (forms
+with that rule leave the one-statement write below).
+
 Each process batches its own posts; processes take turns on the form's
 lock, in commit order. On PostgreSQL a batch of plain posts (no key, partial
 or file) is written by one statement (submission/repository/created.py):
@@ -27,6 +33,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from formsapi.admission import repository as admission_repository
+from formsapi.admission import service as admission_service
+from formsapi.admission.service import (
+    AlreadyAnswered,
+    Digests,
+    InvitationUsed,
+    SecretKeyNeeded,
+)
 from formsapi.db import ReadSession, WriteSession
 from formsapi.errors import Conflict, FormNotFound, ValidationFailed
 from formsapi.event import service as event_service
@@ -41,6 +55,7 @@ from formsapi.funnel.steps import Completion
 from formsapi.idempotency import repository as idempotency_repository
 from formsapi.idempotency.service import RETENTION, Outcome, kept
 from formsapi.kit.ids import is_plausible
+from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.partial import repository as partial_repository
 from formsapi.partial.service import LinkUsed
@@ -83,6 +98,8 @@ class _Post:
     language: str | None  # the respondent's; None: the form's own
     # What a post from the hosted page adds to the form's funnel; None from the API.
     funnel: Completion | None
+    # The hash of the invitation link's token it spends (admission/).
+    invitation: bytes | None = None
     # The stored submission; None when another request with its key was
     # stored first (its outcome is then replayed).
     done: asyncio.Future[Accepted | None] = field(
@@ -97,8 +114,13 @@ class Intake:
         self,
         sessionmaker: async_sessionmaker[WriteSession],
         read_sessionmaker: async_sessionmaker[ReadSession],
+        secret_box: SecretBox | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self._digests = None if secret_box is None else Digests(secret_box)
+        # Forms found taking one response per email address: their batches
+        # go the general way at once (the one statement would refuse them).
+        self._by_email: set[tuple[str, str]] = set()
         self._read_sessionmaker = read_sessionmaker
         self._postgres = sessionmaker.kw["bind"].dialect.name == "postgresql"
         self._waiting: dict[tuple[str, str], list[_Post]] = {}
@@ -116,14 +138,18 @@ class Intake:
         partial: bytes | None = None,
         language: str | None = None,
         funnel: Completion | None = None,
+        invitation: bytes | None = None,
     ) -> Accepted:
         """Store answers to a published form, once its batch has committed;
         with `partial`, the partial response they complete is closed in the
         same transaction (LinkUsed when it was completed already); with
         `funnel` (a post from the hosted page), its completion is counted in
-        the form's funnel in that transaction too."""
+        the form's funnel in that transaction too; with `invitation`, that
+        link is spent in it (InvitationUsed when it was, or is revoked).
+        A form taking one response per email address refuses a second from
+        one address (AlreadyAnswered), however the posts race."""
         accepted = await self._queue(
-            organization_id, form_id, answers, None, partial, language, funnel
+            organization_id, form_id, answers, None, partial, language, funnel, invitation
         )
         assert accepted is not None, "only a post with a key is answered by another"
         return accepted
@@ -167,12 +193,13 @@ class Intake:
         partial: bytes | None,
         language: str | None,
         funnel: Completion | None = None,
+        invitation: bytes | None = None,
     ) -> Accepted | None:
         if not is_plausible(form_id):
             raise FormNotFound(form_id)
         form = compiled.cached(organization_id, form_id)
         checking = None if form is None else check(form, answers, utcnow().date(), language)
-        post = _Post(answers, claim, checking, partial, language, funnel)
+        post = _Post(answers, claim, checking, partial, language, funnel, invitation)
         key = (organization_id, form_id)
         self._waiting.setdefault(key, []).append(post)
         if key not in self._writers:
@@ -205,7 +232,8 @@ class Intake:
         # its post is answered with the outcome kept for it.
         versions = 0
         opened = False
-        at_once = self._postgres and (organization_id, form_id) not in self._quoted
+        key = (organization_id, form_id)
+        at_once = self._postgres and key not in self._quoted and key not in self._by_email
         while batch:
             form = compiled.cached(organization_id, form_id)
             if form is not None:
@@ -242,11 +270,15 @@ class Intake:
                     opened = True
                     continue
                 version, last, locked_at = locked[0], locked[1], locked[2]
-                count, most, opens_at, closes_at, quotas = locked[3:]
+                count, most, opens_at, closes_at, quotas, by, question = locked[3:]
                 if quotas:
-                    self._quoted.add((organization_id, form_id))
+                    self._quoted.add(key)
                 else:
-                    self._quoted.discard((organization_id, form_id))
+                    self._quoted.discard(key)
+                if by == admission_service.EMAIL:
+                    self._by_email.add(key)
+                else:
+                    self._by_email.discard(key)
                 if form is None or form.version != version:
                     versions += 1
                     if versions == MAX_VERSIONS:
@@ -303,6 +335,15 @@ class Intake:
                         post.done.set_exception(LinkUsed())
                     batch = [post for post in batch if post not in used]
                     continue
+                once = await self._once(
+                    session, organization_id, form_id, accepted, new, now, by, question
+                )
+                if once:
+                    await session.rollback()
+                    for post, error in once.items():
+                        post.done.set_exception(error)
+                    batch = [post for post in batch if post not in once]
+                    continue
                 taken = await _claim(session, organization_id, form_id, accepted, new, now)
                 if taken:
                     await session.rollback()
@@ -346,6 +387,59 @@ class Intake:
         async with self._sessionmaker() as session:
             await form_service.settle(session, organization_id, form_id, utcnow())
             await session.commit()
+
+    async def _once(
+        self,
+        session: AsyncSession,
+        organization_id: str,
+        form_id: str,
+        accepted: Sequence[_Post],
+        new: Sequence[tuple[dict[str, Any], Accepted]],
+        now: Any,
+        by: str | None,
+        question: str | None,
+    ) -> dict[_Post, Exception]:
+        """The gates of a form taking one response per respondent, under its
+        lock: the invitation links the batch's posts spend, and, for a form
+        taking one per email address, each address marked as answered; the
+        posts refused, with why (a link used or revoked, an address that
+        answered before or twice in the batch, or none given)."""
+        refused: dict[_Post, Exception] = {}
+        posted = list(zip(accepted, (submission for _, submission in new), strict=True))
+        links = {post.invitation: s.id for post, s in posted if post.invitation is not None}
+        spent = await admission_repository.spend(session, organization_id, form_id, links, now)
+        for post, _ in posted:
+            if post.invitation is not None and post.invitation not in spent:
+                refused[post] = InvitationUsed()
+        if by != admission_service.EMAIL or question is None:
+            return refused
+        if self._digests is None:  # the key was taken away after the rule was set
+            raise SecretKeyNeeded(
+                "This form takes one response per email address, which needs the server's "
+                "secret key: its operator must set FORMSAPI_SECRET_KEY."
+            )
+        digests: dict[bytes, _Post] = {}
+        for post, _ in posted:
+            assert post.checking is not None
+            address = post.checking.checked.stored.get(question)
+            if not isinstance(address, str) or not address.strip():
+                refused[post] = ValidationFailed(
+                    "The answers are invalid.",
+                    [{"pointer": f"/answers/{question}", "detail": "is required"}],
+                )
+                continue
+            digest = self._digests.email(form_id, address)
+            if digest in digests:
+                refused[post] = AlreadyAnswered()
+                continue
+            digests[digest] = post
+        marked = await admission_repository.mark(
+            session, organization_id, form_id, admission_service.EMAIL, list(digests), now
+        )
+        for digest, post in digests.items():
+            if digest not in marked:
+                refused[post] = AlreadyAnswered()
+        return refused
 
     async def _write_at_once(
         self,
@@ -472,7 +566,12 @@ def _plain(post: _Post) -> bool:
     """A post the one-statement write takes: no key to claim, partial to
     close or file to take."""
     assert post.checking is not None
-    return post.claim is None and post.partial is None and not post.checking.files
+    return (
+        post.claim is None
+        and post.partial is None
+        and post.invitation is None
+        and not post.checking.files
+    )
 
 
 def _answer(batch: list[_Post], answered: dict[_Post, Accepted]) -> None:
@@ -491,16 +590,19 @@ def _next_batch(waiting: list[_Post]) -> list[_Post]:
     """The next batch, taken off `waiting`: a second post with the same
     Idempotency-Key waits for the next one, where it finds the first's
     outcome kept; so does a second completing the same partial response,
-    which finds it completed."""
+    which finds it completed, or spending the same invitation link, which
+    finds it used."""
     batch: list[_Post] = []
     rest: list[_Post] = []
     keys: set[str] = set()
     partials: set[bytes] = set()
+    invitations: set[bytes] = set()
     for post in waiting:
         if (
             len(batch) == MAX_BATCH
             or (post.claim is not None and post.claim.key in keys)
             or (post.partial is not None and post.partial in partials)
+            or (post.invitation is not None and post.invitation in invitations)
         ):
             rest.append(post)
             continue
@@ -509,6 +611,8 @@ def _next_batch(waiting: list[_Post]) -> list[_Post]:
             keys.add(post.claim.key)
         if post.partial is not None:
             partials.add(post.partial)
+        if post.invitation is not None:
+            invitations.add(post.invitation)
     waiting[:] = rest
     return batch
 

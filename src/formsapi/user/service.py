@@ -140,6 +140,17 @@ async def hash_password(password: str) -> str:
     return await _off_loop(_password_hash.hash, password)
 
 
+async def hash_passphrase(text: str) -> str:
+    """The argon2 hash of a password not an account's (a form's PIN), whose
+    length its caller checked: off the loop, like every hash."""
+    return await _off_loop(_password_hash.hash, text[:MAX_PASSWORD_LENGTH])
+
+
+async def verify_passphrase(text: str, hashed: str) -> bool:
+    """Whether `text` is the passphrase of `hashed` (hash_passphrase)."""
+    return await _off_loop(_password_hash.verify, text[:MAX_PASSWORD_LENGTH], hashed)
+
+
 async def verify_password(user: User | None, password: str) -> bool:
     """Whether `password` is `user`'s. No user, an account without a password and
     a wrong password take the same time and answer alike."""

@@ -60,6 +60,7 @@ def _back(request: Request, error: FormsAPIError) -> str:
         "/challenge",
         "/retention",
         "/limits",
+        "/admission",
     ):
         if path.endswith(action):
             return path.removesuffix(action)
@@ -286,6 +287,64 @@ async def change_challenge(
         if on
         else "This form's page no longer asks browsers for a proof of work."
     )
+    return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
+
+
+# How a form knows one respondent from another ("": it does not).
+ONCE_CHOICES = ("", "cookie", "email", "ip", "invitation")
+
+
+@router.post("/{form_id}/admission")
+async def change_admission(
+    request: Request,
+    session: DbDep,
+    managed: OrganizationDep,
+    form_id: PathId,
+    once_by: Annotated[str, Form(max_length=20)] = "",
+    once_question: Annotated[str, Form(max_length=100)] = "",
+    once_hours: Annotated[str, Form(max_length=10)] = "",
+    password: Annotated[str, Form(max_length=200)] = "",
+    unlock: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    """Who may answer the form's hosted page, and how often: one response
+    per browser, email address, network address or invitation link, and a
+    password before its first page, set through the service PATCH
+    /v1/forms/{id} uses (an empty password field changes nothing)."""
+    may_edit(managed)
+    if once_by not in ONCE_CHOICES:
+        raise BadRequest("Choose how many responses each person may send.")
+    rule: dict[str, object] | None = None
+    if once_by:
+        rule = {"by": once_by}
+        if once_by == "email":
+            rule["question"] = once_question
+        if once_by == "ip":
+            if not (once_hours.isascii() and once_hours.isdigit()):
+                raise BadRequest("The hours: a whole number, from 1.")
+            rule["hours"] = int(once_hours)
+    fields: dict[str, object] = {"one_response": rule}
+    if unlock == "on":
+        fields["password"] = None
+    elif password:
+        fields["password"] = password
+    try:
+        changes = FormUpdate.model_validate(fields)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = "The password" if "password" in problem["loc"] else "Responses per person"
+        raise BadRequest(f"{where}: {problem['msg']}.") from None
+    form_service.check_signing(changes, request.app.state.secret_box is not None)
+    form = await form_service.update(session, managed.organization.id, form_id, changes)
+    notice = {
+        "": "Anyone may answer this form as often as they like.",
+        "cookie": "This form now takes one response per browser.",
+        "email": "This form now takes one response per email address.",
+        "ip": f"This form now takes one response per network address every "
+        f"{form.one_response_hours} hours.",
+        "invitation": "This form now takes answers through invitation links only.",
+    }[once_by]
+    if form.password_hash is not None:
+        notice += " Its page asks for a password first."
     return await back_with(session, managed.viewer, f"{PAGE}/{form.id}", notice=notice)
 
 
@@ -557,6 +616,8 @@ async def form_page(
         ]
         if form.quotas
         else [],
+        email_questions=[q for q in asked if q.type == "email"],
+        signing=request.app.state.secret_box is not None,
         transitions=[
             (
                 status,

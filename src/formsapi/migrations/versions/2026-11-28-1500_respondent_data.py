@@ -3,7 +3,7 @@ days deleted by a sweep) and the audit entries of exports and erasures by
 person.
 
 Revision ID: 0028
-Revises: 0026
+Revises: 0027
 Create Date: 2026-11-28 15:00:00
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0028"
-down_revision: str | None = "0026"
+down_revision: str | None = "0027"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -91,6 +91,9 @@ def _statement() -> Executable:
                 Form.response_count + bindparam("n") < Form.max_submissions,
             ),
             or_(Form.closes_at.is_(None), Form.closes_at > moment),
+            # A form taking one response per email address decides each
+            # under its lock, on the general path (submission/intake.py).
+            or_(Form.one_response_by.is_(None), Form.one_response_by != "email"),
         )
         .cte("lk")
     )
