@@ -13,7 +13,6 @@ widths, to be looked at.
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -21,8 +20,9 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 
 from tests.conftest import service_unavailable
+from tests.e2e.owned import Site, owned_site
 from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
-from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+from tests.servers import PASSWORD
 
 FORM: dict[str, Any] = {
     "title": "Contact us",
@@ -34,55 +34,11 @@ FORM: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Site:
-    server: Server
-    secret: str
-
-    @property
-    def url(self) -> str:
-        return self.server.base_url
-
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(
-            method,
-            f"{self.url}{path}",
-            headers={"Authorization": f"Bearer {self.secret}"},
-            timeout=10,
-            **kwargs,
-        )
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """A new organization with one owner and a key, on a server of its own."""
-    directory = tmp_path_factory.mktemp("challenge")
-    database = f"sqlite:///{directory / 'formsapi.db'}"
-    cli(directory, database, "migrate")
-    org = cli(directory, database, "org", "create", "--name", "Contact")
-    email = "owner@example.com"
-    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
-    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
-    scopes = ("forms:read", "forms:write", "submissions:read")
-    secret = cli(
-        directory,
-        database,
-        "key",
-        "create",
-        "--org",
-        org,
-        "--email",
-        email,
-        "--name",
-        "challenge",
-        *(arg for scope in scopes for arg in ("--scope", scope)),
-    )
-    server = start_server(directory, clean_env(database_url=database), "server")
-    try:
-        server.wait_until_healthy()
-        yield Site(server, secret)
-    finally:
-        stop_servers([server])
+    with owned_site(tmp_path_factory.mktemp("challenge"), "Contact") as made:
+        yield made
 
 
 @pytest.fixture(scope="module")

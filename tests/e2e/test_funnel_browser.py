@@ -11,16 +11,14 @@ and phone widths, to be looked at.
 import functools
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Request, expect
 
 from tests.conftest import service_unavailable
+from tests.e2e.owned import Site, owned_site
 from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
-from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
 
 FORM: dict[str, Any] = {
     "title": "Tell us about your team",
@@ -35,51 +33,13 @@ FORM: dict[str, Any] = {
 FLUSH = 0.3
 
 
-@dataclass(frozen=True)
-class Site:
-    server: Server
-    secret: str
-
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(
-            method,
-            f"{self.server.base_url}{path}",
-            headers={"Authorization": f"Bearer {self.secret}"},
-            timeout=10,
-            **kwargs,
-        )
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    directory = tmp_path_factory.mktemp("funnel")
-    database = f"sqlite:///{directory / 'formsapi.db'}"
-    cli(directory, database, "migrate")
-    org = cli(directory, database, "org", "create", "--name", "Team survey")
-    email = "owner@example.com"
-    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
-    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
-    scopes = ("forms:read", "forms:write", "submissions:read")
-    secret = cli(
-        directory,
-        database,
-        "key",
-        "create",
-        "--org",
-        org,
-        "--email",
-        email,
-        "--name",
-        "funnel",
-        *(arg for scope in scopes for arg in ("--scope", scope)),
-    )
-    env = clean_env(database_url=database, funnel_flush_seconds=str(FLUSH))
-    server = start_server(directory, env, "server")
-    try:
-        server.wait_until_healthy()
-        yield Site(server, secret)
-    finally:
-        stop_servers([server])
+    """A new organization with one owner and a key, on a server of its own."""
+    with owned_site(
+        tmp_path_factory.mktemp("funnel"), "Team survey", funnel_flush_seconds=str(FLUSH)
+    ) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")

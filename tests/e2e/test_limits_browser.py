@@ -15,9 +15,10 @@ from playwright.sync_api import Browser, Page, expect
 
 from formsapi.kit.time import isoformat_z, utcnow
 from tests.conftest import service_unavailable
+from tests.e2e.owned import Site, owned_site
 from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium
-from tests.e2e.test_challenge_browser import Site, shoot
-from tests.servers import PASSWORD, clean_env, cli, start_server, stop_servers
+from tests.e2e.test_challenge_browser import shoot
+from tests.servers import PASSWORD
 
 WORKSHOPS = [
     {"value": "tue", "label": "Tuesday workshop"},
@@ -41,33 +42,12 @@ FORM: dict[str, Any] = {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """A new organization with one owner and a key, on a server of its own."""
-    directory = tmp_path_factory.mktemp("limits")
-    database = f"sqlite:///{directory / 'formsapi.db'}"
-    cli(directory, database, "migrate")
-    org = cli(directory, database, "org", "create", "--name", "Workshops")
-    email = "owner@example.com"
-    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
-    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
-    scopes = ("forms:read", "forms:write", "submissions:read", "submissions:write")
-    secret = cli(
-        directory,
-        database,
-        "key",
-        "create",
-        "--org",
-        org,
-        "--email",
-        email,
-        "--name",
-        "limits",
-        *(arg for scope in scopes for arg in ("--scope", scope)),
-    )
-    server = start_server(directory, clean_env(database_url=database), "server")
-    try:
-        server.wait_until_healthy()
-        yield Site(server, secret)
-    finally:
-        stop_servers([server])
+    with owned_site(
+        tmp_path_factory.mktemp("limits"),
+        "Workshops",
+        ("forms:read", "forms:write", "submissions:read", "submissions:write"),
+    ) as made:
+        yield made
 
 
 @pytest.fixture(scope="module")

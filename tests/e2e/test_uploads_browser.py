@@ -15,8 +15,6 @@ accessibility check bypasses it, to inject axe-core.
 import re
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,8 +22,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.conftest import service_unavailable
+from tests.e2e.owned import Site, owned_site
 from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
-from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
 
 MAX_SIZE = 200_000
 # A PDF of exactly the question's limit, and one a byte longer.
@@ -52,62 +50,17 @@ FORM: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Site:
-    server: Server
-    database: Path
-    secret: str
-
-    @property
-    def url(self) -> str:
-        return self.server.base_url
-
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(
-            method,
-            f"{self.url}{path}",
-            headers={"Authorization": f"Bearer {self.secret}"},
-            timeout=10,
-            **kwargs,
-        )
-
-    def files(self) -> int:
-        """Rows of uploads, whatever their state: none may be left by a refusal."""
-        with sqlite3.connect(self.database) as connection:
-            return int(connection.execute("SELECT count(*) FROM files").fetchone()[0])
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """A new organization with one owner and a key, on a server of its own."""
-    directory = tmp_path_factory.mktemp("uploads")
-    path = directory / "formsapi.db"
-    database = f"sqlite:///{path}"
-    cli(directory, database, "migrate")
-    org = cli(directory, database, "org", "create", "--name", "Portfolio review")
-    email = "owner@example.com"
-    cli(directory, database, "user", "create", "--email", email, stdin=f"{PASSWORD}\n")
-    cli(directory, database, "member", "add", "--org", org, "--email", email, "--role", "owner")
-    scopes = ("forms:read", "forms:write", "submissions:read")
-    secret = cli(
-        directory,
-        database,
-        "key",
-        "create",
-        "--org",
-        org,
-        "--email",
-        email,
-        "--name",
-        "uploads",
-        *(arg for scope in scopes for arg in ("--scope", scope)),
-    )
-    server = start_server(directory, clean_env(database_url=database), "server")
-    try:
-        server.wait_until_healthy()
-        yield Site(server, path, secret)
-    finally:
-        stop_servers([server])
+    with owned_site(tmp_path_factory.mktemp("uploads"), "Portfolio review") as made:
+        yield made
+
+
+def _files(site: Site) -> int:
+    """Rows of uploads, whatever their state: none may be left by a refusal."""
+    with sqlite3.connect(site.database) as connection:
+        return int(connection.execute("SELECT count(*) FROM files").fetchone()[0])
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +161,7 @@ def test_a_file_of_exactly_the_limit_is_uploaded_and_sent_and_one_byte_more_is_n
         downloaded = site.api("GET", f"/v1/files/{file_id}/content")
         assert downloaded.status_code == 200
         assert downloaded.content == EXACT
-    assert site.files() == 2
+    assert _files(site) == 2
 
 
 def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypassed(
@@ -217,7 +170,7 @@ def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypass
     form_id = publish(site)
     page = respondent(browser)
     page.goto(f"{site.url}/f/{form_id}")
-    before = site.files()
+    before = _files(site)
 
     # What a script of the respondent's own could send, from the page itself.
     sent: list[dict[str, Any]] = page.evaluate(
@@ -263,7 +216,7 @@ def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypass
         assert answer["status"] == 413, answer
         assert answer["type"] == "application/problem+json"
         assert answer["body"]["limit"] == MAX_SIZE
-    assert site.files() == before
+    assert _files(site) == before
 
 
 def test_the_page_may_send_a_picked_file_under_its_own_policy(browser: Browser, site: Site) -> None:
