@@ -87,6 +87,16 @@ async def get(
     return await session.scalar(statement)
 
 
+async def change_state(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> Row[int, int, datetime] | None:
+    """The form's change number, version and last change, without its blocks."""
+    statement = select(Form.change_seq, Form.version, Form.updated_at).where(
+        scoped(Form, organization_id), Form.id == form_id
+    )
+    return (await session.execute(statement)).first()
+
+
 async def slug_taken(
     session: AsyncSession, organization_id: str, slug: str, except_form: str | None = None
 ) -> bool:

@@ -76,6 +76,22 @@ async def get(
     return form
 
 
+async def change_state(
+    session: AsyncSession, organization_id: str, form_id: str
+) -> tuple[int, int, datetime]:
+    """What anything made from the form's submissions depends on: a post, an
+    edit or a delete moves its change number, any other change its version
+    or last change. Read without decoding its blocks; FormNotFound."""
+    found = (
+        await repository.change_state(session, organization_id, form_id)
+        if is_plausible(form_id)
+        else None
+    )
+    if found is None:
+        raise FormNotFound(form_id)
+    return found[0], found[1], found[2]
+
+
 def summary(form: Form | repository.SummaryRow) -> dict[str, Any]:
     return {
         "id": form.id,

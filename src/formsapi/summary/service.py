@@ -159,23 +159,14 @@ async def summary_json(
     hidden: str | None = None,
     answer: str | None = None,
 ) -> bytes:
-    """summary() as the JSON the API sends, made once per state of the form."""
-    form = await form_service.get(session, organization_id, form_id)
-    made_key = (
-        organization_id,
-        form.id,
-        form.change_seq,
-        form.version,
-        form.updated_at,
-        since,
-        until,
-        version,
-        hidden,
-        answer,
-    )
+    """summary() as the JSON the API sends, made once per state of the form
+    (read alone first: a summary asked again costs that read)."""
+    state = await form_service.change_state(session, organization_id, form_id)
+    made_key = (organization_id, form_id, *state, since, until, version, hidden, answer)
     body = MADE.get(made_key)
     if body is not None:
         return body
+    form = await form_service.get(session, organization_id, form_id)
     shown = await _version(session, form, version)
     if since is not None and until is not None and until <= since:
         raise BadRequest("`until` must be later than `since`: the range holds no moment.")
