@@ -324,3 +324,25 @@ async def test_idempotency_keys_replay_the_taken_post_and_refuse_the_repeat(
     assert replayed.status_code == 201
     assert replayed.json()["id"] == first.json()["id"]
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
+
+
+async def test_a_limit_and_one_response_per_address_hold_together_under_racing_posts(
+    api: Api, session: AsyncSession
+) -> None:
+    """Both gates under the form's lock (limits and who may answer, merged
+    in one intake): of 30 posts from 10 addresses, three each, exactly the
+    limit's 4 are taken, no two from one address, and the form closes."""
+    form_id, secret = await _form(session)
+    await _by_email(api, form_id, secret)
+    await api.patch(f"/v1/forms/{form_id}", secret, json={"maxSubmissions": 4})
+    mails = [f"voter{n % 10}@example.org" for n in range(30)]
+
+    answered = await asyncio.gather(*(_post(api, form_id, secret, mail) for mail in mails))
+
+    taken = [mail for mail, r in zip(mails, answered, strict=True) if r.status_code == 201]
+    refused = {r.json()["type"].rsplit("/", 1)[-1] for r in answered if r.status_code != 201}
+    assert len(taken) == 4
+    assert len(set(taken)) == 4
+    assert refused <= {"already-answered", "form-closed"}
+    form = (await api.get(f"/v1/forms/{form_id}", secret)).json()
+    assert (form["responseCount"], form["status"]) == (4, "closed")

@@ -304,24 +304,6 @@ class Intake:
                         if not post.done.done():
                             post.done.set_exception(why or Conflict("The form changed."))
                     return
-                # The places left: posts beyond them are refused, in order.
-                if most is not None and count > most:
-                    room = max(most - (count - len(accepted)), 0)
-                    await session.rollback()
-                    over = accepted[room:]
-                    for post in over:
-                        post.done.set_exception(limits.closed_by(Reason.max_submissions, None))
-                    batch = [post for post in batch if post not in over]
-                    continue
-                full = _over_quota(
-                    accepted, quotas, await _taken(session, organization_id, form_id, quotas)
-                )
-                if full:
-                    await session.rollback()
-                    for post, problem in full.items():
-                        post.done.set_exception(problem)
-                    batch = [post for post in batch if post not in full]
-                    continue
                 first = last - len(accepted) + 1
                 new = [
                     new_submission(organization_id, form_id, version, first + i, now, post.checking)
@@ -350,6 +332,26 @@ class Intake:
                     for post in taken:
                         post.done.set_result(None)
                     batch = [post for post in batch if post not in taken]
+                    continue
+                # The places left, once every other gate has let the posts
+                # through (a post refused for its own reason takes no place):
+                # posts beyond them are refused, in order.
+                if most is not None and count > most:
+                    room = max(most - (count - len(accepted)), 0)
+                    await session.rollback()
+                    over = accepted[room:]
+                    for post in over:
+                        post.done.set_exception(limits.closed_by(Reason.max_submissions, None))
+                    batch = [post for post in batch if post not in over]
+                    continue
+                full = _over_quota(
+                    accepted, quotas, await _taken(session, organization_id, form_id, quotas)
+                )
+                if full:
+                    await session.rollback()
+                    for post, problem in full.items():
+                        post.done.set_exception(problem)
+                    batch = [post for post in batch if post not in full]
                     continue
                 if new:
                     rows = [parameters for parameters, _ in new]
