@@ -319,3 +319,22 @@ def test_a_form_s_limit_closes_it_and_its_problem_is_typed(client: Client) -> No
     assert client.forms.get(form.id).status == "closed"
     reopened = client.forms.update(form.id, status="published", limits={"maxSubmissions": 2})
     assert reopened.status == "published"
+
+
+def test_a_forms_settings_are_taken_away_by_name(client: Client) -> None:
+    form = published_form(client, "Cleared")
+    closes = datetime(2099, 3, 8, 17, 30, tzinfo=UTC)
+    bounded = client.forms.update(
+        form.id, retention_days=30, limits={"closesAt": closes, "maxSubmissions": 5}
+    )
+    assert (bounded.retention_days, bounded.closes_at, bounded.max_submissions) == (30, closes, 5)
+
+    cleared = client.forms.update(form.id, clear=["retentionDays", "closesAt", "maxSubmissions"])
+
+    assert cleared.retention_days is None
+    assert (cleared.closes_at, cleared.max_submissions) == (None, None)
+    assert cleared.status == "published"
+    with pytest.raises(ValueError, match="cannot clear"):
+        client.forms.update(form.id, clear=["title"])
+    with pytest.raises(ValueError, match="both given and cleared"):
+        client.forms.update(form.id, retention_days=7, clear=["retentionDays"])

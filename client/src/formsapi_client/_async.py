@@ -254,12 +254,17 @@ class AsyncForms(_Resource):
         limits: calls.Limits | None = None,
         one_response: OneResponse | None = None,
         password: str | None = None,
+        clear: Sequence[str] = (),
     ) -> FormDetail:
         """Change what is given (None: unchanged). New blocks or logic (any of
         `hiddenFields`, `variables`, `logic`, `endings`) make a new version;
         `retention_days`, `limits` (`opensAt`, `closesAt`, `maxSubmissions`,
         its messages, `quotas`), `one_response` (who may answer the hosted
-        page, how often) and `password` (asked before its first page) do not."""
+        page, how often) and `password` (asked before its first page) do not.
+        `clear` names settings to take away (sent as null), by their API
+        names: `embedOrigins` (back to the organization's list),
+        `retentionDays`, `opensAt`, `closesAt`, `maxSubmissions`, the two
+        messages, `quotas`, `oneResponse`, `password`."""
         return await self._client._run(
             calls.forms_update(
                 form_id,
@@ -272,6 +277,7 @@ class AsyncForms(_Resource):
                 limits,
                 one_response=one_response,
                 password=password,
+                clear=clear,
             )
         )
 

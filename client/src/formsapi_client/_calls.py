@@ -196,6 +196,35 @@ def forms_create(
     return call("forms.create", _form, body=body, idempotency_key=idempotency_key)
 
 
+# A form's settings `forms.update(clear=[...])` may send as null: back to
+# its organization's framing list, kept until deleted, no schedule, limit,
+# message or quota, no one-response rule, no password.
+CLEARABLE = frozenset(
+    {
+        "embedOrigins",
+        "retentionDays",
+        "opensAt",
+        "closesAt",
+        "maxSubmissions",
+        "messageBeforeOpening",
+        "messageAfterClosing",
+        "quotas",
+        "oneResponse",
+        "password",
+    }
+)
+
+
+def _cleared(clear: Sequence[str], sent: Mapping[str, Any]) -> list[str]:
+    unknown = sorted(set(clear) - CLEARABLE)
+    if unknown:
+        raise ValueError(f"cannot clear {unknown}: only {sorted(CLEARABLE)}")
+    both = sorted(set(clear) & set(sent))
+    if both:
+        raise ValueError(f"{both} both given and cleared")
+    return list(clear)
+
+
 def forms_update(
     form_id: str,
     title: str | None,
@@ -207,6 +236,7 @@ def forms_update(
     limits: Limits | None = None,
     one_response: OneResponse | None = None,
     password: str | None = None,
+    clear: Sequence[str] = (),
 ) -> Call[FormDetail]:
     given = _given(
         title=title,
@@ -218,7 +248,9 @@ def forms_update(
         password=password,
     )
     body = FormUpdate(**given, **_logic(logic), **dict(limits or {}))
-    return call("forms.update", _form, ids={"formId": form_id}, body=body)
+    sent = body.model_dump(by_alias=True, exclude_none=True)
+    nulls = _cleared(clear, sent)
+    return call("forms.update", _form, ids={"formId": form_id}, body=body, nulls=nulls)
 
 
 def forms_delete(form_id: str, delete_submissions: bool) -> Call[None]:

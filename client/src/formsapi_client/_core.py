@@ -33,11 +33,12 @@ most 8 s and `max_retry_wait`. At most `max_retries` repeats.
 """
 
 import enum
+import json
 import logging
 import os
 import random
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 from urllib.parse import quote
@@ -154,7 +155,10 @@ def call(
     idempotency_key: str | None = None,
     headers: dict[str, str] | None = None,
     upload: Upload | None = None,
+    nulls: Sequence[str] = (),
 ) -> Call[T]:
+    """One call of the API; `nulls`: body fields sent as null (a setting
+    cleared), which a model's None never is."""
     method, path = ROUTES[name]
     if ids:
         # Quoted whole: an id can never reach another path ("../").
@@ -163,6 +167,8 @@ def call(
     if body is not None:
         # None is "not sent" for every field; a None inside `answers` (remove it) stays.
         content = body.__pydantic_serializer__.to_json(body, by_alias=True, exclude_none=True)
+        if nulls:
+            content = json.dumps({**json.loads(content), **dict.fromkeys(nulls)}).encode()
         headers = {**JSON_BODY, **(headers or {})}
     replay = Replay.SAFE if method == "GET" or name in PURE else Replay.UNSAFE
     if name in KEYED:
