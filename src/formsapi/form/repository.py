@@ -1,4 +1,4 @@
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -95,6 +95,16 @@ async def change_state(
         scoped(Form, organization_id), Form.id == form_id
     )
     return (await session.execute(statement)).first()
+
+
+async def titles(
+    session: AsyncSession, organization_id: str, form_ids: Collection[str]
+) -> dict[str, str]:
+    """The title of each of the organization's forms among `form_ids`."""
+    statement = select(Form.id, Form.title).where(
+        scoped(Form, organization_id), Form.id.in_(form_ids)
+    )
+    return {row.id: row.title for row in await session.execute(statement)}
 
 
 async def slug_taken(

@@ -111,9 +111,8 @@ async def find(
     stays out of the URL)."""
     who = _person(request, by, value, field)
     found = await service.find(session, managed.organization.id, who)
-    titles = {}
-    for form_id in {s.form_id for s in found.submissions} | {p.form_id for p in found.partials}:
-        titles[form_id] = (await form_service.get(session, managed.organization.id, form_id)).title
+    form_ids = {s.form_id for s in found.submissions} | {p.form_id for p in found.partials}
+    titles = await form_service.titles(session, managed.organization.id, form_ids)
     return await _page(
         request,
         session,
