@@ -12,6 +12,7 @@ import os
 import socket
 import sqlite3
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -59,9 +60,20 @@ async def dispose(engine: AsyncEngine) -> None:
     since closed prints a traceback (omnilib/aiosqlite#241)."""
     await engine.dispose()
     if engine.dialect.name == "sqlite":
-        for thread in threading.enumerate():
-            if thread.name.endswith("(_connection_worker_thread)"):
-                await asyncio.to_thread(thread.join, 5)
+        # Only threads started since the engine was made: another engine's
+        # open connections keep theirs (a process running commands in
+        # threads, as the tests do, would wait on them).
+        older = _WORKERS_BEFORE.pop(engine.sync_engine, set())
+        for thread in _sqlite_workers() - older:
+            await asyncio.to_thread(thread.join, 5)
+
+
+def _sqlite_workers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.endswith("(_connection_worker_thread)")}
+
+
+# Per SQLite engine: aiosqlite's worker threads alive when it was made.
+_WORKERS_BEFORE: weakref.WeakKeyDictionary[Any, set[threading.Thread]] = weakref.WeakKeyDictionary()
 
 
 def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, ConnectionPoolEntry], None]:
@@ -218,6 +230,7 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
     if url.startswith("sqlite"):
         # Statements' parameters (answers, key hashes) stay out of error messages and logs.
         engine = create_async_engine(url, hide_parameters=True)
+        _WORKERS_BEFORE[engine.sync_engine] = _sqlite_workers()
         event.listen(engine.sync_engine, "do_connect", _sqlite_create_private)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(pool_timeout))
         event.listen(engine.sync_engine, "connect", _sqlite_tighten)
