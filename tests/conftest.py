@@ -20,9 +20,11 @@ from urllib.parse import urlsplit
 import asyncpg  # type: ignore[import-untyped]
 import httpx
 import pytest
+from fastapi import FastAPI
 from pwdlib.hashers.argon2 import Argon2Hasher
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql import ClauseElement, Executable
 
@@ -311,12 +313,40 @@ async def _empty_every_table(engine: AsyncEngine) -> None:
                 await connection.execute(text(f"DELETE FROM {table}"))  # noqa: S608
 
 
+# One engine per test database for the session (test database URL: engine),
+# which the tests' apps share: a new engine's first connections cost more
+# than most tests' statements (PostgreSQL's handshake and SQLAlchemy's
+# first-connect queries, every test, twice).
+_ENGINES: dict[str, AsyncEngine] = {}
+_DEFAULT_POOL = (
+    Settings.model_fields["database_pool_size"].default,
+    Settings.model_fields["database_pool_timeout"].default,
+)
+
+
+@pytest.fixture(scope="session")
+async def _engines_disposed() -> AsyncIterator[None]:
+    yield
+    for engine in _ENGINES.values():
+        await engine.dispose()
+    _ENGINES.clear()
+
+
 @pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    await _empty_every_table(engine)
-    yield engine
-    await engine.dispose()
+async def engine(database_url: str, _engines_disposed: None) -> AsyncEngine:
+    """The test database's engine, its tables empty."""
+    if database_url not in _ENGINES:
+        _ENGINES[database_url] = create_engine(database_url)
+    engine = _ENGINES[database_url]
+    try:
+        await _empty_every_table(engine)
+    except DBAPIError as error:
+        # A test before closed the database's connections (tests/test_errors.py):
+        # the pool, told so by the failure, opens new ones.
+        if not error.connection_invalidated:
+            raise
+        await _empty_every_table(engine)
+    return engine
 
 
 @pytest.fixture
@@ -372,9 +402,18 @@ def contract() -> Contract:
     return Contract(create_app(Settings(database_url="sqlite://", redis_url=None)).openapi())
 
 
+def app_on(engine: AsyncEngine, settings: Settings) -> FastAPI:
+    """The app of `settings` on the test's engine when they name its database
+    with the default pool, as most tests' do; else on an engine of its own."""
+    url = settings.database_url.get_secret_value()
+    pool = (settings.database_pool_size, settings.database_pool_timeout)
+    shared = _ENGINES.get(url) is engine and pool == _DEFAULT_POOL
+    return create_app(settings, engine if shared else None)
+
+
 @pytest.fixture
 async def api(engine: AsyncEngine, settings: Settings, contract: Contract) -> AsyncIterator[Api]:
-    app = create_app(settings)
+    app = app_on(engine, settings)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
         yield Api(client, settings, contract)

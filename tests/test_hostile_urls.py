@@ -24,11 +24,11 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.app import create_app, release
+from formsapi.app import release
 from formsapi.config import Settings
 from formsapi.kit import egress
 from formsapi.models import Role
-from tests.conftest import Api
+from tests.conftest import Api, app_on
 from tests.contract import Contract
 from tests.factories import create_form, create_key, create_org
 from tests.hostile_text import (
@@ -88,7 +88,7 @@ async def api(engine: AsyncEngine, settings: Settings, contract: Contract) -> As
     """The root fixture's client, except that a server error comes back as the
     500 a real client gets instead of being raised here: a test goes on to the
     next case, and one run lists every case that fails."""
-    app = create_app(settings)
+    app = app_on(engine, settings)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
         yield Api(client, settings, contract)

@@ -18,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool
 from starlette.routing import BaseRoute
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -101,19 +102,25 @@ async def release(app: FastAPI) -> None:
         await app.state.funnel.flush()  # the views and starts held, before the engine goes
     finally:
         try:
-            await app.state.engine.dispose()
+            if app.state.owns_engine:
+                await app.state.engine.dispose()
         finally:
             if app.state.redis is not None:
                 await app.state.redis.close()
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, engine: AsyncEngine | None = None) -> FastAPI:
+    """The service. Its database engine is its own, made from `settings`,
+    unless one is given: that one is the caller's, and `release` leaves it
+    open (the tests' apps share one per database)."""
     settings = settings or get_settings()
-    engine = create_engine(
-        settings.database_url.get_secret_value(),
-        settings.database_pool_size,
-        settings.database_pool_timeout,
-    )
+    owns_engine = engine is None
+    if engine is None:
+        engine = create_engine(
+            settings.database_url.get_secret_value(),
+            settings.database_pool_size,
+            settings.database_pool_timeout,
+        )
     # One Redis connection per process for limits and the auth epoch; its
     # timeout and circuit breaker also guard the sign-in throttle's client.
     redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
@@ -174,6 +181,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine
+    app.state.owns_engine = owns_engine
     app.state.sessionmaker = create_write_sessionmaker(engine)
     # Read endpoints answer from one statement (deep pages from two, whose
     # second only narrows what the first found): each runs in autocommit.

@@ -17,12 +17,12 @@ from fastapi import FastAPI
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.app import create_app, release
+from formsapi.app import release
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
 from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, User
-from tests.conftest import Api
+from tests.conftest import Api, app_on
 from tests.contract import Contract
 from tests.factories import create_user
 
@@ -152,7 +152,7 @@ BrowserFactory = Callable[..., Browser]
 
 @pytest.fixture
 async def app(engine: AsyncEngine, settings: Settings) -> AsyncIterator[FastAPI]:
-    app = create_app(settings)
+    app = app_on(engine, settings)
     yield app
     await release(app)
 
