@@ -269,8 +269,10 @@ class Intake:
                     await self._settle(organization_id, form_id)
                     opened = True
                     continue
-                version, last, locked_at = locked[0], locked[1], locked[2]
-                count, most, opens_at, closes_at, quotas, by, question = locked[3:]
+                version, last, locked_at = locked.version, locked.change_seq, locked.at
+                count, most = locked.response_count, locked.max_submissions
+                opens_at, closes_at, quotas = locked.opens_at, locked.closes_at, locked.quotas
+                by, question = locked.one_response_by, locked.one_response_question
                 if quotas:
                     self._quoted.add(key)
                 else:
