@@ -1,5 +1,5 @@
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.kit.time import EPOCH
 from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (
     AnswerCount,
@@ -35,7 +36,6 @@ from formsapi.models import (
 )
 from formsapi.tenancy import scoped, unscoped
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the all-time answer counts' start
 SummaryRow = Row[str, str, str, str, int, datetime, int, int]
 
 
@@ -341,7 +341,7 @@ async def places_taken(
             scoped(AnswerCount, organization_id),
             AnswerCount.form_id == form_id,
             AnswerCount.period == "t",
-            AnswerCount.start == _EPOCH,
+            AnswerCount.start == EPOCH,
             tuple_(AnswerCount.key, AnswerCount.value).in_(list(keys)),
         )
         .group_by(AnswerCount.key, AnswerCount.value)

@@ -11,7 +11,8 @@ from sqlalchemy import Insert, and_, bindparam, exists, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.funnel.steps import EPOCH, HOUR, periods
+from formsapi.funnel.steps import HOUR, periods
+from formsapi.kit.time import EPOCH
 from formsapi.models import Form, FunnelCount
 from formsapi.tenancy import scoped
 

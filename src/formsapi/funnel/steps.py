@@ -13,6 +13,8 @@ who stopped on page k are `reach:k` less `left:k`.
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from formsapi.kit.time import EPOCH
+
 VIEW = "view"
 START = "start"
 DONE = "done"
@@ -22,7 +24,6 @@ _TIME = "time:"
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the start of the all-time counts
 # Times to complete are counted up to a day; a longer one counts as a day.
 LONGEST = 86_400
 

@@ -37,6 +37,7 @@ from sqlalchemy.dialects import postgresql
 from formsapi.event import repository as event_repository
 from formsapi.form.repository import submission_lock_statement
 from formsapi.funnel import repository as funnel_repository
+from formsapi.kit.time import EPOCH
 from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (
     AnswerCount,
@@ -48,7 +49,7 @@ from formsapi.models import (
     SubmissionDayCount,
 )
 from formsapi.submission.repository import tallies
-from formsapi.submission.repository.tallies import EPOCH, Tally, tally_arrays
+from formsapi.submission.repository.tallies import Tally, tally_arrays
 
 # The arrays of a batch, one element a submission, in change number order.
 # No parameter is named as a column of the tables written: an UPDATE would

@@ -5,7 +5,7 @@ tally away. Each change is added per hour, per UTC day and in all."""
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -15,6 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.form.compiled import Counted
+from formsapi.kit.time import EPOCH
 from formsapi.models import AnswerCount, Submission
 from formsapi.submission.repository.counts import day_of, hour_of
 from formsapi.tenancy import scoped
@@ -24,7 +25,6 @@ from formsapi.tenancy import scoped
 VALUE_MAX = 200
 # The key that counts submissions by the ending they reached.
 ENDING = "#ending"
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # the start of the all-time counts
 PERIODS = ("h", "d", "t")
 
 Tally = Counter[tuple[str, str]]  # (key, value as JSON or "") -> submissions
