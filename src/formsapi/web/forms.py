@@ -21,6 +21,7 @@ from formsapi.form.blocks import BlockList, FileUpload, questions
 from formsapi.form.schemas import MAX_RETENTION_DAYS, FormCreate, FormUpdate
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.schemas import CleanStr
+from formsapi.kit.time import parse_timestamp
 from formsapi.models import File
 from formsapi.organization.service import parse_origins
 from formsapi.spam import service as spam_service
@@ -386,10 +387,9 @@ def _utc_field(name: str, text: str) -> datetime | None:
     if not text:
         return None
     try:
-        moment = datetime.fromisoformat(text)
+        return parse_timestamp(text)
     except ValueError:
         raise BadRequest(f"{name}: give a date and time such as 2027-03-01T09:00.") from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 @router.post("/{form_id}/limits")
