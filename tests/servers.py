@@ -1,10 +1,10 @@
-"""Real `formsapi serve` processes for tests: the installed console script on a
-free local port, its output in log files, stopped (killed if need be) at teardown."""
+"""Real `formsapi serve` processes for tests, forked from one that has already
+imported the service (tests/forks.py), on a free local port, their output in
+log files, stopped (killed if need be) at teardown."""
 
 import os
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests import cli_runner
+from tests.forks import FORMSAPI, Forked
 
-FORMSAPI = Path(sys.executable).parent / "formsapi"
 PASSWORD = "correct horse battery"
 STARTUP_SECONDS = 90  # a busy machine starts a process slowly; a healthy one is quick
 
@@ -46,7 +46,7 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    process: subprocess.Popen[bytes]
+    process: "Forked | subprocess.Popen[bytes]"
     base_url: str
     stderr_path: Path
 
@@ -69,19 +69,32 @@ class Server:
 
 
 def start_server(
-    directory: Path, env: dict[str, str], name: str, args: tuple[str, ...] = ()
+    directory: Path,
+    env: dict[str, str],
+    name: str,
+    args: tuple[str, ...] = (),
+    *,
+    installed: bool = False,
 ) -> Server:
     """`formsapi serve` on a free port; one worker process unless `args` say
-    otherwise (several servers stand for several workers or machines)."""
+    otherwise (several servers stand for several workers or machines).
+    Forked (tests/forks.py) unless `installed`: the console script itself, as
+    is a server whose environment preloads a library (the dynamic loader reads
+    LD_PRELOAD when a program is executed, never at a fork)."""
+    installed = installed or "LD_PRELOAD" in env
     port = free_port()
     if "--workers" not in args:
         args = (*args, "--workers", "1")
+    argv = ["serve", "--port", str(port), *args]
+    if not installed:
+        forked = command(directory, env, name, *argv)
+        return Server(forked, f"http://127.0.0.1:{port}", directory / f"{name}.err")
     with (
         (directory / f"{name}.out").open("wb") as stdout,
         (directory / f"{name}.err").open("wb") as stderr,
     ):
         process = subprocess.Popen(
-            [str(FORMSAPI), "serve", "--port", str(port), *args],
+            [str(FORMSAPI), *argv],
             cwd=directory,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -89,6 +102,11 @@ def start_server(
             stderr=stderr,
         )
     return Server(process, f"http://127.0.0.1:{port}", directory / f"{name}.err")
+
+
+def command(directory: Path, env: dict[str, str], name: str, *argv: str) -> Forked:
+    """`formsapi <argv>` in `directory`, its output in `name`.out and .err there."""
+    return Forked(list(argv), directory, env, directory / f"{name}.out", directory / f"{name}.err")
 
 
 def stop_servers(servers: list[Server]) -> None:

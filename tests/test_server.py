@@ -27,13 +27,15 @@ Serve = Callable[..., list[Server]]
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Serve]:
-    """serve(env, *envs, args=()) starts one server per env, in parallel, and waits
-    until every one answers /healthz."""
+    """serve(env, *envs, args=(), installed=False) starts one server per env, in
+    parallel, and waits until every one answers /healthz."""
     started: list[Server] = []
 
-    def start(*envs: dict[str, str], args: tuple[str, ...] = ()) -> list[Server]:
+    def start(
+        *envs: dict[str, str], args: tuple[str, ...] = (), installed: bool = False
+    ) -> list[Server]:
         servers = [
-            start_server(tmp_path, env, f"server-{len(started) + n}", args)
+            start_server(tmp_path, env, f"server-{len(started) + n}", args, installed=installed)
             for n, env in enumerate(envs)
         ]
         started.extend(servers)
@@ -237,8 +239,9 @@ def test_forwarded_for_is_ignored_without_trusted_proxies(serve: Serve, tenant: 
 
 
 def test_serve_demo_prints_a_curl_line_whose_key_works(serve: Serve, tmp_path: Path) -> None:
-    # No FORMSAPI_DATABASE_URL: the default ./formsapi.db in the working directory.
-    [server] = serve(clean_env(), args=("--demo",))
+    # The README's command, the installed console script; no FORMSAPI_DATABASE_URL:
+    # the default ./formsapi.db in the working directory.
+    [server] = serve(clean_env(), args=("--demo",), installed=True)
 
     assert (tmp_path / "formsapi.db").is_file()
     matches = CURL_LINE.findall(server.stderr)

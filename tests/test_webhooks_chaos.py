@@ -28,7 +28,8 @@ from standardwebhooks import Webhook
 from formsapi.db import create_engine
 from formsapi.models import EventOutbox, WebhookAttempt, WebhookDelivery
 from formsapi.tenancy import unscoped
-from tests.servers import FORMSAPI, Server, clean_env, start_server, stop_servers
+from tests.forks import Forked
+from tests.servers import Server, clean_env, command, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
 from tests.writers import WRITERS, Writers
 
@@ -98,7 +99,7 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
         yield asyncio.run(tenant(url, forms=3))
 
 
-def _deliverer(setup: Setup, tmp_path: Path, name: str) -> subprocess.Popen[bytes] | Server:
+def _deliverer(setup: Setup, tmp_path: Path, name: str) -> Forked | Server:
     """What delivers: `formsapi worker` with PostgreSQL; with SQLite, a
     `formsapi serve` whose own worker delivers (as that engine runs)."""
     env = clean_env(database_url=setup.database_url, **SETTINGS)
@@ -106,11 +107,10 @@ def _deliverer(setup: Setup, tmp_path: Path, name: str) -> subprocess.Popen[byte
         server = start_server(tmp_path, env | {"FORMSAPI_WEBHOOK_WORKER": "on"}, name)
         server.wait_until_healthy()
         return server
-    with (tmp_path / f"{name}.err").open("wb") as stderr:
-        return subprocess.Popen([str(FORMSAPI), "worker"], cwd=tmp_path, env=env, stderr=stderr)
+    return command(tmp_path, env, name, "worker")
 
 
-def _process(deliverer: subprocess.Popen[bytes] | Server) -> subprocess.Popen[bytes]:
+def _process(deliverer: Forked | Server) -> "Forked | subprocess.Popen[bytes]":
     return deliverer.process if isinstance(deliverer, Server) else deliverer
 
 
@@ -155,7 +155,7 @@ async def test_every_event_reaches_a_failing_receiver_across_a_killed_worker(
     port = listening.sockets[0].getsockname()[1]
     env = clean_env(database_url=setup.database_url, **SETTINGS, webhook_worker="off")
     api = start_server(tmp_path, env, "api", ("--no-access-log",))
-    deliverers: list[subprocess.Popen[bytes] | Server] = []
+    deliverers: list[Forked | Server] = []
     try:
         api.wait_until_healthy()
         headers = {"Authorization": f"Bearer {setup.secret}"}

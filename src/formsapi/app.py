@@ -208,7 +208,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     app.state.challenges = Challenges(settings, app.state.secret_box, app.state.sessionmaker, redis)
     install_handlers(app)
 
-    app.router.routes.extend(_shared_routes())
+    app.router.routes.extend(shared_routes())
     web.install(app)
     _mount_docs(app)
     _mount_probes(app)
@@ -269,7 +269,7 @@ _UNAVAILABLE = {
 
 
 @cache
-def _shared_routes() -> list[BaseRoute]:
+def shared_routes() -> list[BaseRoute]:
     """The API's, the hosted pages' and the settings area's routes. They hold no
     state of an app's (endpoints reach it through the request), so every app
     of the process shares them: building them takes a fifth of a second."""

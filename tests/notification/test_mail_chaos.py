@@ -16,7 +16,6 @@ import asyncio
 import email
 import os
 import signal
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -38,8 +37,9 @@ from formsapi.notification import service as notification_service
 from formsapi.notification.message import message_id
 from formsapi.tenancy import unscoped
 from tests.factories import create_submission, create_user
+from tests.forks import Forked
 from tests.mail import Inbox, smtp_server
-from tests.servers import FORMSAPI, clean_env
+from tests.servers import clean_env, command
 from tests.shared_database import Setup, shared_database, tenant
 
 MAILS = 12
@@ -109,15 +109,14 @@ async def _statuses(setup: Setup) -> Counter[str]:
         await engine.dispose()
 
 
-def _worker(setup: Setup, smtp_url: str, tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
+def _worker(setup: Setup, smtp_url: str, tmp_path: Path, name: str) -> Forked:
     env = clean_env(
         database_url=setup.database_url,
         smtp_url=f"{smtp_url}?timeout=1",
         secret_key="c" * 32,
         public_url="https://forms.example.com",
     )
-    with (tmp_path / f"{name}.err").open("wb") as stderr:
-        return subprocess.Popen([str(FORMSAPI), "worker"], cwd=tmp_path, env=env, stderr=stderr)
+    return command(tmp_path, env, name, "worker")
 
 
 def _wait(condition: Any, seconds: float, what: str) -> None:
