@@ -34,6 +34,7 @@ from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.models import Base
 from formsapi.user import service as user_service
+from tests import forks
 from tests.contract import Contract
 
 IN_CI = bool(os.environ.get("CI"))
@@ -97,6 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
         root = Path(__file__).resolve().parents[1]
         for source in (root / "src", root / "client" / "src"):
             compileall.compile_dir(source, quiet=1)
+
+
+def pytest_sessionfinish() -> None:
+    forks.kill_left_running()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

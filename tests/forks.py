@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from formsapi import app as service
@@ -31,15 +32,24 @@ _FORKS.set_forkserver_preload([__name__])
 service.shared_routes()
 
 
+def forkable(env: Mapping[str, str]) -> bool:
+    """Whether a fork runs as a new program would with `env`: it differs from
+    this process's environment only in FORMSAPI_* settings, which the service
+    reads when it runs (and in pytest's name of the test running). Others
+    (LD_PRELOAD, TZ, PYTHON*, locales) take effect when a program is executed."""
+    differing = {k for k in env.keys() | os.environ.keys() if env.get(k) != os.environ.get(k)}
+    return all(k.startswith("FORMSAPI_") or k == "PYTEST_CURRENT_TEST" for k in differing)
+
+
 def _command(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str) -> None:
+    for fd, path in ((1, out), (2, err)):  # first: what goes wrong next is in the files
+        opened = os.open(path, os.O_WRONLY | os.O_APPEND)
+        os.dup2(opened, fd)
+        os.close(opened)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
     get_settings.cache_clear()
-    for fd, path in ((1, out), (2, err)):
-        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(opened, fd)
-        os.close(opened)
     sys.argv = [str(FORMSAPI), *argv]
     try:
         main()
@@ -54,11 +64,14 @@ class Forked:
     the tests use."""
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str], out: Path, err: Path):
-        self.args = argv
+        self.args = [str(FORMSAPI), *argv]
+        for path in (out, err):  # there, even if the fork fails before it writes
+            path.write_bytes(b"")
         self._process = _FORKS.Process(
             target=_command, args=(argv, str(cwd), env, str(out), str(err)), name=argv[0]
         )
         self._process.start()
+        _STARTED.append(self)
 
     @property
     def pid(self) -> int:
@@ -87,3 +100,16 @@ class Forked:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+_STARTED: list[Forked] = []
+
+
+def kill_left_running() -> None:
+    """Kill what a test left running: multiprocessing would wait for it when
+    this process exits, and the run would never end."""
+    for forked in _STARTED:
+        forked.kill()
+    for forked in _STARTED:
+        forked.wait(10)
+    _STARTED.clear()

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests import cli_runner
-from tests.forks import FORMSAPI, Forked
+from tests.forks import FORMSAPI, Forked, forkable
 
 PASSWORD = "correct horse battery"
 STARTUP_SECONDS = 90  # a busy machine starts a process slowly; a healthy one is quick
@@ -44,9 +44,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+Process = Forked | subprocess.Popen[bytes]
+
+
 @dataclass
 class Server:
-    process: "Forked | subprocess.Popen[bytes]"
+    process: Process
     base_url: str
     stderr_path: Path
 
@@ -77,23 +80,27 @@ def start_server(
     installed: bool = False,
 ) -> Server:
     """`formsapi serve` on a free port; one worker process unless `args` say
-    otherwise (several servers stand for several workers or machines).
-    Forked (tests/forks.py) unless `installed`: the console script itself, as
-    is a server whose environment preloads a library (the dynamic loader reads
-    LD_PRELOAD when a program is executed, never at a fork)."""
-    installed = installed or "LD_PRELOAD" in env
+    otherwise (several servers stand for several workers or machines)."""
     port = free_port()
     if "--workers" not in args:
         args = (*args, "--workers", "1")
-    argv = ["serve", "--port", str(port), *args]
-    if not installed:
-        forked = command(directory, env, name, *argv)
-        return Server(forked, f"http://127.0.0.1:{port}", directory / f"{name}.err")
-    with (
-        (directory / f"{name}.out").open("wb") as stdout,
-        (directory / f"{name}.err").open("wb") as stderr,
-    ):
-        process = subprocess.Popen(
+    argv = ("serve", "--port", str(port), *args)
+    process = command(directory, env, name, *argv, installed=installed)
+    return Server(process, f"http://127.0.0.1:{port}", directory / f"{name}.err")
+
+
+def command(
+    directory: Path, env: dict[str, str], name: str, *argv: str, installed: bool = False
+) -> Process:
+    """`formsapi <argv>` in `directory`, its output in `name`.out and .err there:
+    forked (tests/forks.py), unless `installed` or unless `env` sets more than
+    this process's environment and FORMSAPI_* settings (LD_PRELOAD, TZ, ...:
+    read when a program is executed, never at a fork); then the console script."""
+    out, err = directory / f"{name}.out", directory / f"{name}.err"
+    if not installed and forkable(env):
+        return Forked(list(argv), directory, env, out, err)
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        return subprocess.Popen(
             [str(FORMSAPI), *argv],
             cwd=directory,
             env=env,
@@ -101,12 +108,6 @@ def start_server(
             stdout=stdout,
             stderr=stderr,
         )
-    return Server(process, f"http://127.0.0.1:{port}", directory / f"{name}.err")
-
-
-def command(directory: Path, env: dict[str, str], name: str, *argv: str) -> Forked:
-    """`formsapi <argv>` in `directory`, its output in `name`.out and .err there."""
-    return Forked(list(argv), directory, env, directory / f"{name}.out", directory / f"{name}.err")
 
 
 def stop_servers(servers: list[Server]) -> None:

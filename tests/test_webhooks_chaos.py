@@ -28,8 +28,7 @@ from standardwebhooks import Webhook
 from formsapi.db import create_engine
 from formsapi.models import EventOutbox, WebhookAttempt, WebhookDelivery
 from formsapi.tenancy import unscoped
-from tests.forks import Forked
-from tests.servers import Server, clean_env, command, start_server, stop_servers
+from tests.servers import Process, Server, clean_env, command, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
 from tests.writers import WRITERS, Writers
 
@@ -99,7 +98,7 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setup]:
         yield asyncio.run(tenant(url, forms=3))
 
 
-def _deliverer(setup: Setup, tmp_path: Path, name: str) -> Forked | Server:
+def _deliverer(setup: Setup, tmp_path: Path, name: str) -> Process | Server:
     """What delivers: `formsapi worker` with PostgreSQL; with SQLite, a
     `formsapi serve` whose own worker delivers (as that engine runs)."""
     env = clean_env(database_url=setup.database_url, **SETTINGS)
@@ -110,7 +109,7 @@ def _deliverer(setup: Setup, tmp_path: Path, name: str) -> Forked | Server:
     return command(tmp_path, env, name, "worker")
 
 
-def _process(deliverer: Forked | Server) -> "Forked | subprocess.Popen[bytes]":
+def _process(deliverer: Process | Server) -> Process:
     return deliverer.process if isinstance(deliverer, Server) else deliverer
 
 
@@ -155,7 +154,7 @@ async def test_every_event_reaches_a_failing_receiver_across_a_killed_worker(
     port = listening.sockets[0].getsockname()[1]
     env = clean_env(database_url=setup.database_url, **SETTINGS, webhook_worker="off")
     api = start_server(tmp_path, env, "api", ("--no-access-log",))
-    deliverers: list[Forked | Server] = []
+    deliverers: list[Process | Server] = []
     try:
         api.wait_until_healthy()
         headers = {"Authorization": f"Bearer {setup.secret}"}

@@ -37,9 +37,8 @@ from formsapi.notification import service as notification_service
 from formsapi.notification.message import message_id
 from formsapi.tenancy import unscoped
 from tests.factories import create_submission, create_user
-from tests.forks import Forked
 from tests.mail import Inbox, smtp_server
-from tests.servers import clean_env, command
+from tests.servers import Process, clean_env, command
 from tests.shared_database import Setup, shared_database, tenant
 
 MAILS = 12
@@ -109,7 +108,7 @@ async def _statuses(setup: Setup) -> Counter[str]:
         await engine.dispose()
 
 
-def _worker(setup: Setup, smtp_url: str, tmp_path: Path, name: str) -> Forked:
+def _worker(setup: Setup, smtp_url: str, tmp_path: Path, name: str) -> Process:
     env = clean_env(
         database_url=setup.database_url,
         smtp_url=f"{smtp_url}?timeout=1",
