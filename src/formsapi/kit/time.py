@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-# A '+' in an unencoded query string arrives as a space: "...T10:00:00 01:00".
 # The `start` of the count tables' all-time rows (period "t": answer_counts,
 # funnel_counts).
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# A '+' in an unencoded query string arrives as a space: "...T10:00:00 01:00".
 _SPACE_OFFSET = re.compile(r" (\d{2}(?::?\d{2})?)$")
 
 _offset = 0.0  # seconds added to the system clock
