@@ -51,12 +51,7 @@ def _command(argv: list[str], cwd: str, env: dict[str, str], out: str, err: str)
     os.environ.update(env)
     get_settings.cache_clear()
     sys.argv = [str(FORMSAPI), *argv]
-    try:
-        main()
-    finally:
-        # A forked process ends without the interpreter's exit, which would flush.
-        sys.stdout.flush()
-        sys.stderr.flush()
+    main()  # multiprocessing flushes stdout and stderr as the process ends
 
 
 class Forked:
@@ -83,7 +78,7 @@ class Forked:
         return self._process.exitcode
 
     def poll(self) -> int | None:
-        return self._process.exitcode
+        return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         self._process.join(timeout)
