@@ -70,6 +70,7 @@ from formsapi.submission import endpoints as submissions
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
 from formsapi.submission.retention import delete_expired, purge_tombstones
+from formsapi.summary import held
 from formsapi.summary.endpoints import router as summary_router
 from formsapi.webhook import catalogue
 from formsapi.webhook.endpoints import router as webhooks_router
@@ -100,6 +101,7 @@ async def release(app: FastAPI) -> None:
         await app.state.intake.close()
         await app.state.last_use.close()
         await app.state.funnel.flush()  # the views and starts held, before the engine goes
+        await held.HELD.stop()  # a form being read into memory
     finally:
         try:
             if app.state.owns_engine:
@@ -125,6 +127,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     # timeout and circuit breaker also guard the sign-in throttle's client.
     redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
     rate_limiter = RateLimiter(settings, redis)
+    held.HELD.capacity = settings.summary_memory_mb * 1024 * 1024
     auth_epoch = AuthEpoch(redis, settings.redis_prefix)
 
     @asynccontextmanager

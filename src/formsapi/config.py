@@ -72,6 +72,10 @@ class Settings(BaseSettings):
     # The change feed reports a delete for this many days; a client whose
     # cursor is older must copy the form again (410).
     tombstone_days: int = Field(default=30, ge=1, le=36500)
+    # Memory each serving process may use to hold forms' submissions for
+    # summaries filtered by an answer or a hidden field (summary/held.py),
+    # least recently asked dropped first; 0 counts them in the database.
+    summary_memory_mb: int = Field(default=256, ge=0, le=1_048_576)
     # The events list, and webhook deliveries with their attempts, are kept this many days.
     event_days: int = Field(default=30, ge=1, le=36500)
     # On shutdown, requests still running (a long export) get this many

@@ -103,7 +103,7 @@ async def tallies(
     found = Tallies()
     # Every part gives (key, value as JSON text or NULL, count), as tallies.tally pairs.
     for name, json_text, count in await session.execute(union_all(*parts)):
-        _add(found, name, json_text, count)
+        add_pair(found, name, json_text, count)
     return found
 
 
@@ -307,7 +307,7 @@ async def series(
     for start, name, json_text, count in kept:
         index = bisect_right(bounds, start) - 1
         if 0 <= index < len(found) and start + HOUR <= bounds[index + 1]:
-            _add(found[index], name, json_text, count)
+            add_pair(found[index], name, json_text, count)
     # The parts of hours that a boundary cuts, each in its own bucket.
     windows = []
     for index, bound in enumerate(bounds):
@@ -334,11 +334,13 @@ async def series(
         ]
         for index, name, json_text, count in await session.execute(union_all(*parts)):
             if name in keys or name == ENDING:
-                _add(found[index], name, json_text, count)
+                add_pair(found[index], name, json_text, count)
     return found
 
 
-def _add(tallies: Tallies, name: str, json_text: str | None, count: int) -> None:
+def add_pair(tallies: Tallies, name: str, json_text: str | None, count: int) -> None:
+    """Add `count` submissions holding the pair to `tallies`: an ending's, a
+    key's value (JSON text) or a key alone (None)."""
     if not count:
         return
     if name == ENDING:

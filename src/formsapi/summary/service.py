@@ -3,7 +3,7 @@ tallies counted (summary.repository), the figures worked out (summary.figures)."
 
 import asyncio
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
 from datetime import datetime
 from typing import Any
@@ -34,7 +34,7 @@ from formsapi.form.compiled import Compiled
 from formsapi.form.definition import Definition
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import Form
-from formsapi.summary import buckets, figures, repository
+from formsapi.summary import buckets, figures, held, repository
 from formsapi.summary.repository import AnswerIs, Filters
 
 # A filter's value, after the key and its colon.
@@ -179,9 +179,19 @@ async def summary_json(
     )
     # Counted from rows, a summary waits for its organization's turn.
     async with TURNS.turn(organization_id) if filters.counts_rows else nullcontext():
-        tallies = await repository.tallies(
-            session, organization_id, form.id, filters, shown.counted
-        )
+        tallies = None
+        # Counted from the form held in memory, if it can be: its current version's.
+        holdable = filters.counts_rows and shown.version == form.version
+        if holdable:
+            tallies = await _held_tallies(session, form, shown, state[0], filters)
+        if tallies is None:
+            tallies = await repository.tallies(
+                session, organization_id, form.id, filters, shown.counted
+            )
+            if holdable:  # for the next asks
+                held.HELD.read(
+                    session, organization_id, form.id, shown.counted, _hidden_keys(shown)
+                )
     body = orjson.dumps(
         {
             "formId": form.id,
@@ -198,6 +208,50 @@ async def summary_json(
     )
     MADE.put(made_key, body)
     return body
+
+
+async def _held_tallies(
+    session: ReadSession, form: Form, shown: Compiled, seq: int, filters: Filters
+) -> figures.Tallies | None:
+    """The filtered tallies from the form's submissions held in memory
+    (summary.held); None where the database must count them."""
+    rows = await held.HELD.rows(
+        session,
+        form.organization_id,
+        form.id,
+        seq,
+        shown.counted,
+        _hidden_keys(shown),
+    )
+    if rows is None:
+        return None
+    masks = []
+    if filters.hidden is not None:
+        key, text = filters.hidden
+        masks.append(rows.matching(key, lambda value: value == text))
+    if filters.answer is not None:
+        masks.append(rows.matching(filters.answer.key, _accepts(filters.answer)))
+    if any(mask is None for mask in masks):
+        return None
+    return rows.count(filters, [mask for mask in masks if mask is not None])
+
+
+def _hidden_keys(form: Compiled) -> frozenset[str]:
+    return frozenset(field.key for field in form.definition.hidden_fields)
+
+
+def _accepts(answer: AnswerIs) -> Callable[[Any], bool]:
+    """Whether a decoded answer is one `answer` names, as the database's
+    filter takes it (repository._conditions)."""
+    wanted = answer.value
+    if answer.includes:
+        return lambda value: isinstance(value, str) and f",{wanted}," in f",{value},"
+    if isinstance(wanted, str):
+        return lambda value: value == wanted
+    # 5 is 5.0; true is not 1.
+    return lambda value: (
+        isinstance(value, int | float) and not isinstance(value, bool) and value == wanted
+    )
 
 
 async def _version(session: ReadSession, form: Form, version: int | None) -> Compiled:
