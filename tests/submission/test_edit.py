@@ -2,14 +2,16 @@
 submission against the form version it answered, guarded by If-Match, safe
 to retry with an Idempotency-Key."""
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
+from formsapi.kit.time import shift, utcnow
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import create_form, create_key, create_org, publish_over_api
 
 WRITE = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 ADA = {"name": "Ada", "email": "ada@example.com", "colors": "red"}
@@ -206,3 +208,30 @@ async def test_an_edit_that_changes_nothing_moves_no_number(
     assert form["changeSeq"] == before["changeSeq"]
     feed = (await api.get(f"{form_url}/submissions/changes", secret, params={"after": 1})).json()
     assert feed == {"data": [], "next": 1, "hasMore": False}
+
+
+async def test_an_edit_reaching_another_ending_with_the_same_answers_is_a_change(
+    api: Api, session: AsyncSession
+) -> None:
+    """Logic can read the date: answers kept as they were may now end elsewhere,
+    and the change feed, the events and the summaries must say so."""
+    yesterday = (utcnow() - timedelta(days=1)).date().isoformat()
+    form = {
+        "title": "Late?",
+        "blocks": [{"type": "yes_no", "key": "ok", "title": "OK?"}],
+        "logic": [{"if": {"==": [{"today": []}, yesterday]}, "then": [{"jump": "early"}]}],
+        "endings": [{"key": "early", "title": "Early"}, {"key": "late", "title": "Late"}],
+    }
+    form_id, secret, _ = await publish_over_api(api, session, form)
+    path = f"/v1/forms/{form_id}/submissions"
+    with shift(timedelta(days=-1)):
+        posted = (await api.post(path, secret, json={"answers": {"ok": "yes"}})).json()
+    assert posted["ending"] == "early"
+
+    edited = await api.patch(f"{path}/{posted['id']}", secret, json={"answers": {"ok": "yes"}})
+
+    assert edited.status_code == 200, edited.text
+    assert (edited.json()["ending"], edited.json()["version"]) == ("late", 2)
+    assert edited.json()["changeSeq"] > posted["changeSeq"]
+    summary = (await api.get(f"/v1/forms/{form_id}/summary", secret)).json()
+    assert {e["key"]: e["count"] for e in summary["endings"]} == {"early": 0, "late": 1}

@@ -253,9 +253,11 @@ async def counted_in(
     return str(request.param)
 
 
-async def _hold(api: Api, form_id: str, secret: str, counted_in: str) -> None:
+async def _hold(
+    api: Api, form_id: str, secret: str, counted_in: str, answer: str = "consent:no"
+) -> None:
     if counted_in == "held":
-        await _summary(api, form_id, secret, answer="consent:no")
+        await _summary(api, form_id, secret, answer=answer)
 
 
 def _figures(summary: dict[str, Any]) -> Any:
@@ -483,6 +485,44 @@ async def test_a_held_form_whose_questions_change_counts_the_new_ones(
     assert [o["count"] for o in size["options"]] == [0, 0, 1]
 
 
+async def test_a_text_filter_takes_no_number_left_by_an_earlier_version(
+    api: Api, session: AsyncSession, counted_in: str
+) -> None:
+    digits = [{"value": v, "label": v} for v in ("1", "2", "3")]
+    rating = {"type": "rating", "key": "x", "title": "X", "scale": 5}
+    form_id, secret, _ = await publish_over_api(api, session, {"title": "P", "blocks": [rating]})
+    path = f"/v1/forms/{form_id}/submissions"
+    for stars in (1, 3, 3):
+        await api.post(path, secret, json={"answers": {"x": stars}})
+    choice = {"type": "multiple_choice", "key": "x", "title": "X", "options": digits}
+    changed = await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": [choice]})
+    assert changed.status_code == 200, changed.text
+    await api.post(path, secret, json={"answers": {"x": "1,3"}})
+    await _hold(api, form_id, secret, counted_in, answer="x:2")
+
+    chose = await _summary(api, form_id, secret, answer="x:3")
+
+    assert chose["submissions"] == 1  # the choice of "3", not the 3 stars
+
+
+async def test_a_number_counts_as_its_value_however_long_the_database_writes_it(
+    api: Api, session: AsyncSession, counted_in: str
+) -> None:
+    blocks = [{"type": "number", "key": "n", "title": "N"}, COLOR]
+    form_id, secret, _ = await publish_over_api(api, session, {"title": "P", "blocks": blocks})
+    for n in (1e-250, 3):
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"n": n, "color": "team"}}
+        )
+        assert posted.status_code == 201, posted.text
+    await _hold(api, form_id, secret, counted_in, answer="color:free")
+
+    summary = await _summary(api, form_id, secret, answer="color:team")
+
+    n = summary["questions"][0]
+    assert (n["answered"], n["min"], n["max"]) == (2, 1e-250, 3)
+
+
 async def test_a_version_filter_summarizes_that_versions_submissions_by_its_questions(
     api: Api, session: AsyncSession
 ) -> None:
@@ -520,6 +560,8 @@ BAD_FILTERS: list[tuple[dict[str, Any], int, str]] = [
     ({"answer": "stars:many"}, 400, "not one"),
     ({"answer": "stars:NaN"}, 400, "not one"),
     ({"answer": "seats:1e999"}, 400, "not one"),
+    ({"answer": "seats:1e20"}, 400, "beyond it"),
+    ({"answer": "seats:-1e16"}, 400, "beyond it"),
     ({"answer": "plan:" + "x" * 301}, 400, "longer than 300"),
     ({"answer": "plan:" + "x" * 500}, 400, "'answer'"),
     ({"answer": "plan:fr\x00ee"}, 400, "NUL"),

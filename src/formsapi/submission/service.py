@@ -485,8 +485,9 @@ async def edit(
 
     The form's row lock comes first, as for every write to its submissions,
     so the version `If-Match` is compared with cannot change before commit.
-    An edit that changes nothing takes no change number: a form's
-    `changeSeq` moves only when its feed has something new."""
+    An edit that changes nothing (its answers, nor the ending they reach)
+    takes no change number: a form's `changeSeq` moves only when its feed
+    has something new."""
     if not (is_plausible(form_id) and is_plausible(submission_id)):
         raise SubmissionNotFound(submission_id)
     if not await form_repository.lock(session, organization_id, form_id):
@@ -509,8 +510,9 @@ async def edit(
         raise ValidationFailed("The answers are invalid.", [e.as_dict() for e in checked.errors])
     stored = checked.stored
     before = repository.tally(answered.counted, submission.answers, submission.ending)
-    submission.ending = checked.ending
-    if stored != submission.answers:  # else nothing to record: its ETag stays
+    # The same answers can reach another ending (logic reading today's date).
+    if stored != submission.answers or checked.ending != submission.ending:
+        submission.ending = checked.ending
         change = repository.tally(answered.counted, stored, checked.ending)
         change.subtract(before)
         await repository.add_tally(

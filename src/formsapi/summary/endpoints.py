@@ -66,8 +66,9 @@ async def get_summary(
     its type (counts per option, distributions, means, medians, the NPS,
     number statistics, per-row counts of a matrix, mean ranks), how many
     answered and skipped it, each variable's distribution, how many reached
-    each ending. Counted when asked, in one statement: an edit or a delete
-    shows at once. Filters combine."""
+    each ending. Exact when asked, edits and deletes included: added up from
+    counts kept with every change, or, filtered by a hidden field or an
+    answer, counted from the form's submissions. Filters combine."""
     return Response(
         await service.summary_json(
             session,

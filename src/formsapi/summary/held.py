@@ -5,56 +5,58 @@ database reads and parses every one of them on each ask.
 
 Each held submission is its tally pairs (tallies.tally), numbered; each pair
 lists the slots of the submissions that hold it, so a filter is a union of
-such lists and a count a walk over them. The form's change feed keeps the
-copy exact: an ask first reads the form's changes past the number held
-(new and edited submissions, tombstones) in one statement, so what is
-counted is the form as of one moment, edits and deletes included."""
+such lists and a count a walk over them. The copy is read, and kept exact,
+through the form's change feed, as a client of the feed keeps its copy: an
+ask first applies the posts, edits and deletes numbered after the copy's
+number, so what it counts is the form as of one change."""
 
 import asyncio
 import logging
+import sys
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import BigInteger, Integer, String, Text, cast, literal, null, select, union_all
 
 from formsapi.db import ReadSession
 from formsapi.form.compiled import Counted
-from formsapi.models import Form, Submission, SubmissionTombstone
+from formsapi.submission import repository as submission_repository
+from formsapi.submission.repository.changes import ChangeRow
 from formsapi.submission.repository.tallies import ENDING, VALUE_MAX
 from formsapi.summary.figures import Tallies
 from formsapi.summary.repository import Filters, add_pair
-from formsapi.tenancy import scoped
 
 log = logging.getLogger(__name__)
 
-# Submissions read a statement at a time while a form is first held: each
-# page is then held at once, holding up the event loop that long.
+# Changes read a statement at a time (fewer when their answers are large):
+# each page is then held at once, holding up the event loop that long.
 PAGE = 1_000
-# More changes than this since the held number: read the form again instead.
-CHANGES_MAX = 20_000
-# Bytes a held pair costs beyond its slot lists: the pair, its entries, its list.
-_PAIR_BYTES = 400
+# More pages of changes than this since an ask's copy: read it again instead.
+CATCH_UP_PAGES = 20
+# Slot list entries a count walks between letting other requests run.
+WALK = 200_000
+# Bytes a held pair costs beyond its text and slot lists: the pair, its
+# entry, its list; and a value remembered for it, beyond the value's text.
+_PAIR_BYTES = 300
+_MEMO_BYTES = 150
 # A slot's own bytes: id hashes, time, version, liveness.
 _SLOT_BYTES = 29
-
-LIVE, DELETED, FORM = 0, 1, 2
-
 
 # The value of a key counted alone (a text answer's): its pair's text is "".
 _ALONE = object()
 
-# A submission is known by two 64-bit hashes of its id (this process's own):
-# two ids that share both are as likely as a guess of a 128-bit key.
+# A submission is known by two 64-bit hashes of its id, of this process's own
+# seed: two ids sharing both are as likely as a guess of a 128-bit key.
 Identity = tuple[int, int]
 
 
 def _identity(submission_id: str) -> Identity:
-    return hash(submission_id), hash((submission_id, 1))
+    return hash(submission_id), hash("\x00" + submission_id)
 
 
 @dataclass
@@ -64,6 +66,9 @@ class _Rows:
     counted: Counted  # what the summary counts
     hidden: frozenset[str]  # hidden fields' keys: held with their values, to filter by
     seq: int = 0
+    # The form's change number when the copy began: only a change after it
+    # can replace or delete a held submission (the feed gives each one once).
+    fresh: int = 0
     codes: dict[tuple[str, str], int] = field(default_factory=dict)
     pairs: list[tuple[str, str]] = field(default_factory=list)
     slots: list["array[int]"] = field(default_factory=list)  # per pair: the slots holding it
@@ -72,6 +77,7 @@ class _Rows:
     times: "array[float]" = field(default_factory=lambda: array("d"))
     versions: "array[int]" = field(default_factory=lambda: array("i"))
     live: bytearray = field(default_factory=bytearray)
+    dead: int = 0
     _memo: dict[Any, int] = field(default_factory=dict)
     # Valued keys one of whose values was too long to hold (tallies.VALUE_MAX):
     # a filter on them is counted by the database.
@@ -82,7 +88,34 @@ class _Rows:
     def __post_init__(self) -> None:
         self.held = Counted(valued=self.counted.valued | self.hidden, groups=self.counted.groups)
 
-    def add(
+    def apply(self, page: Sequence[ChangeRow]) -> None:
+        """Apply a page of the form's change feed (changes.changes_after, with
+        times): an edit's or a delete's submission leaves its slot, a new or
+        edited one takes a new slot."""
+        # id, form_version, submitted_at, _, version, change_seq, answers, ending, ..., deleted_at
+        replaced = {
+            _identity(row[0])
+            for row in page
+            if row[5] > self.fresh and (row[9] is not None or row[4] > 1)
+        }
+        if replaced:
+            self._kill(replaced)
+        for row in page:
+            if row[9] is None:
+                self._add(row[1], row[2], orjson.loads(row[6]), row[7], _identity(row[0]))
+        if page:
+            self.seq = page[-1][5]
+
+    def _kill(self, identities: set[Identity]) -> None:
+        """Their live slots are dead: one walk over the slots."""
+        firsts = {first for first, _ in identities}
+        checks, live = self.checks, self.live
+        for slot, first in enumerate(self.hashes):
+            if first in firsts and live[slot] and (first, checks[slot]) in identities:
+                live[slot] = 0
+                self.dead += 1
+
+    def _add(
         self,
         form_version: int,
         submitted_at: datetime,
@@ -128,7 +161,8 @@ class _Rows:
             if memo in self._memo:
                 return self._memo[memo]
         text = "" if value is _ALONE else orjson.dumps(value).decode()
-        if len(text) > VALUE_MAX:
+        long = len(text) > VALUE_MAX
+        if long:
             text = ""  # counted as answered only, as the kept counts do
             self.clipped.add(key)
         code = self.codes.get((key, text))
@@ -136,30 +170,18 @@ class _Rows:
             code = self.codes[key, text] = len(self.pairs)
             self.pairs.append((key, text))
             self.slots.append(array("I"))
-            self.size += _PAIR_BYTES
-        self._memo[memo] = code
+            self.size += _PAIR_BYTES + len(text)
+        if not long:  # long values are mostly unique: not remembered
+            self._memo[memo] = code
+            self.size += _MEMO_BYTES + len(text)
         return code
 
-    def drop(self, identity: Identity) -> None:
-        """The submission's live slot, if it is held, is dead."""
-        start = 0
-        while True:
-            try:
-                slot = self.hashes.index(identity[0], start)
-            except ValueError:
-                return
-            if self.live[slot] and self.checks[slot] == identity[1]:
-                self.live[slot] = 0
-                return
-            start = slot + 1
-
-    def count(self, filters: Filters, masks: list[bytes]) -> Tallies:
+    async def count(self, filters: Filters, masks: list[bytes]) -> Tallies:
         """The tallies of the live slots that every mask (one byte per slot,
         0 or 1) and the filters' time range and version keep."""
         keep = int.from_bytes(self.live, "little")
         for mask in masks:
             keep &= int.from_bytes(mask, "little")
-        n = len(self.live)
         if filters.since is not None or filters.until is not None:
             low = filters.since.timestamp() if filters.since else float("-inf")
             high = filters.until.timestamp() if filters.until else float("inf")
@@ -168,17 +190,21 @@ class _Rows:
         if filters.version is not None:
             wanted = filters.version
             keep &= int.from_bytes(bytes(v == wanted for v in self.versions), "little")
-        kept = keep.to_bytes(n, "little")
+        at = keep.to_bytes(len(self.live), "little").__getitem__
         found = Tallies()
-        at = kept.__getitem__
         shown = self.counted.valued | {ENDING}
+        walked = 0
         for (key, value), slots in zip(self.pairs, self.slots, strict=True):
             total = sum(map(at, slots))
             if total:
                 add_pair(found, key, value if key in shown and value else None, total)
+            walked += len(slots)
+            if walked > WALK:  # a long count lets other requests run
+                walked = 0
+                await asyncio.sleep(0)
         return found
 
-    def matching(self, key: str, accepts: Any) -> bytes | None:
+    def matching(self, key: str, accepts: Callable[[Any], bool]) -> bytes | None:
         """One byte per slot: 1 where the submission's value of `key` is one
         `accepts` takes (given the decoded value); None when the database
         must answer (a value of `key` was too long to hold)."""
@@ -192,118 +218,33 @@ class _Rows:
         return bytes(mask)
 
 
-def _read_changes(organization_id: str, form_id: str, after: int) -> Any:
-    """Live submissions and tombstones past `after`, and the form's change
-    number and tombstone horizon: one statement, one moment."""
-    live = select(
-        Submission.id,
-        Submission.form_version,
-        Submission.submitted_at,
-        cast(Submission.answers, Text).label("answers"),
-        Submission.ending,
-        Submission.version,
-        Submission.change_seq,
-        literal(LIVE, Integer).label("kind"),
-    ).where(
-        scoped(Submission, organization_id),
-        Submission.form_id == form_id,
-        Submission.change_seq > after,
-    )
-    dead = select(
-        SubmissionTombstone.submission_id,
-        cast(null(), Integer),
-        cast(null(), Submission.submitted_at.type),
-        cast(null(), Text),
-        cast(null(), String),
-        cast(null(), Integer),
-        SubmissionTombstone.change_seq,
-        literal(DELETED, Integer),
-    ).where(
-        scoped(SubmissionTombstone, organization_id),
-        SubmissionTombstone.form_id == form_id,
-        SubmissionTombstone.change_seq > after,
-    )
-    form = select(
-        cast(null(), String),
-        cast(null(), Integer),
-        cast(null(), Submission.submitted_at.type),
-        cast(null(), Text),
-        cast(null(), String),
-        cast(Form.tombstone_horizon, BigInteger),
-        cast(Form.change_seq, BigInteger),
-        literal(FORM, Integer),
-    ).where(scoped(Form, organization_id), Form.id == form_id)
-    return union_all(live, dead, form).limit(CHANGES_MAX + 2)
-
-
-async def _catch_up(session: ReadSession, rows: _Rows, organization_id: str, form_id: str) -> bool:
-    """Apply the form's changes past rows.seq; False when they are too many
-    or older tombstones are gone: the form must be read again."""
-    found = (await session.execute(_read_changes(organization_id, form_id, rows.seq))).all()
-    forms = [row for row in found if row.kind == FORM]
-    if not forms or len(found) > CHANGES_MAX:
-        return False
-    horizon, seq = forms[0][5], forms[0].change_seq
-    if rows.seq and horizon > rows.seq:
-        return False
-    changes = sorted((row for row in found if row.kind != FORM), key=lambda row: row.change_seq)
-    for row in changes:
-        identity = _identity(row.id)
-        if row.kind == DELETED:
-            rows.drop(identity)
-            continue
-        if row.version > 1 and rows.seq:
-            rows.drop(identity)  # an edit: its earlier answers go
-        answers = orjson.loads(row.answers)
-        rows.add(row.form_version, row.submitted_at, answers, row.ending, identity)
-    rows.seq = max(rows.seq, seq)
-    return True
-
-
-async def _read_all(
-    session: ReadSession, rows: _Rows, organization_id: str, form_id: str, capacity: int
+async def _follow(
+    session: ReadSession, rows: _Rows, organization_id: str, form_id: str, capacity: int, pages: int
 ) -> bool:
-    """Hold the form's submissions up to its change number now, a page at a
-    time, then what changed meanwhile. False if they outgrow `capacity`."""
-    upto = (
-        await session.execute(
-            select(Form.change_seq).where(scoped(Form, organization_id), Form.id == form_id)
-        )
-    ).scalar()
-    if upto is None:
-        return False
-    cursor = 0
-    while True:
-        page = (
-            await (await session.connection()).execute(
-                select(
-                    Submission.id,
-                    Submission.form_version,
-                    Submission.submitted_at,
-                    cast(Submission.answers, Text),
-                    Submission.ending,
-                    Submission.change_seq,
-                )
-                .where(
-                    scoped(Submission, organization_id),
-                    Submission.form_id == form_id,
-                    Submission.change_seq > cursor,
-                    Submission.change_seq <= upto,
-                )
-                .order_by(Submission.change_seq)
-                .limit(PAGE)
-            )
-        ).all()
-        for id_, form_version, submitted_at, answers, ending, _ in page:
-            rows.add(form_version, submitted_at, orjson.loads(answers), ending, _identity(id_))
-        if rows.size > capacity:
+    """Apply the form's changes after rows.seq, a page of its change feed at a
+    time, as a client of the feed does; False when the copy cannot be kept:
+    the form is gone, deletes it needs were purged, more than `pages` pages
+    are left, it outgrew `capacity` or is mostly dead slots."""
+    if not rows.seq:
+        position = await submission_repository.positions(session, organization_id, form_id)
+        if position is None:
             return False
-        if len(page) < PAGE:
-            break
-        cursor = page[-1][5]
-    # Edits and deletes made while the pages were read come after `upto`.
-    rows.seq = upto
-    return await _catch_up(session, rows, organization_id, form_id)
+        rows.fresh = position[0]
+    for _ in range(pages):
+        page, more = await submission_repository.changes_after(
+            session, organization_id, form_id, rows.seq, PAGE, times=True
+        )
+        # Read after the page: a purge that commits between the two is seen here.
+        position = await submission_repository.positions(session, organization_id, form_id)
+        if position is None or 0 < rows.seq < position[1]:
+            return False
+        rows.apply(page)
+        if rows.size > capacity or rows.dead > len(rows.live) // 2 + PAGE:
+            return False
+        if not more:
+            return True
+        await asyncio.sleep(0)  # other requests run between pages
+    return False
 
 
 class Held:
@@ -337,9 +278,11 @@ class Held:
         if (
             rows is not None
             and rows.seq < seq
-            and not await _catch_up(session, rows, organization_id, form_id)
+            and not await _follow(
+                session, rows, organization_id, form_id, self.capacity, CATCH_UP_PAGES
+            )
         ):
-            rows = None
+            rows = None  # read again, in the background
         if rows is not None:
             self._keep(name, rows)
         return rows
@@ -363,7 +306,7 @@ class Held:
         async def read() -> None:
             try:
                 async with ReadSession(bind=bind) as own:
-                    if await _read_all(own, rows, *name, self.capacity):
+                    if await _follow(own, rows, *name, self.capacity, pages=sys.maxsize):
                         self._keep(name, rows)
                     elif rows.size > self.capacity:
                         self._too_big.add(name)
@@ -375,6 +318,9 @@ class Held:
         self._reading = asyncio.create_task(read())
 
     def _keep(self, name: tuple[str, str], rows: _Rows) -> None:
+        if rows.size > self.capacity:
+            self._too_big.add(name)
+            return
         self._forms[name] = rows
         while sum(held.size for held in self._forms.values()) > self.capacity:
             self._forms.popitem(last=False)

@@ -206,7 +206,17 @@ def _counted_from_rows(
     # One pass over the answers: a valued key's rows per value, any other
     # key's in one row (value NULL). A key is answered as often as its rows
     # count, whatever their values.
-    shown = case((and_(key.in_(valued), func.length(value) <= VALUE_MAX), value), else_=null())
+    # The length rule is tallies.tally's, on orjson's text: a number's is
+    # short there whatever the database writes (PostgreSQL prints 1e-250 in full).
+    number = (
+        func.jsonb_typeof(pairs.c.value) == "number"
+        if postgres
+        else pairs.c.type.in_(["integer", "real"])
+    )
+    shown = case(
+        (and_(key.in_(valued), or_(number, func.length(value) <= VALUE_MAX)), value),
+        else_=null(),
+    )
     parts = [
         select(*lead, key, shown, func.count())
         .select_from(Submission)
@@ -236,9 +246,10 @@ def _conditions(filters: Filters, postgres: bool) -> list[ColumnElement[bool]]:
         conditions.append(Submission.submitted_at < filters.until)
     if filters.version is not None:
         conditions.append(Submission.form_version == filters.version)
+    # A text matches only a text answer (as held.py matches): a key that was
+    # a number question in an earlier version holds numbers too.
     if filters.hidden is not None:
-        name, text = filters.hidden
-        conditions.append(_text_of(name, postgres) == text)
+        conditions.append(_is(*filters.hidden, postgres))
     answer = filters.answer
     if answer is not None:
         if answer.includes:
@@ -246,8 +257,9 @@ def _conditions(filters: Filters, postgres: bool) -> list[ColumnElement[bool]]:
             listed = literal(",") + _text_of(answer.key, postgres) + literal(",")
             position = func.strpos if postgres else func.instr
             conditions.append(position(listed, f",{answer.value},") > 0)
+            conditions.append(_type_of(answer.key, postgres) == ("string" if postgres else "text"))
         elif isinstance(answer.value, str):
-            conditions.append(_text_of(answer.key, postgres) == answer.value)
+            conditions.append(_is(answer.key, answer.value, postgres))
         elif postgres:
             conditions.append(
                 Submission.answers.op("->")(answer.key)
@@ -259,6 +271,24 @@ def _conditions(filters: Filters, postgres: bool) -> list[ColumnElement[bool]]:
                 func.json_extract(Submission.answers, _path(answer.key)) == answer.value
             )
     return conditions
+
+
+def _is(key: str, text: str, postgres: bool) -> ColumnElement[bool]:
+    """The answer to `key` is the text `text`."""
+    if postgres:
+        # jsonb equality tells a text from a number.
+        return Submission.answers.op("->")(key) == cast(
+            literal(orjson.dumps(text).decode(), Text), JSONB
+        )
+    # json_extract gives a text answer as TEXT, a number as INTEGER or REAL,
+    # and SQLite's = never takes one for the other here.
+    return func.json_extract(Submission.answers, _path(key)) == text
+
+
+def _type_of(key: str, postgres: bool) -> ColumnElement[str]:
+    if postgres:
+        return func.jsonb_typeof(Submission.answers.op("->")(key))
+    return func.json_type(Submission.answers, _path(key))
 
 
 def _text_of(key: str, postgres: bool) -> ColumnElement[str]:

@@ -16,6 +16,7 @@ from formsapi.errors import BadRequest, FormsAPIError, NotFound
 from formsapi.form import compiled
 from formsapi.form import service as form_service
 from formsapi.form.blocks import (
+    LARGEST_NUMBER,
     OTHER,
     Dropdown,
     Matrix,
@@ -233,7 +234,7 @@ async def _held_tallies(
         masks.append(rows.matching(filters.answer.key, _accepts(filters.answer)))
     if any(mask is None for mask in masks):
         return None
-    return rows.count(filters, [mask for mask in masks if mask is not None])
+    return await rows.count(filters, [mask for mask in masks if mask is not None])
 
 
 def _hidden_keys(form: Compiled) -> frozenset[str]:
@@ -312,6 +313,11 @@ def _answer(form: Compiled, text: str) -> AnswerIs:
             number = float("nan")
         if number != number or number in (float("inf"), float("-inf")):
             raise BadRequest(f"'{key}' is answered with a number; '{value[:64]}' is not one.")
+        if abs(number) > LARGEST_NUMBER:
+            raise BadRequest(
+                f"'{key}' is answered with a number of at most {LARGEST_NUMBER} either side "
+                f"of 0; '{value[:64]}' is beyond it."
+            )
         return AnswerIs(key, int(number) if number.is_integer() else number)
     if isinstance(question, Ranking):
         raise BadRequest(f"'{key}' is a ranking: filter by a choice, a scale or a number.")

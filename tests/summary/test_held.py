@@ -1,0 +1,69 @@
+"""A form held in memory for filtered summaries (summary/held.py) while its
+submissions change under the read: each page of the change feed applied,
+then posts, edits and deletes made between pages, then the rest. The
+figures must be those the database counts at the same moment."""
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.db import create_read_sessionmaker
+from formsapi.form import service as form_service
+from formsapi.summary import held, repository, service
+from formsapi.summary.figures import Tallies
+from formsapi.summary.repository import AnswerIs, Filters
+from tests.conftest import Api
+from tests.factories import publish_over_api
+
+OPTIONS = [{"value": v, "label": v} for v in ("free", "team", "business")]
+FORM = {
+    "title": "Plans",
+    "blocks": [{"type": "single_choice", "key": "plan", "title": "Plan", "options": OPTIONS}],
+}
+TEAM = Filters(answer=AnswerIs("plan", "team"))
+
+
+async def _held_and_counted(
+    engine: AsyncEngine, rows: held._Rows, organization_id: str, form_id: str
+) -> tuple[Tallies, Tallies]:
+    async with create_read_sessionmaker(engine)() as session:
+        assert await held._follow(session, rows, organization_id, form_id, 2**30, pages=100)
+        counted = await repository.tallies(session, organization_id, form_id, TEAM, rows.counted)
+    mask = rows.matching("plan", lambda value: value == "team")
+    assert mask is not None
+    return await rows.count(TEAM, [mask]), counted
+
+
+async def test_a_form_read_page_by_page_while_it_changes_is_counted_exactly(
+    api: Api, session: AsyncSession, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    form_id, secret, organization_id = await publish_over_api(api, session, FORM)
+    path = f"/v1/forms/{form_id}/submissions"
+    ids = []
+    for plan in ("team", "team", "free", "team", "business"):
+        posted = await api.post(path, secret, json={"answers": {"plan": plan}})
+        ids.append(posted.json()["id"])
+    async with create_read_sessionmaker(engine)() as read:
+        form = await form_service.get(read, organization_id, form_id)
+        shown = await service._version(read, form, None)
+    rows = held._Rows(counted=shown.counted, hidden=frozenset())
+    monkeypatch.setattr(held, "PAGE", 1)
+
+    async with create_read_sessionmaker(engine)() as read:  # the first two posts
+        assert not await held._follow(read, rows, organization_id, form_id, 2**30, pages=2)
+    # Between pages: an edit of one read, of one not read yet, a delete of
+    # one read and of one not read, a new post.
+    await api.patch(f"{path}/{ids[0]}", secret, json={"answers": {"plan": "free"}})
+    await api.patch(f"{path}/{ids[2]}", secret, json={"answers": {"plan": "team"}})
+    await api.delete(f"{path}/{ids[1]}", secret)
+    await api.delete(f"{path}/{ids[3]}", secret)
+    await api.post(path, secret, json={"answers": {"plan": "team"}})
+    found, counted = await _held_and_counted(engine, rows, organization_id, form_id)
+
+    assert found == counted
+    assert found.submissions == 2  # ids[2], now team, and the new post
+    # And again once more changes come, as an ask catches up.
+    await api.patch(f"{path}/{ids[2]}", secret, json={"answers": {"plan": "business"}})
+    await api.delete(f"{path}/{ids[4]}", secret)
+    found, counted = await _held_and_counted(engine, rows, organization_id, form_id)
+    assert found == counted
+    assert found.submissions == 1
