@@ -438,8 +438,16 @@ async def test_a_form_held_in_memory_misses_no_delete_whose_tombstone_is_purged(
     assert await purge_tombstones(create_sessionmaker(engine), days=0) >= 1
 
     summary = await _summary(api, form_id, secret, answer="plan:business")
+    again = await _summary(api, form_id, secret, answer="consent:yes")  # read again meanwhile
 
     assert summary["submissions"] == len(business) - 1
+    left = [row for row in rows if row["id"] != business[0]["id"]]
+    assert again["submissions"] == sum(row["answers"].get("consent") == "yes" for row in left)
+    # Purged deletes made before the copy was read do not stop it being kept.
+    copy = held.HELD.copy_of(form_id)
+    await _summary(api, form_id, secret, answer="plan:team")
+    assert copy is not None
+    assert held.HELD.copy_of(form_id) is copy
 
 
 COLOR = {"type": "single_choice", "key": "color", "title": "Color", "options": CHOICES}

@@ -234,9 +234,10 @@ async def _follow(
         page, more = await submission_repository.changes_after(
             session, organization_id, form_id, rows.seq, PAGE, times=True
         )
-        # Read after the page: a purge that commits between the two is seen here.
+        # Read after the page: a purge that commits between the two is seen
+        # here. Only deletes after the copy began, and after its number, matter.
         position = await submission_repository.positions(session, organization_id, form_id)
-        if position is None or 0 < rows.seq < position[1]:
+        if position is None or position[1] > max(rows.seq, rows.fresh):
             return False
         rows.apply(page)
         if rows.size > capacity or rows.dead > len(rows.live) // 2 + PAGE:
@@ -324,6 +325,10 @@ class Held:
         self._forms[name] = rows
         while sum(held.size for held in self._forms.values()) > self.capacity:
             self._forms.popitem(last=False)
+
+    def copy_of(self, form_id: str) -> _Rows | None:
+        """The form's held copy, if any (tests)."""
+        return next((rows for (_, held), rows in self._forms.items() if held == form_id), None)
 
     async def settled(self) -> None:
         """Wait for the form being read, if any (tests and the bench)."""
