@@ -211,6 +211,15 @@ async def summary_json(
     return body
 
 
+def prepare(session: ReadSession, form: Form) -> None:
+    """Start reading the form into memory (summary.held) for the filtered
+    summaries asked next: the settings area's Summary page offers filters."""
+    shown = compiled.compile_version(
+        form.organization_id, form.id, form.version, form.blocks, form.definition
+    )
+    held.HELD.read(session, form.organization_id, form.id, shown.counted, _hidden_keys(shown))
+
+
 async def _held_tallies(
     session: ReadSession, form: Form, shown: Compiled, seq: int, filters: Filters
 ) -> figures.Tallies | None:

@@ -172,6 +172,7 @@ async def summary_page(
         if isinstance(error, NotFound) and not str(error.detail).startswith(f"Form '{form.id}'"):
             raise
         problem, status = error.detail, error.status
+    summary_service.prepare(session, form)  # its filters, next, count from memory
     # The funnel follows the hosted page's respondents, whatever they answered.
     funnel = None
     if drawn is not None and not (hidden or answer):
