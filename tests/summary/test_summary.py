@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.db import create_sessionmaker
 from formsapi.kit.time import parse_timestamp, shift
+from formsapi.submission import repository as submission_repository
 from formsapi.submission.retention import purge_tombstones
 from formsapi.summary import held
 from formsapi.summary import service as summary_service
@@ -426,7 +427,7 @@ async def test_an_empty_range_and_a_filter_matching_nothing_are_summaries_of_not
 
 
 async def test_a_form_held_in_memory_misses_no_delete_whose_tombstone_is_purged(
-    api: Api, answered: tuple[str, str], engine: AsyncEngine
+    api: Api, answered: tuple[str, str], engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     form_id, secret = answered
     await _hold(api, form_id, secret, "held")
@@ -443,11 +444,21 @@ async def test_a_form_held_in_memory_misses_no_delete_whose_tombstone_is_purged(
     assert summary["submissions"] == len(business) - 1
     left = [row for row in rows if row["id"] != business[0]["id"]]
     assert again["submissions"] == sum(row["answers"].get("consent") == "yes" for row in left)
-    # Purged deletes made before the copy was read do not stop it being kept.
+    # Purged deletes made before the copy was read neither stop it being kept
+    # nor send each ask to the change feed.
     copy = held.HELD.copy_of(form_id)
+    feed_reads = []
+    real = submission_repository.changes_after
+
+    async def changes_after(*args: Any, **kwargs: Any) -> Any:
+        feed_reads.append(args)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(submission_repository, "changes_after", changes_after)
     await _summary(api, form_id, secret, answer="plan:team")
     assert copy is not None
     assert held.HELD.copy_of(form_id) is copy
+    assert feed_reads == []
 
 
 COLOR = {"type": "single_choice", "key": "color", "title": "Color", "options": CHOICES}

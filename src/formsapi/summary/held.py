@@ -69,6 +69,9 @@ class _Rows:
     # The form's change number when the copy began: only a change after it
     # can replace or delete a held submission (the feed gives each one once).
     fresh: int = 0
+    # A change number every change up to which is applied: the copy's own
+    # number lags the form's when its last change (a delete) was purged.
+    known: int = 0
     codes: dict[tuple[str, str], int] = field(default_factory=dict)
     pairs: list[tuple[str, str]] = field(default_factory=list)
     slots: list["array[int]"] = field(default_factory=list)  # per pair: the slots holding it
@@ -178,7 +181,9 @@ class _Rows:
 
     async def count(self, filters: Filters, masks: list[bytes]) -> Tallies:
         """The tallies of the live slots that every mask (one byte per slot,
-        0 or 1) and the filters' time range and version keep."""
+        0 or 1) and the filters' time range and version keep. Counted, like
+        every change to the copy, in its organization's turn
+        (service.summary_json): the copy cannot change while this waits."""
         keep = int.from_bytes(self.live, "little")
         for mask in masks:
             keep &= int.from_bytes(mask, "little")
@@ -229,7 +234,7 @@ async def _follow(
         position = await submission_repository.positions(session, organization_id, form_id)
         if position is None:
             return False
-        rows.fresh = position[0]
+        rows.fresh = rows.known = position[0]
     for _ in range(pages):
         page, more = await submission_repository.changes_after(
             session, organization_id, form_id, rows.seq, PAGE, times=True
@@ -276,14 +281,14 @@ class Held:
         rows = self._forms.pop(name, None)
         if rows is not None and (rows.counted != counted or rows.hidden != hidden):
             rows = None  # the form's questions changed what is counted
-        if (
-            rows is not None
-            and rows.seq < seq
-            and not await _follow(
+        if rows is not None and max(rows.seq, rows.known) < seq:
+            caught_up = await _follow(
                 session, rows, organization_id, form_id, self.capacity, CATCH_UP_PAGES
             )
-        ):
-            rows = None  # read again, in the background
+            # `seq` was read before the pages: every change up to it was in them.
+            rows.known = seq
+            if not caught_up:
+                rows = None  # read again, in the background
         if rows is not None:
             self._keep(name, rows)
         return rows

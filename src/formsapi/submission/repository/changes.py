@@ -33,8 +33,9 @@ from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped
 
 # id, form_version, submitted_at, updated_at, version, change_seq, answers as
-# JSON text, ending, language, deleted_at: the API's text for times; the last NULL for a
-# live submission, the middle ones NULL for a tombstone.
+# JSON text, ending, language, deleted_at, and the bytes of answers before it in
+# its read: the API's text for times (submitted_at a datetime when asked);
+# deleted_at NULL for a live submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
 
 # About this many bytes of answers at most in one read, past the first row: a
