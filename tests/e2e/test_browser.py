@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
@@ -112,8 +113,19 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
+def capture(page: Page, path: Path) -> None:
+    """A full-page screenshot. Chromium's compositor now and then refuses one
+    ("Unable to capture screenshot", puppeteer#5341); the next is taken."""
+    try:
+        page.screenshot(path=path, full_page=True)
+    except PlaywrightError as error:
+        if "Unable to capture screenshot" not in error.message:
+            raise
+        page.screenshot(path=path, full_page=True)
+
+
 def shoot(page: Page, name: str) -> None:
-    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def shoot_phone(browser: Browser, page: Page, name: str) -> None:
@@ -455,9 +467,9 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
 
     def shoot_both(page: Page, name: str) -> None:
         """Laptop and phone width, of the page as it is now (a secret shown once included)."""
-        page.screenshot(path=shots / f"{name}.png", full_page=True)
+        capture(page, shots / f"{name}.png")
         page.set_viewport_size(PHONE)
-        page.screenshot(path=shots / f"{name}-phone.png", full_page=True)
+        capture(page, shots / f"{name}-phone.png")
         page.set_viewport_size(LAPTOP)
 
     try:

@@ -21,7 +21,15 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
+from tests.e2e.test_browser import (
+    AXE,
+    LAPTOP,
+    PHONE,
+    SCREENSHOTS,
+    axe_violations,
+    capture,
+    chromium,
+)
 from tests.servers import PASSWORD
 
 FORM: dict[str, Any] = {
@@ -57,7 +65,7 @@ def publish(site: Site) -> str:
 
 
 def shoot(page: Page, name: str) -> None:
-    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def test_chromium_solves_the_challenge_under_the_page_s_policy_and_the_answers_are_taken(

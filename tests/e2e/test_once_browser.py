@@ -18,7 +18,15 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
+from tests.e2e.test_browser import (
+    AXE,
+    LAPTOP,
+    PHONE,
+    SCREENSHOTS,
+    axe_violations,
+    capture,
+    chromium,
+)
 from tests.servers import PASSWORD
 
 BLOCKS = [
@@ -51,7 +59,7 @@ def publish(site: Site, title: str, **settings: Any) -> str:
 
 
 def shoot(page: Page, name: str) -> None:
-    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def _contexts(browser: Browser) -> Iterator[tuple[str, Page]]:

@@ -19,7 +19,15 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
+from tests.e2e.test_browser import (
+    AXE,
+    LAPTOP,
+    PHONE,
+    SCREENSHOTS,
+    axe_violations,
+    capture,
+    chromium,
+)
 from tests.servers import PASSWORD
 
 OWNER = "owner@example.com"
@@ -52,7 +60,7 @@ def browser() -> Iterator[Browser]:
 
 
 def shoot(page: Page, name: str) -> None:
-    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def _publish(site: Site) -> str:

@@ -23,7 +23,15 @@ from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, SCREENSHOTS, axe_violations, chromium
+from tests.e2e.test_browser import (
+    AXE,
+    LAPTOP,
+    PHONE,
+    SCREENSHOTS,
+    axe_violations,
+    capture,
+    chromium,
+)
 
 MAX_SIZE = 200_000
 # A PDF of exactly the question's limit, and one a byte longer.
@@ -79,7 +87,7 @@ def respondent(browser: Browser, phone: bool = False) -> Page:
 
 
 def shoot(page: Page, name: str) -> None:
-    page.screenshot(path=SCREENSHOTS / f"{name}.png", full_page=True)
+    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def publish(site: Site) -> str:
