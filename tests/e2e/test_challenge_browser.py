@@ -17,19 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+from playwright.sync_api import Browser, ConsoleMessage, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import (
-    AXE,
-    LAPTOP,
-    PHONE,
-    SCREENSHOTS,
-    axe_violations,
-    capture,
-    chromium,
-)
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
 from tests.servers import PASSWORD
 
 FORM: dict[str, Any] = {
@@ -62,10 +54,6 @@ def publish(site: Site) -> str:
     published = site.api("PATCH", f"/v1/forms/{form_id}", json={"status": "published"})
     assert published.status_code == 200, published.text
     return form_id
-
-
-def shoot(page: Page, name: str) -> None:
-    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def test_chromium_solves_the_challenge_under_the_page_s_policy_and_the_answers_are_taken(

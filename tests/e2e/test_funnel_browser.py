@@ -18,15 +18,7 @@ from playwright.sync_api import Browser, Request, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import (
-    AXE,
-    LAPTOP,
-    PHONE,
-    SCREENSHOTS,
-    axe_violations,
-    capture,
-    chromium,
-)
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
 
 FORM: dict[str, Any] = {
     "title": "Tell us about your team",
@@ -87,7 +79,7 @@ def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, s
         page.on("request", functools.partial(_beacon, beacons))
         width = "-phone" if phone else ""
         page.goto(f"{site.server.base_url}/f/{form_id}")
-        capture(page, SCREENSHOTS / f"76-funnel-first-page{width}.png")
+        shoot(page, f"76-funnel-first-page{width}")
         assert beacons == []  # a view is not a start
 
         page.get_by_label("Your name").press_sequentially("Ada Lovelace")
@@ -97,13 +89,13 @@ def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, s
         assert len(beacons) == 1
         assert beacons[0].method == "POST"
         assert "_stamp=" in (beacons[0].post_data or "")
-        capture(page, SCREENSHOTS / f"77-funnel-typed{width}.png")
+        shoot(page, f"77-funnel-typed{width}")
 
         page.get_by_role("button", name="Next").click()
         expect(page.get_by_label("How many people?")).to_be_visible()
         page.get_by_label("How many people?").fill("12")
         assert len(beacons) == 1  # the page after says the start was counted
-        capture(page, SCREENSHOTS / f"78-funnel-second-page{width}.png")
+        shoot(page, f"78-funnel-second-page{width}")
         context.close()
 
     if not AXE.exists():

@@ -16,8 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from formsapi.kit.time import isoformat_z, utcnow
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium
-from tests.e2e.test_challenge_browser import shoot
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
 from tests.servers import PASSWORD
 
 WORKSHOPS = [

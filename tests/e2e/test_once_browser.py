@@ -18,15 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import (
-    AXE,
-    LAPTOP,
-    PHONE,
-    SCREENSHOTS,
-    axe_violations,
-    capture,
-    chromium,
-)
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
 from tests.servers import PASSWORD
 
 BLOCKS = [
@@ -56,10 +48,6 @@ def publish(site: Site, title: str, **settings: Any) -> str:
     published = site.api("PATCH", f"/v1/forms/{form_id}", json={"status": "published"})
     assert published.status_code == 200, published.text
     return form_id
-
-
-def shoot(page: Page, name: str) -> None:
-    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def _contexts(browser: Browser) -> Iterator[tuple[str, Page]]:

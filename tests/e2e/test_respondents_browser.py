@@ -19,15 +19,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import (
-    AXE,
-    LAPTOP,
-    PHONE,
-    SCREENSHOTS,
-    axe_violations,
-    capture,
-    chromium,
-)
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
 from tests.servers import PASSWORD
 
 OWNER = "owner@example.com"
@@ -57,10 +49,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def browser() -> Iterator[Browser]:
     with chromium("9[4-7]-*.png") as launched:
         yield launched
-
-
-def shoot(page: Page, name: str) -> None:
-    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def _publish(site: Site) -> str:

@@ -23,15 +23,7 @@ from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import (
-    AXE,
-    LAPTOP,
-    PHONE,
-    SCREENSHOTS,
-    axe_violations,
-    capture,
-    chromium,
-)
+from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
 
 MAX_SIZE = 200_000
 # A PDF of exactly the question's limit, and one a byte longer.
@@ -84,10 +76,6 @@ def respondent(browser: Browser, phone: bool = False) -> Page:
     else:
         context = browser.new_context(viewport=LAPTOP)
     return context.new_page()
-
-
-def shoot(page: Page, name: str) -> None:
-    capture(page, SCREENSHOTS / f"{name}.png")
 
 
 def publish(site: Site) -> str:
