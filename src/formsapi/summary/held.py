@@ -285,9 +285,10 @@ class Held:
             caught_up = await _follow(
                 session, rows, organization_id, form_id, self.capacity, CATCH_UP_PAGES
             )
-            # `seq` was read before the pages: every change up to it was in them.
-            rows.known = seq
-            if not caught_up:
+            if caught_up:
+                # `seq` was read before the pages: every change up to it was in them.
+                rows.known = seq
+            else:
                 rows = None  # read again, in the background
         if rows is not None:
             self._keep(name, rows)

@@ -190,9 +190,7 @@ async def summary_json(
                 session, organization_id, form.id, filters, shown.counted
             )
             if holdable:  # for the next asks
-                held.HELD.read(
-                    session, organization_id, form.id, shown.counted, _hidden_keys(shown)
-                )
+                _read_soon(session, form, shown)
     body = orjson.dumps(
         {
             "formId": form.id,
@@ -217,6 +215,10 @@ def prepare(session: ReadSession, form: Form) -> None:
     shown = compiled.compile_version(
         form.organization_id, form.id, form.version, form.blocks, form.definition
     )
+    _read_soon(session, form, shown)
+
+
+def _read_soon(session: ReadSession, form: Form, shown: Compiled) -> None:
     held.HELD.read(session, form.organization_id, form.id, shown.counted, _hidden_keys(shown))
 
 
@@ -226,24 +228,16 @@ async def _held_tallies(
     """The filtered tallies from the form's submissions held in memory
     (summary.held); None where the database must count them."""
     rows = await held.HELD.rows(
-        session,
-        form.organization_id,
-        form.id,
-        seq,
-        shown.counted,
-        _hidden_keys(shown),
+        session, form.organization_id, form.id, seq, shown.counted, _hidden_keys(shown)
     )
     if rows is None:
         return None
-    masks = []
-    if filters.hidden is not None:
-        key, text = filters.hidden
-        masks.append(rows.matching(key, lambda value: value == text))
-    if filters.answer is not None:
-        masks.append(rows.matching(filters.answer.key, _accepts(filters.answer)))
-    if any(mask is None for mask in masks):
-        return None
-    return await rows.count(filters, [mask for mask in masks if mask is not None])
+    # A hidden field's filter is a text answer's.
+    named = [AnswerIs(*filters.hidden)] if filters.hidden is not None else []
+    named += [filters.answer] if filters.answer is not None else []
+    masks = [rows.matching(answer.key, _accepts(answer)) for answer in named]
+    kept = [mask for mask in masks if mask is not None]
+    return await rows.count(filters, kept) if len(kept) == len(masks) else None
 
 
 def _hidden_keys(form: Compiled) -> frozenset[str]:
