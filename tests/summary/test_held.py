@@ -3,16 +3,22 @@ submissions change under the read: each page of the change feed applied,
 then posts, edits and deletes made between pages, then the rest. The
 figures must be those the database counts at the same moment."""
 
+import random
+from collections import Counter
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.db import create_read_sessionmaker
 from formsapi.form import service as form_service
+from formsapi.submission.repository.tallies import tally
 from formsapi.summary import held, repository, service
 from formsapi.summary.figures import Tallies
 from formsapi.summary.repository import AnswerIs, Filters
 from tests.conftest import Api
 from tests.factories import publish_over_api
+from tests.summary.test_summary import FORM as EVERY_QUESTION
+from tests.summary.test_summary import _answers, _export
 
 OPTIONS = [{"value": v, "label": v} for v in ("free", "team", "business")]
 FORM = {
@@ -67,3 +73,30 @@ async def test_a_form_read_page_by_page_while_it_changes_is_counted_exactly(
     found, counted = await _held_and_counted(engine, rows, organization_id, form_id)
     assert found == counted
     assert found.submissions == 1
+
+
+async def test_the_copy_holds_each_submission_as_the_kept_counts_tally_it(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    """held.py encodes answers itself (by value, remembered) for speed: its
+    pairs must stay those of tallies.tally, which the kept counts use."""
+    form_id, secret, organization_id = await publish_over_api(api, session, EVERY_QUESTION)
+    rng = random.Random(7)  # noqa: S311 - reproducible answers
+    path = f"/v1/forms/{form_id}/submissions"
+    for _ in range(30):
+        posted = await api.post(path, secret, json={"answers": _answers(rng)})
+        assert posted.status_code == 201, posted.text
+    async with create_read_sessionmaker(engine)() as read:
+        form = await form_service.get(read, organization_id, form_id)
+        shown = await service._version(read, form, None)
+        rows = held._Rows(counted=shown.counted, hidden=service._hidden_keys(shown))
+        assert await held._follow(read, rows, organization_id, form_id, 2**30, pages=100)
+    exported = await _export(api, form_id, secret)
+
+    expected: Counter[tuple[str, str]] = Counter()
+    for row in exported:
+        expected.update(tally(rows.held, row["answers"], row["ending"]))
+    found = Counter({pair: len(slots) for pair, slots in zip(rows.pairs, rows.slots, strict=True)})
+
+    assert len(exported) == 30
+    assert found == expected

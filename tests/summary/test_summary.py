@@ -12,6 +12,7 @@ import orjson
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
 from formsapi.kit.time import parse_timestamp, shift
 from formsapi.submission import repository as submission_repository
@@ -20,6 +21,7 @@ from formsapi.summary import held
 from formsapi.summary import service as summary_service
 from tests.conftest import Api
 from tests.factories import create_key, create_org, publish_over_api
+from tests.hostile_text import TABLE, has_lone_surrogate
 
 CHOICES = [{"value": v, "label": v.title()} for v in ("free", "team", "business")]
 FEATURES = [{"value": v, "label": v.upper()} for v in ("api", "sso", "audit")]
@@ -229,6 +231,12 @@ def _rounded(value: Any) -> Any:
     if isinstance(value, list):
         return [_rounded(v) for v in value]
     return value
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    # A test asks a summary per hostile text: more than a plan's minute allows.
+    return Settings(database_url=database_url, redis_url=None, rate_limit_standard=100_000)
 
 
 async def _summary(api: Api, form_id: str, secret: str, **params: Any) -> dict[str, Any]:
@@ -502,6 +510,32 @@ async def test_a_held_form_whose_questions_change_counts_the_new_ones(
     size = next(q for q in by_color["questions"] if q["key"] == "size")
     assert by_color["submissions"] == 2
     assert [o["count"] for o in size["options"]] == [0, 0, 1]
+
+
+async def test_a_hidden_value_of_any_character_finds_its_own_submission(
+    api: Api, session: AsyncSession, counted_in: str
+) -> None:
+    form = {"title": "Links", "blocks": [COLOR], "hiddenFields": [{"key": "utm_source"}]}
+    form_id, secret, _ = await publish_over_api(api, session, form)
+    path = f"/v1/forms/{form_id}/submissions"
+    sent = []
+    for hostile in TABLE:
+        if has_lone_surrogate(hostile.text):
+            continue  # no query string can carry it
+        value = f"a{hostile.text}b"
+        answers = {"color": "team", "utm_source": value}
+        if (await api.post(path, secret, json={"answers": answers})).status_code == 201:
+            sent.append((hostile.name, value))  # (a refused one is the validation's test)
+    await _hold(api, form_id, secret, counted_in, answer="color:team")
+
+    wrong = [
+        name
+        for name, value in sent
+        if (await _summary(api, form_id, secret, hidden=f"utm_source:{value}"))["submissions"] != 1
+    ]
+
+    assert len(sent) > 50
+    assert not wrong
 
 
 async def test_a_text_filter_takes_no_number_left_by_an_earlier_version(
