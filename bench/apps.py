@@ -59,11 +59,13 @@ def bare_floor() -> FastAPI:
 
     async def run(connection: "AsyncConnection", statement: dict[str, Any]) -> list[Any]:
         params = statement["parameters"]
-        if connection.dialect.name == "postgresql":
+        if connection.dialect.name == "postgresql" or statement.get("hot"):
             # On the driver, as the service's hot reads run.
             driver = (await connection.get_raw_connection()).driver_connection
             assert driver is not None
-            return [list(row) for row in await driver.fetch(statement["sql"], *params)]
+            if connection.dialect.name == "postgresql":
+                return [list(row) for row in await driver.fetch(statement["sql"], *params)]
+            return [list(row) for row in await driver.execute_fetchall(statement["sql"], params)]
         result = await connection.exec_driver_sql(
             statement["sql"], tuple(params) if isinstance(params, list) else params
         )

@@ -41,13 +41,13 @@ async def capture(
         )
 
     event.listen(engine, "before_cursor_execute", on_execute)
-    # The hot reads skip SQLAlchemy's execution (and its events) on PostgreSQL.
+    # The hot reads of a read session skip SQLAlchemy's execution (and its events).
     run_hot = HotStatement.all
 
     async def recorded(hot: HotStatement, session: Any, parameters: Any) -> Any:
-        if session.bind.dialect.name == "postgresql":
+        if not session.in_transaction():
             sql, values = hot.driver_sql(session.bind.dialect, parameters)
-            seen.append({"sql": sql, "parameters": values})
+            seen.append({"sql": sql, "parameters": values, "hot": True})
         return await run_hot(hot, session, parameters)
 
     HotStatement.all = recorded  # type: ignore[method-assign,assignment]

@@ -31,7 +31,7 @@ from sqlalchemy.sql import ClauseElement, Executable
 from formsapi import tenancy
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.db import HotStatement, create_engine, create_sessionmaker, migrate
 from formsapi.models import Base
 from formsapi.user import service as user_service
 from tests import forks
@@ -181,7 +181,16 @@ def _check_tenant_scope(
 @pytest.fixture(scope="session", autouse=True)
 def _tenant_scope_checked() -> Iterator[None]:
     event.listen(Engine, "before_execute", _check_tenant_scope)
+    # The hot reads run on the driver, past SQLAlchemy's events: judged as they run.
+    run_hot = HotStatement.all
+
+    async def checked(hot: HotStatement, session: Any, parameters: Any) -> Any:
+        _check_tenant_scope(None, hot.statement, None, None, {})
+        return await run_hot(hot, session, parameters)
+
+    HotStatement.all = checked  # type: ignore[method-assign,assignment]
     yield
+    HotStatement.all = run_hot  # type: ignore[method-assign]
     event.remove(Engine, "before_execute", _check_tenant_scope)
 
 

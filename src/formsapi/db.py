@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -452,34 +453,69 @@ def locked(error: BaseException) -> bool:
     return isinstance(cause, sqlite3.OperationalError) and "locked" in str(cause)
 
 
+Processor = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class _DriverSql:
+    """A HotStatement as one dialect's driver runs it."""
+
+    sql: str
+    names: tuple[str, ...]  # the positional parameters' names, in order
+    literals: dict[str, Any]
+    binds: dict[str, Processor]  # per parameter, the type's conversion to the driver
+    results: tuple[Processor | None, ...] | None  # per column, None if no column has one
+
+
 class HotStatement:
-    """A Core statement for the busiest reads, compiled once and, on PostgreSQL,
-    run on the asyncpg connection itself.
+    """A Core statement for the busiest reads, compiled once and run on the
+    driver's connection itself (asyncpg, aiosqlite).
 
     SQLAlchemy's execution layer (parameter and result processing, row objects)
-    cost more CPU than the page query it ran (bench/RESULTS.md). What it did
-    for these statements is done here: the parameters are already in the
-    driver's types and the rows are read by position. SQLite keeps the
-    ordinary path, which stores times as text and needs the column types'
-    processing."""
+    cost more CPU than the page query it ran, and on SQLite its session a
+    thread hop per step (bench/RESULTS.md). What it did for these statements
+    is done here: the parameters and the columns go through their types'
+    processing (none on PostgreSQL, whose driver takes and gives Python
+    types; SQLite stores times as text) and the rows are read by position."""
 
     def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self.statement = statement
-        self._postgresql: tuple[str, tuple[str, ...], dict[str, Any]] | None = None
+        self._compiled: dict[str, _DriverSql] = {}
+
+    def _for(self, dialect: Dialect) -> _DriverSql:
+        found = self._compiled.get(dialect.name)
+        if found is None:
+            compiled = self.statement.compile(dialect=dialect)
+            names = tuple(compiled.positiontup or ())
+            # Literals the statement carries (coalesce's 0) are parameters too;
+            # a bind left without a value must be passed, not sent as NULL.
+            literals = {k: v for k, v in compiled.params.items() if v is not None}
+            binds: dict[str, Processor] = {}
+            results: tuple[Processor | None, ...] | None = None
+            if dialect.name != "postgresql":
+                for name in names:
+                    bind = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+                    if bind is not None:
+                        binds[name] = bind
+                results = tuple(
+                    column.type.dialect_impl(dialect).result_processor(dialect, None)
+                    for column in self.statement.selected_columns
+                )
+                if not any(results):
+                    results = None
+            found = _DriverSql(compiled.string, names, literals, binds, results)
+            self._compiled[dialect.name] = found
+        return found
 
     def driver_sql(
         self, dialect: Dialect, parameters: Mapping[str, object]
     ) -> tuple[str, list[object]]:
-        """The SQL text and positional values the driver runs (PostgreSQL)."""
-        if self._postgresql is None:
-            compiled = self.statement.compile(dialect=dialect)
-            # Literals the statement carries (coalesce's 0) are parameters too;
-            # a bind left without a value must be passed, not sent as NULL.
-            literals = {k: v for k, v in compiled.params.items() if v is not None}
-            self._postgresql = (compiled.string, tuple(compiled.positiontup or ()), literals)
-        sql, names, literals = self._postgresql
-        values = literals | dict(parameters)
-        return sql, [values[name] for name in names]
+        """The SQL text and positional values the driver runs."""
+        driver = self._for(dialect)
+        values = driver.literals | dict(parameters)
+        for name, bind in driver.binds.items():
+            values[name] = bind(values[name])
+        return driver.sql, [values[name] for name in driver.names]
 
     async def all(
         self, session: AsyncSession, parameters: Mapping[str, object]
@@ -493,16 +529,14 @@ class HotStatement:
         engine = session.bind
         if not isinstance(engine, AsyncEngine):
             raise TypeError("HotStatement needs a session bound to an engine")
-        if (
-            engine.dialect.name != "postgresql"
-            or session.in_transaction()
-            or not _autocommit(engine)
-        ):
-            # SQLite, or a session with a transaction of its own: SQLAlchemy's
-            # ordinary execution, inside that transaction.
+        if session.in_transaction() or not _autocommit(engine):
+            # A session with a transaction of its own: SQLAlchemy's ordinary
+            # execution, inside that transaction.
             connection = await session.connection()
             return (await connection.execute(self.statement, parameters)).all()
         sql, values = self.driver_sql(engine.dialect, parameters)
+        if engine.dialect.name != "postgresql":
+            return await self._sqlite(engine, sql, values)
         try:
             return await _fetch_pooled(engine, sql, values)
         except ConnectionDropped:
@@ -511,6 +545,31 @@ class HotStatement:
             # which on meeting another dropped connection has the pool replace
             # every connection opened before it, at once.
             return await self._ordinary(engine, parameters)
+
+    async def _sqlite(self, engine: AsyncEngine, sql: str, values: list[object]) -> list[Any]:
+        # The pool's SQLite connections run in autocommit (_sqlite_pragmas):
+        # the read is the statement alone, in one trip to aiosqlite's thread.
+        pooled = await engine.raw_connection()
+        driver = pooled.driver_connection
+        assert driver is not None
+        try:
+            rows: list[Any] = list(await driver.execute_fetchall(sql, values))
+        except sqlite3.Error as error:
+            # As SQLAlchemy's execution raises it: the handlers know that (a
+            # lock held past the busy timeout answers 503).
+            raise DBAPIError.instance(sql, values, error, sqlite3.Error) from None
+        finally:
+            await greenlet_spawn(pooled.close)
+        results = self._compiled["sqlite"].results
+        if results is None:
+            return rows
+        return [
+            tuple(
+                value if convert is None else convert(value)
+                for convert, value in zip(results, row, strict=True)
+            )
+            for row in rows
+        ]
 
     async def _ordinary(
         self, engine: AsyncEngine, parameters: Mapping[str, object]

@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from formsapi.db import HotStatement
 from formsapi.kit.time import EPOCH
 from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (
@@ -87,14 +88,23 @@ async def get(
     return await session.scalar(statement)
 
 
+# Read before every summary, made or remembered (summary.service): the
+# remembered one costs this statement alone.
+_CHANGE_STATE = HotStatement(
+    select(Form.change_seq, Form.version, Form.updated_at).where(
+        scoped(Form, bindparam("organization_id")), Form.id == bindparam("form_id")
+    )
+)
+
+
 async def change_state(
     session: AsyncSession, organization_id: str, form_id: str
-) -> Row[int, int, datetime] | None:
+) -> tuple[int, int, datetime] | None:
     """The form's change number, version and last change, without its blocks."""
-    statement = select(Form.change_seq, Form.version, Form.updated_at).where(
-        scoped(Form, organization_id), Form.id == form_id
+    rows = await _CHANGE_STATE.all(
+        session, {"organization_id": organization_id, "form_id": form_id}
     )
-    return (await session.execute(statement)).first()
+    return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
 
 async def titles(
