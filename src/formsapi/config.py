@@ -14,8 +14,8 @@ class Settings(BaseSettings):
 
     # sqlite:///path or postgresql://user@host/db; the async driver is chosen for you.
     database_url: SecretURL = SecretURL("sqlite:///./formsapi.db")
-    # PostgreSQL connections each process keeps; when all are busy a request waits
-    # up to database_pool_timeout seconds for one, then answers 503.
+    # Database connections each process keeps (SQLite's too); when all are busy a
+    # request waits up to database_pool_timeout seconds for one, then answers 503.
     database_pool_size: int = Field(default=10, ge=1)
     database_pool_timeout: float = Field(default=10.0, gt=0)
     # Unset: rate-limit counters live in this process. Set (redis://...): shared by every worker.

@@ -222,20 +222,29 @@ def _sqlite_file(url: str) -> Path | None:
 
 
 def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> AsyncEngine:
-    """`pool_size` (PostgreSQL) is how many connections the process keeps; past
-    that a request waits up to `pool_timeout` seconds for one to come back
-    rather than opening another: overflow connections, opened and closed under
-    load, cost page-1 throughput (bench/RESULTS.md). On SQLite a
-    write waits up to `pool_timeout` seconds for the write lock."""
+    """`pool_size` is how many connections the process keeps; past that a
+    request waits up to `pool_timeout` seconds for one to come back rather
+    than opening another: overflow connections, opened and closed under load,
+    cost page-1 throughput (bench/RESULTS.md). On SQLite a write waits up to
+    `pool_timeout` seconds for the write lock."""
     url = async_url(url)
     if url.startswith("sqlite"):
+        database = _sqlite_file(url)
+        # Its connections are threads of this process, kept as PostgreSQL's
+        # are: one opened and closed per request under load (SQLAlchemy's
+        # default overflow) cost a third of a summary's throughput. A
+        # database in memory lives in its one connection.
+        pool = (
+            {"pool_size": pool_size, "max_overflow": 0, "pool_timeout": pool_timeout}
+            if database is not None
+            else {}
+        )
         # Statements' parameters (answers, key hashes) stay out of error messages and logs.
-        engine = create_async_engine(url, hide_parameters=True)
+        engine = create_async_engine(url, hide_parameters=True, **pool)
         _WORKERS_BEFORE[engine.sync_engine] = _sqlite_workers()
         event.listen(engine.sync_engine, "do_connect", _sqlite_create_private)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(pool_timeout))
         event.listen(engine.sync_engine, "connect", _sqlite_tighten)
-        database = _sqlite_file(url)
         if database is None:
             event.listen(engine.sync_engine, "begin", _sqlite_begin)
             return engine
