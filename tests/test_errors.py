@@ -148,8 +148,6 @@ async def test_unknown_ids_are_404_and_ids_that_cannot_exist_400_never_500(
             assert response.json()["invalidParams"][0]["in"] == "path"
 
 
-# PostgreSQL's pool: SQLite's connections are per thread, not bounded this way.
-@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
     database_url: str, engine: AsyncEngine, secret_and_form: tuple[str, str]
 ) -> None:
