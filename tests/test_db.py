@@ -1,10 +1,14 @@
-"""The busiest reads run on the driver; elsewhere they must read the same."""
+"""The busiest reads run on the driver; elsewhere they must read the same, and fail the same."""
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from sqlalchemy import Column, MetaData, String, Table, bindparam, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.db import create_sessionmaker
+from formsapi.db import HotStatement, create_sessionmaker
+from formsapi.form import repository as form_repository
 from formsapi.submission import repository
 from tests.factories import create_form, create_org, create_submission
 
@@ -34,3 +38,49 @@ async def test_a_page_reads_the_same_inside_a_transaction_as_on_a_borrowed_conne
         "2026-03-01T12:01:00.123Z",
         "2026-03-01T12:00:00.123Z",
     ]
+
+
+async def test_a_forms_change_state_and_a_since_page_read_the_same_both_ways(
+    engine: AsyncEngine, session: AsyncSession
+) -> None:
+    # A time bound as a parameter and a time read as a column: SQLite's
+    # driver takes and gives them as text, which the types' processing turns
+    # to and from datetimes on both paths alike.
+    org = await create_org(session)
+    form = await create_form(session, org)
+    start = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
+    for minutes in range(3):
+        await create_submission(session, form, submitted_at=start + timedelta(minutes=minutes))
+    await session.commit()
+    since = start + timedelta(seconds=30)
+
+    reads = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
+    async with reads() as read:
+        borrowed = await form_repository.change_state(read, org.id, form.id)
+        borrowed_page = await repository.list_page(read, org.id, form.id, since, 0, 50)
+    await session.connection()
+    inside = await form_repository.change_state(session, org.id, form.id)
+    inside_page = await repository.list_page(session, org.id, form.id, since, 0, 50)
+
+    assert borrowed == inside
+    assert borrowed is not None
+    assert isinstance(borrowed[2], datetime)
+    assert [tuple(row) for row in borrowed_page] == [tuple(row) for row in inside_page]
+    assert [row[3] for row in borrowed_page] == [
+        "2026-03-01T12:02:00.123Z",
+        "2026-03-01T12:01:00.123Z",
+    ]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_a_failing_hot_read_on_sqlite_raises_as_sqlalchemys_execution_does(
+    engine: AsyncEngine,
+) -> None:
+    # The error handlers know SQLAlchemy's errors (a lock held past the busy
+    # timeout answers 503), not the driver's.
+    missing = Table("no_such_table", MetaData(), Column("id", String))
+    hot = HotStatement(select(missing.c.id).where(missing.c.id == bindparam("id")))
+    reads = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
+    async with reads() as read:
+        with pytest.raises(OperationalError, match="no such table"):
+            await hot.all(read, {"id": "x"})
