@@ -59,13 +59,17 @@ def bare_floor() -> FastAPI:
 
     async def run(connection: "AsyncConnection", statement: dict[str, Any]) -> list[Any]:
         params = statement["parameters"]
-        if connection.dialect.name == "postgresql" or statement.get("hot"):
-            # On the driver, as the service's hot reads run.
+        # On the driver, as the service's hot reads run (every read, on PostgreSQL).
+        postgres = connection.dialect.name == "postgresql"
+        if postgres or statement.get("hot"):
             driver = (await connection.get_raw_connection()).driver_connection
             assert driver is not None
-            if connection.dialect.name == "postgresql":
-                return [list(row) for row in await driver.fetch(statement["sql"], *params)]
-            return [list(row) for row in await driver.execute_fetchall(statement["sql"], params)]
+            fetched = (
+                driver.fetch(statement["sql"], *params)
+                if postgres
+                else driver.execute_fetchall(statement["sql"], params)
+            )
+            return [list(row) for row in await fetched]
         result = await connection.exec_driver_sql(
             statement["sql"], tuple(params) if isinstance(params, list) else params
         )

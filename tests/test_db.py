@@ -7,30 +7,37 @@ from sqlalchemy import Column, MetaData, String, Table, bindparam, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.db import HotStatement, create_sessionmaker
+from formsapi.db import HotStatement, create_read_sessionmaker
 from formsapi.form import repository as form_repository
 from formsapi.submission import repository
 from tests.factories import create_form, create_org, create_submission
+
+START = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
+
+
+async def _three_a_minute_apart(session: AsyncSession) -> tuple[str, str]:
+    """A form's organization and id, its three submissions made from START
+    a minute apart, committed."""
+    org = await create_org(session)
+    form = await create_form(session, org)
+    for minutes in range(3):
+        await create_submission(
+            session, form, submitted_at=START + timedelta(minutes=minutes), answers={"n": minutes}
+        )
+    await session.commit()
+    return org.id, form.id
 
 
 async def test_a_page_reads_the_same_inside_a_transaction_as_on_a_borrowed_connection(
     engine: AsyncEngine, session: AsyncSession
 ) -> None:
-    org = await create_org(session)
-    form = await create_form(session, org)
-    start = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
-    for minutes in range(3):
-        await create_submission(
-            session, form, submitted_at=start + timedelta(minutes=minutes), answers={"n": minutes}
-        )
-    await session.commit()
+    org_id, form_id = await _three_a_minute_apart(session)
 
-    reads = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
-    async with reads() as read:
-        borrowed = await repository.list_page(read, org.id, form.id, None, 0, 50)
+    async with create_read_sessionmaker(engine)() as read:
+        borrowed = await repository.list_page(read, org_id, form_id, None, 0, 50)
     await session.connection()  # a transaction under way: the ordinary execution path
     assert session.in_transaction()
-    inside = await repository.list_page(session, org.id, form.id, None, 0, 50)
+    inside = await repository.list_page(session, org_id, form_id, None, 0, 50)
 
     assert [tuple(row) for row in inside] == [tuple(row) for row in borrowed]
     assert [row[3] for row in inside] == [
@@ -46,21 +53,15 @@ async def test_a_forms_change_state_and_a_since_page_read_the_same_both_ways(
     # A time bound as a parameter and a time read as a column: SQLite's
     # driver takes and gives them as text, which the types' processing turns
     # to and from datetimes on both paths alike.
-    org = await create_org(session)
-    form = await create_form(session, org)
-    start = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
-    for minutes in range(3):
-        await create_submission(session, form, submitted_at=start + timedelta(minutes=minutes))
-    await session.commit()
-    since = start + timedelta(seconds=30)
+    org_id, form_id = await _three_a_minute_apart(session)
+    since = START + timedelta(seconds=30)
 
-    reads = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
-    async with reads() as read:
-        borrowed = await form_repository.change_state(read, org.id, form.id)
-        borrowed_page = await repository.list_page(read, org.id, form.id, since, 0, 50)
+    async with create_read_sessionmaker(engine)() as read:
+        borrowed = await form_repository.change_state(read, org_id, form_id)
+        borrowed_page = await repository.list_page(read, org_id, form_id, since, 0, 50)
     await session.connection()
-    inside = await form_repository.change_state(session, org.id, form.id)
-    inside_page = await repository.list_page(session, org.id, form.id, since, 0, 50)
+    inside = await form_repository.change_state(session, org_id, form_id)
+    inside_page = await repository.list_page(session, org_id, form_id, since, 0, 50)
 
     assert borrowed == inside
     assert borrowed is not None
@@ -80,7 +81,6 @@ async def test_a_failing_hot_read_on_sqlite_raises_as_sqlalchemys_execution_does
     # timeout answers 503), not the driver's.
     missing = Table("no_such_table", MetaData(), Column("id", String))
     hot = HotStatement(select(missing.c.id).where(missing.c.id == bindparam("id")))
-    reads = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
-    async with reads() as read:
+    async with create_read_sessionmaker(engine)() as read:
         with pytest.raises(OperationalError, match="no such table"):
             await hot.all(read, {"id": "x"})

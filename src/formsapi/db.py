@@ -569,7 +569,7 @@ class HotStatement:
             raise DBAPIError.instance(sql, values, error, sqlite3.Error) from None
         finally:
             await greenlet_spawn(pooled.close)
-        results = self._compiled["sqlite"].results
+        results = self._for(engine.dialect).results
         if results is None:
             return rows
         return [
