@@ -8,6 +8,7 @@ import asyncio
 import compileall
 import os
 import re
+import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -48,6 +49,20 @@ os.environ.setdefault("FORMSAPI_MIN_FILL_SECONDS", "0")
 # Argon2id with the library's defaults costs ~50 ms a hash: tests hash cheaply.
 # Server processes the tests start keep the production parameters.
 user_service.use_hasher(Argon2Hasher(time_cost=1, memory_cost=64, parallelism=1))
+
+
+def _interrupted(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+# Ctrl-C stops the run as before. asyncio.Runner.run, which pytest-asyncio
+# calls for every async fixture and test, puts its own handler in place of
+# Python's default one and takes it back; both steps convert the handler to an
+# enum first, and the failed conversion's message holds repr() of the handler,
+# whose task's repr holds the fixture's value: a twentieth of a run's CPU.
+# With this handler in place, the runner leaves SIGINT alone.
+signal.signal(signal.SIGINT, _interrupted)
+
 POSTGRES_URL = os.environ.get(
     "FORMSAPI_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )
