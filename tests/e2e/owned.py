@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+from tests.servers import PASSWORD, TLS, Server, clean_env, cli, start_server, stop_servers
 
 OWNER = "owner@example.com"
 SCOPES = ("forms:read", "forms:write", "submissions:read")
@@ -31,6 +31,7 @@ class Site:
             f"{self.url}{path}",
             headers={"Authorization": f"Bearer {self.secret}"},
             timeout=10,
+            verify=TLS,
             **kwargs,
         )
 

@@ -31,7 +31,7 @@ from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
 from tests.receiver import Answer, Received, Receiver
-from tests.servers import Server, clean_env, cli, start_server, stop_servers
+from tests.servers import TLS, Server, clean_env, cli, start_server, stop_servers
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -167,6 +167,7 @@ def api(site: Site, method: str, path: str, secret: str, **kwargs: object) -> ht
         f"{site.url}{path}",
         headers={"Authorization": f"Bearer {secret}"},
         timeout=10,
+        verify=TLS,
         **kwargs,  # type: ignore[arg-type]
     )
 

@@ -13,7 +13,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from formsapi_client import _calls as calls
-from formsapi_client._core import Call, ExportReader, configure, log_retry, read
+from formsapi_client._core import Call, ExportReader, configure, log_retry, read, tls
 from formsapi_client._files import CHUNK, Content, Destination, FileSource, part_path
 from formsapi_client.errors import ConnectionFailed, error_from_response
 from formsapi_client.models import (
@@ -76,7 +76,7 @@ class AsyncClient:
     ) -> None:
         url, headers, self._policy = configure(base_url, api_key, max_retries, max_retry_wait)
         self._http = httpx.AsyncClient(
-            base_url=url, headers=headers, timeout=timeout, transport=transport
+            base_url=url, headers=headers, timeout=timeout, transport=transport, verify=tls()
         )
         self.forms = AsyncForms(self)
         self.submissions = AsyncSubmissions(self)

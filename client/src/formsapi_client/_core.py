@@ -33,11 +33,13 @@ most 8 s and `max_retry_wait`. At most `max_retries` repeats.
 """
 
 import enum
+import functools
 import json
 import logging
 import os
 import random
 import re
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -290,6 +292,15 @@ def configure(
     }
     api = f"{root.removesuffix('/' + API_VERSION)}/{API_VERSION}"
     return api, headers, Policy(max_retries, max_retry_wait)
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """The TLS context every client of the process shares, as httpx makes it
+    (certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR as set when the first
+    client is made): httpx otherwise reads the whole CA bundle again for each
+    client, tens of milliseconds of CPU, which a client made per task pays."""
+    return httpx.create_ssl_context()
 
 
 def shown_url(url: str) -> str:
