@@ -20,19 +20,17 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from alembic import command as _migrations  # noqa: F401 - imported once, for every fork
-
 from formsapi import app as service
 from formsapi.cli.main import main
 from formsapi.config import get_settings
 
 FORMSAPI = Path(sys.executable).parent / "formsapi"
 
-# The fork server imports this module (and so the service, and the migration
-# tool that `serve` imports as it starts) once, when a test first starts a
-# command; each command is a fork of it.
+# The fork server imports the migration tool that `serve` imports as it
+# starts, then this module (and so the service), once, when a test first
+# starts a command; each command is a fork of it.
 _FORKS = multiprocessing.get_context("forkserver")
-_FORKS.set_forkserver_preload([__name__])
+_FORKS.set_forkserver_preload(["alembic.command", __name__])
 service.shared_routes()
 # What is built by now is every fork's heap too. Left out of garbage
 # collection, a fork's collections (the service's at startup among them) skip
