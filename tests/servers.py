@@ -2,10 +2,14 @@
 imported the service (tests/forks.py), on a free local port, their output in
 log files, stopped (killed if need be) at teardown."""
 
+import http.server
 import os
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +44,19 @@ def cli(cwd: Path, database_url: str, *args: str, stdin: str = "", **settings: s
     )
     assert result.returncode == 0, (args, result.stderr)
     return result.stdout.strip()
+
+
+@contextmanager
+def in_thread(server: http.server.HTTPServer) -> Iterator[int]:
+    """`server`, bound on loopback, answering from a thread of this process
+    until the block ends; its port."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def free_port() -> int:

@@ -5,7 +5,6 @@ client made and by every one after it, sync and async."""
 import http.server
 import ssl
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from formsapi_client import AsyncClient, Client
 from formsapi_client.errors import ConnectionFailed
+from tests.servers import in_thread
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):
@@ -45,13 +45,8 @@ def self_signed(tmp_path: Path) -> Iterator[str]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with in_thread(server) as port:
+        yield f"https://127.0.0.1:{port}"
 
 
 def test_every_client_refuses_a_certificate_no_authority_signed(self_signed: str) -> None:

@@ -31,7 +31,7 @@ from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
 from tests.receiver import Answer, Received, Receiver
-from tests.servers import TLS, Server, clean_env, cli, start_server, stop_servers
+from tests.servers import TLS, Server, clean_env, cli, in_thread, start_server, stop_servers
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -379,14 +379,8 @@ def another_site(html: str) -> Iterator[str]:
     directory = Path(tempfile.mkdtemp(prefix="embedder-"))
     (directory / "index.html").write_text(html)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with in_thread(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
