@@ -104,6 +104,17 @@ SLOWEST_FILES = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: one worker more than the cores. A worker waits on its
+    servers, browsers and timed workloads; with one per core both cores sat
+    idle an eighth of a run, with the third they do not (bench/RESULTS.md).
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the service's and the client's modules once, on the run's
     first process: where PYTHONDONTWRITEBYTECODE is set (as on CI's
