@@ -112,7 +112,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return len(os.sched_getaffinity(0)) + 1
+    # The cores this process may run on; macOS has no affinity, only a count.
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) + 1
+    return (os.cpu_count() or 1) + 1
 
 
 def pytest_configure(config: pytest.Config) -> None:
