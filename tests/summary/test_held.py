@@ -3,6 +3,7 @@ submissions change under the read: each page of the change feed applied,
 then posts, edits and deletes made between pages, then the rest. The
 figures must be those the database counts at the same moment."""
 
+import asyncio
 import random
 from collections import Counter
 
@@ -100,3 +101,27 @@ async def test_the_copy_holds_each_submission_as_the_kept_counts_tally_it(
 
     assert len(exported) == 30
     assert found == expected
+
+
+async def test_a_read_stopped_mid_statement_returns_its_connection(
+    api: Api, session: AsyncSession, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shutdown stops a form being read: its pooled connection must go back to
+    # the pool, not be left to the garbage collector (found by the suite's
+    # leak check at a test's teardown).
+    form_id, secret, organization_id = await publish_over_api(api, session, FORM)
+    for plan in ("team", "free", "team", "business"):
+        await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}})
+    async with create_read_sessionmaker(engine)() as read:
+        form = await form_service.get(read, organization_id, form_id)
+        shown = await service._version(read, form, None)
+    monkeypatch.setattr(held, "PAGE", 1)
+    holder = held.Held(2**30)
+    for turns in range(1, 8):  # stopped at each await of the read in turn
+        async with create_read_sessionmaker(engine)() as read:
+            holder.read(read, organization_id, form_id, shown.counted, frozenset())
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        await holder.stop()
+        assert engine.pool.checkedout() == 0, turns  # type: ignore[attr-defined]
+        assert holder.copy_of(form_id) is None  # stopped before its last page

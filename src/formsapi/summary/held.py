@@ -224,12 +224,19 @@ class _Rows:
 
 
 async def _follow(
-    session: ReadSession, rows: _Rows, organization_id: str, form_id: str, capacity: int, pages: int
+    session: ReadSession,
+    rows: _Rows,
+    organization_id: str,
+    form_id: str,
+    capacity: int,
+    pages: int,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Apply the form's changes after rows.seq, a page of its change feed at a
     time, as a client of the feed does; False when the copy cannot be kept:
     the form is gone, deletes it needs were purged, more than `pages` pages
-    are left, it outgrew `capacity` or is mostly dead slots."""
+    are left, it outgrew `capacity` or is mostly dead slots, or `stopped()`
+    turned true between two pages."""
     if not rows.seq:
         position = await submission_repository.positions(session, organization_id, form_id)
         if position is None:
@@ -249,6 +256,8 @@ async def _follow(
             return False
         if not more:
             return True
+        if stopped():
+            return False
         await asyncio.sleep(0)  # other requests run between pages
     return False
 
@@ -265,6 +274,7 @@ class Held:
         # Forms found too big to hold: not read again by this process.
         self._too_big: set[tuple[str, str]] = set()
         self._reading: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def rows(
         self,
@@ -313,7 +323,9 @@ class Held:
         async def read() -> None:
             try:
                 async with ReadSession(bind=bind) as own:
-                    if await _follow(own, rows, *name, self.capacity, pages=sys.maxsize):
+                    if await _follow(
+                        own, rows, *name, self.capacity, sys.maxsize, lambda: self._stopping
+                    ):
                         self._keep(name, rows)
                     elif rows.size > self.capacity:
                         self._too_big.add(name)
@@ -342,17 +354,31 @@ class Held:
             await asyncio.shield(self._reading)
 
     async def stop(self) -> None:
-        """Stop reading a form (at shutdown: before the engine goes)."""
-        if self._reading is not None:
-            self._reading.cancel()
+        """Stop reading a form (at shutdown: before the engine goes). The read
+        ends after the page it is on: a task cancelled inside a statement
+        leaves its pooled connection to the garbage collector. One that takes
+        longer than STOP_SECONDS (a database gone quiet) is cancelled."""
+        reading = self._reading
+        if reading is None:
+            return
+        self._stopping = True
+        try:
+            await asyncio.wait_for(asyncio.shield(reading), STOP_SECONDS)
+        except TimeoutError:
+            reading.cancel()
             with suppress(asyncio.CancelledError):
-                await self._reading
+                await reading
+        finally:
+            self._stopping = False
             self._reading = None  # (a task cancelled before its start runs no finally)
 
     def clear(self) -> None:
         self._forms.clear()
         self._too_big.clear()
 
+
+# How long shutdown waits for a form being read to reach the end of its page.
+STOP_SECONDS = 5.0
 
 # create_app sets its capacity from FORMSAPI_SUMMARY_MEMORY_MB.
 HELD = Held(256 * 1024 * 1024)
