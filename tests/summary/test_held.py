@@ -117,7 +117,7 @@ async def test_a_read_stopped_mid_statement_returns_its_connection(
         shown = await service._version(read, form, None)
     monkeypatch.setattr(held, "PAGE", 1)
     holder = held.Held(2**30)
-    for turns in range(1, 8):  # stopped at each await of the read in turn
+    for turns in range(1, 8):  # stopped after more and more turns of the loop
         async with create_read_sessionmaker(engine)() as read:
             holder.read(read, organization_id, form_id, shown.counted, frozenset())
         for _ in range(turns):

@@ -368,6 +368,9 @@ class Held:
             reading.cancel()
             with suppress(asyncio.CancelledError):
                 await reading
+        except asyncio.CancelledError:  # the shutdown itself cut short: the read goes too
+            reading.cancel()
+            raise
         finally:
             self._stopping = False
             self._reading = None  # (a task cancelled before its start runs no finally)
