@@ -111,7 +111,10 @@ async def test_a_read_stopped_mid_statement_returns_its_connection(
     # leak check at a test's teardown).
     form_id, secret, organization_id = await publish_over_api(api, session, FORM)
     for plan in ("team", "free", "team", "business"):
-        await api.post(f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}})
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}}
+        )
+        assert posted.status_code == 201, posted.text
     async with create_read_sessionmaker(engine)() as read:
         form = await form_service.get(read, organization_id, form_id)
         shown = await service._version(read, form, None)

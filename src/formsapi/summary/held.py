@@ -40,6 +40,8 @@ PAGE = 1_000
 CATCH_UP_PAGES = 20
 # Slot list entries a count walks between letting other requests run.
 WALK = 200_000
+# How long shutdown waits for a form being read to reach the end of its page.
+STOP_SECONDS = 5.0
 # Bytes a held pair costs beyond its text and slot lists: the pair, its
 # entry, its list; and a value remembered for it, beyond the value's text.
 _PAIR_BYTES = 300
@@ -324,7 +326,12 @@ class Held:
             try:
                 async with ReadSession(bind=bind) as own:
                     if await _follow(
-                        own, rows, *name, self.capacity, sys.maxsize, lambda: self._stopping
+                        own,
+                        rows,
+                        *name,
+                        self.capacity,
+                        pages=sys.maxsize,
+                        stopped=lambda: self._stopping,
                     ):
                         self._keep(name, rows)
                     elif rows.size > self.capacity:
@@ -379,9 +386,6 @@ class Held:
         self._forms.clear()
         self._too_big.clear()
 
-
-# How long shutdown waits for a form being read to reach the end of its page.
-STOP_SECONDS = 5.0
 
 # create_app sets its capacity from FORMSAPI_SUMMARY_MEMORY_MB.
 HELD = Held(256 * 1024 * 1024)
