@@ -6,11 +6,13 @@ straight on the driver (asyncpg, sqlite3), in interleaved rounds, on the data
 set of bench/dataset.py. PostgreSQL is vacuumed first (autovacuum is off on
 this machine).
 
-The summary is timed three ways: the first ask of a process, which reads the
-form's submissions into memory (summary.held); an ask of another answer
-after it, counted from what is held; and counted by the database, as a form
-too big to hold is (`held.HELD` given no room). Each round asks afresh: the
-summaries made before are forgotten (`service.MADE`).
+The summary is timed four ways: the first ask of a process that has not
+held the form, which reads its submissions into memory (summary.held) after
+counting in the database; the first ask of a process that warmed its largest
+forms as it started (`service.warm`, timed as `warming`); an ask of another
+answer after the first, counted from what is held; and counted by the
+database, as a form too big to hold is (`held.HELD` given no room). Each
+round asks afresh: the summaries made before are forgotten (`service.MADE`).
 
 Unfiltered and date-range summaries, which add up kept counts, are measured
 over HTTP at 32 connections by `bench.run --scenarios summary summary_30d`.
@@ -27,6 +29,7 @@ import asyncpg  # type: ignore[import-untyped]
 from bench.dataset import ORG_ID
 from bench.report import publish, section
 from bench.run import BIG_FORM
+from formsapi.config import Settings
 from formsapi.db import create_engine, create_read_sessionmaker
 from formsapi.summary import held, service
 
@@ -47,16 +50,22 @@ WHERE s.organization_id = ? AND s.form_id = ? AND json_extract(s.answers, '$."{A
 GROUP BY 1, 2"""  # noqa: S608 - constants of ours
 
 
-async def _service(url: str, how: str) -> tuple[dict[str, float], int]:
+async def _service(url: str, how: str, warm_from: int) -> tuple[dict[str, float], int]:
     """One summary asked `how`: first (nothing held: the database counts,
-    and the form is read into memory after it, timed as `reading`), held
-    (after an ask of another answer, once the form is read), or database
-    (nothing may be held)."""
+    and the form is read into memory after it, timed as `reading`), warmed
+    (after the forms of at least `warm_from` submissions are read, timed as
+    `warming`), held (after an ask of another answer, once the form is read),
+    or database (nothing may be held)."""
     engine = create_engine(url)
     held.HELD = held.Held(0 if how == "database" else ROOM)
     spent: dict[str, float] = {}
     try:
-        async with create_read_sessionmaker(engine)() as session:
+        sessions = create_read_sessionmaker(engine)
+        if how == "warmed":
+            started = time.perf_counter()
+            await service.warm(sessions, warm_from)
+            spent["warming"] = time.perf_counter() - started
+        async with sessions() as session:
             if how == "held":
                 await service.summary(session, ORG_ID, BIG_FORM, answer="plan:business")
                 await held.HELD.settled()
@@ -97,7 +106,7 @@ async def _vacuum(url: str) -> None:
         await connection.close()
 
 
-WAYS = ("first", "held", "database")
+WAYS = ("first", "warmed", "held", "database")
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -105,8 +114,9 @@ async def main_async(args: argparse.Namespace) -> None:
     for engine, url in (("postgresql", args.postgres), ("sqlite", f"sqlite:///{args.sqlite}")):
         if engine == "postgresql":
             await _vacuum(url)
-        await _service(url, "database")  # warm: the form compiled, pages cached
-        times: dict[str, list[float]] = {how: [] for how in (*WAYS, "reading", "statement")}
+        await _service(url, "database", args.warm_from)  # the form compiled, pages cached
+        names = (*WAYS, "reading", "warming", "statement")
+        times: dict[str, list[float]] = {how: [] for how in names}
         matched = 0
         for round_ in range(args.rounds):
             order = [*WAYS, "statement"]
@@ -114,7 +124,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 if how == "statement":
                     times[how].append(await _statement(url))
                 else:
-                    spent, matched = await _service(url, how)
+                    spent, matched = await _service(url, how, args.warm_from)
                     for name, elapsed in spent.items():
                         times[name].append(elapsed)
             print(engine, ", ".join(f"{how} {spent[-1]:.2f} s" for how, spent in times.items()))
@@ -131,18 +141,22 @@ async def main_async(args: argparse.Namespace) -> None:
         f"Median of {args.rounds} interleaved rounds, one request at a time, in ms (and "
         "against the statement): the summary in this process (its read session, the "
         "form's lookup and the figures included) asked first (counted by the database, "
-        "then the form read into memory in the background: `reading`), asked with the "
-        "form held, and counted by the database with nothing held; and the one "
-        "statement on the driver. PostgreSQL vacuumed (VACUUM ANALYZE) first."
+        "then the form read into memory in the background: `reading`), asked first in "
+        f"a process that read its forms of at least {args.warm_from:,} submissions as it "
+        "started (`warming`), asked with the form held, and counted by the database with "
+        "nothing held; and the one statement on the driver. PostgreSQL vacuumed (VACUUM "
+        "ANALYZE) first."
     )
     header = [
         "engine",
         "filter",
         "matching",
         "first ask",
+        "first ask, warmed",
         "held",
         "database",
         "reading",
+        "warming",
         "statement",
     ]
     publish(section("an answer summary filtered by one answer", note, header, rows), args.record)
@@ -153,6 +167,12 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/bench")
     parser.add_argument("--sqlite", default="bench/data/bench.db")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--warm-from",
+        type=int,
+        default=Settings().summary_warm_from,
+        help="the size of form a process reads as it starts (FORMSAPI_SUMMARY_WARM_FROM)",
+    )
     parser.add_argument("--no-record", dest="record", action="store_false")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -48,12 +48,13 @@ def test_the_kit_builds_runs_and_reports(
     summed = kit(
         "summary",
         *("--postgres", scratch_database, "--sqlite", str(sqlite), "--rounds", "1", "--no-record"),
+        *("--warm-from", "1"),
         timeout=300,
     )
     assert summed.returncode == 0, summed.stderr[-3000:]
     for engine in ("postgresql", "sqlite"):
         row = next(line for line in summed.stdout.splitlines() if line.startswith(f"| {engine} |"))
-        assert len(re.findall(r"\d[\d,]* \(\d+\.\d\dx\)", row)) == 5, row  # ms (ratio) each way
+        assert len(re.findall(r"\d[\d,]* \(\d+\.\d\dx\)", row)) == 7, row  # ms (ratio) each way
 
 
 def test_the_redis_exchange_comparison_runs(redis_url: str) -> None:

@@ -71,6 +71,7 @@ from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
 from formsapi.submission.retention import delete_expired, purge_tombstones
 from formsapi.summary import held
+from formsapi.summary import service as summary_service
 from formsapi.summary.endpoints import router as summary_router
 from formsapi.webhook import catalogue
 from formsapi.webhook.endpoints import router as webhooks_router
@@ -159,13 +160,20 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
         schedules = {"form schedules": partial(form_service.settle_due, sessionmaker)}
         settling = asyncio.create_task(keep_sweeping(schedules, every=30.0))
         counting = asyncio.create_task(app.state.funnel.run())
+        tasks = [purging, purging_files, settling, counting]
+        if settings.summary_warm_from and held.HELD.capacity:
+            # The largest forms' filtered summaries counted from memory from their first ask.
+            warming = summary_service.keep_warm(
+                app.state.read_sessionmaker, settings.summary_warm_from
+            )
+            tasks.append(asyncio.create_task(warming))
         stop = asyncio.Event()
         delivering = _start_worker(app, stop)
         try:
             yield
         finally:
             stop.set()
-            for task in (purging, purging_files, settling, counting):
+            for task in tasks:
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task

@@ -76,6 +76,10 @@ class Settings(BaseSettings):
     # summaries filtered by an answer or a hidden field (summary/held.py),
     # least recently asked dropped first; 0 counts them in the database.
     summary_memory_mb: int = Field(default=256, ge=0, le=1_048_576)
+    # Forms with at least this many submissions are read into that memory
+    # ahead of any ask, the largest first, at start and each minute after,
+    # into the room left; 0 reads a form only once it is asked.
+    summary_warm_from: int = Field(default=10_000, ge=0)
     # The events list, and webhook deliveries with their attempts, are kept this many days.
     event_days: int = Field(default=30, ge=1, le=36500)
     # On shutdown, requests still running (a long export) get this many

@@ -286,6 +286,19 @@ async def retained(session: AsyncSession) -> Sequence[Row[str, str, int | None]]
     return found
 
 
+async def largest(session: AsyncSession, least: int, limit: int) -> Sequence[Form]:
+    """Up to `limit` forms of every organization with at least `least`
+    submissions, the most first."""
+    statement = unscoped(
+        select(Form)
+        .where(Form.response_count >= least)
+        .order_by(Form.response_count.desc(), Form.id)
+        .limit(limit),
+        "summaries warm the largest forms of every organization",
+    )
+    return (await session.scalars(statement)).all()
+
+
 async def delete(session: AsyncSession, organization_id: str, form_id: str) -> None:
     """The form and everything hanging off it, explicitly (not by cascade
     alone), so each delete uses an index that starts with the organization."""

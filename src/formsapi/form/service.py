@@ -662,6 +662,12 @@ async def settle_due(sessionmaker: Any, now: datetime | None = None) -> int:
     return moved
 
 
+async def largest(session: AsyncSession, least: int, limit: int) -> Sequence[Form]:
+    """The forms of every organization with at least `least` submissions,
+    the most first, up to `limit` (summary.service.warm)."""
+    return await repository.largest(session, least, limit)
+
+
 def check_signing(changes: FormCreate | FormUpdate, signing: bool) -> None:
     """Refuse a password, or one response per cookie, email or IP, on a server
     without the key that signs its cookies and hashes its addresses (on

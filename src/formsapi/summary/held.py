@@ -267,14 +267,18 @@ async def _follow(
 class Held:
     """The forms held in this process, least recently asked dropped first
     past `capacity` bytes (an estimate). A form is read into memory in the
-    background, one at a time, after an ask that found it not held: that ask
-    and those until the read ends are counted by the database, as before."""
+    background, one at a time: after an ask that found it not held (that ask
+    and those until the read ends are counted by the database, as before),
+    or ahead of any ask, as the process warms its largest forms
+    (service.warm): those only into the room left, pushing none out."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._forms: OrderedDict[tuple[str, str], _Rows] = OrderedDict()
         # Forms found too big to hold: not read again by this process.
         self._too_big: set[tuple[str, str]] = set()
+        # Forms warming found no room for: left to their asks.
+        self._no_room: set[tuple[str, str]] = set()
         self._reading: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -306,6 +310,13 @@ class Held:
             self._keep(name, rows)
         return rows
 
+    def holds(self, organization_id: str, form_id: str) -> bool:
+        return (organization_id, form_id) in self._forms
+
+    def room(self) -> int:
+        """Bytes left before a form read would push another out."""
+        return self.capacity - sum(rows.size for rows in self._forms.values())
+
     def read(
         self,
         session: ReadSession,
@@ -313,14 +324,20 @@ class Held:
         form_id: str,
         counted: Counted,
         hidden: frozenset[str],
-    ) -> None:
+        *,
+        warming: bool = False,
+    ) -> bool:
         """Start reading the form into memory in the background, on `session`'s
-        engine, unless it is held, another form is being read, or it is too big."""
+        engine, unless it is held, another form is being read, or it is too
+        big; `warming`, only into the room left (a form that outgrows it is
+        not read again this way). Whether a read started."""
         name = (organization_id, form_id)
         busy = (self._reading is not None and not self._reading.done()) or name in self._forms
-        if busy or name in self._too_big or self.capacity <= 0:
-            return
+        skipped = self._too_big | self._no_room if warming else self._too_big
+        if busy or name in skipped or self.capacity <= 0:
+            return False
         bind, rows = session.bind, _Rows(counted=counted, hidden=hidden)
+        room = self.room() if warming else self.capacity
 
         async def read() -> None:
             try:
@@ -329,19 +346,22 @@ class Held:
                         own,
                         rows,
                         *name,
-                        self.capacity,
+                        room,
                         pages=sys.maxsize,
                         stopped=lambda: self._stopping,
                     ):
                         self._keep(name, rows)
                     elif rows.size > self.capacity:
                         self._too_big.add(name)
+                    elif rows.size > room:
+                        self._no_room.add(name)
             except Exception:  # an outage, a disposed engine: asks count in the database
                 log.warning("form %s was not read into memory", name[1], exc_info=True)
             finally:
                 self._reading = None
 
         self._reading = asyncio.create_task(read())
+        return True
 
     def _keep(self, name: tuple[str, str], rows: _Rows) -> None:
         if rows.size > self.capacity:
@@ -385,6 +405,7 @@ class Held:
     def clear(self) -> None:
         self._forms.clear()
         self._too_big.clear()
+        self._no_room.clear()
 
 
 # create_app sets its capacity from FORMSAPI_SUMMARY_MEMORY_MB.

@@ -2,6 +2,7 @@
 tallies counted (summary.repository), the figures worked out (summary.figures)."""
 
 import asyncio
+import logging
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, nullcontext
@@ -42,6 +43,9 @@ from formsapi.summary.repository import AnswerIs, Filters
 FILTER_MAX = 300
 # How long a summary counted from rows waits for its organization's turn.
 TURN_WAIT = 10.0
+# The forms a round of warm() reads at most, and how often it runs.
+WARM_FORMS = 100
+WARM_EVERY = 60.0
 
 
 class SummaryInProgress(FormsAPIError):
@@ -118,6 +122,8 @@ class _Made:
 
 
 MADE = _Made()
+
+log = logging.getLogger(__name__)
 
 
 async def summary(
@@ -220,6 +226,52 @@ def prepare(session: ReadSession, form: Form) -> None:
 
 def _read_soon(session: ReadSession, form: Form, shown: Compiled) -> None:
     held.HELD.read(session, form.organization_id, form.id, shown.counted, _hidden_keys(shown))
+
+
+async def warm(sessionmaker: Callable[[], ReadSession], least: int) -> int:
+    """Read into this process's memory (summary.held), one at a time and the
+    largest first, the forms with at least `least` submissions, while they
+    fit beside what is held: their filtered summaries are then counted from
+    memory from their first ask. How many were read."""
+    async with sessionmaker() as session:
+        forms = await form_service.largest(session, least, WARM_FORMS)
+    read = 0
+    for form in forms:
+        if held.HELD.holds(form.organization_id, form.id):
+            continue
+        await held.HELD.settled()  # one read at a time: an ask's may be on
+        if held.HELD.room() <= 0:
+            break
+        shown = compiled.compile_version(
+            form.organization_id, form.id, form.version, form.blocks, form.definition
+        )
+        async with sessionmaker() as session:  # its engine, for the read's own session
+            started = held.HELD.read(
+                session,
+                form.organization_id,
+                form.id,
+                shown.counted,
+                _hidden_keys(shown),
+                warming=True,
+            )
+        if started:
+            await held.HELD.settled()
+            read += held.HELD.holds(form.organization_id, form.id)
+    return read
+
+
+async def keep_warm(
+    sessionmaker: Callable[[], ReadSession], least: int, every: float = WARM_EVERY
+) -> None:
+    """warm() now and every `every` seconds, for as long as the process serves:
+    a form that reaches `least` submissions, or that was dropped, is read
+    again. A failure (the database away for a moment) waits for the next round."""
+    while True:
+        try:
+            await warm(sessionmaker, least)
+        except Exception:
+            log.exception("summaries: warming the largest forms failed; trying again next round")
+        await asyncio.sleep(every)
 
 
 async def _held_tallies(

@@ -1,0 +1,101 @@
+"""The largest forms held in memory before any ask (summary.service.warm), so
+that their first filtered summary is counted from memory too; warming only
+fills the room left, pushing no form out."""
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.config import Settings
+from formsapi.db import create_read_sessionmaker
+from formsapi.form import service as form_service
+from formsapi.summary import held, repository, service
+from tests.conftest import Api, app_on
+from tests.factories import publish_over_api
+from tests.summary.test_held import FORM
+
+
+async def _form_of(api: Api, session: AsyncSession, plans: list[str]) -> tuple[str, str, str]:
+    form_id, secret, organization_id = await publish_over_api(api, session, FORM)
+    for plan in plans:
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}}
+        )
+        assert posted.status_code == 201, posted.text
+    return form_id, secret, organization_id
+
+
+@pytest.fixture
+def holder(monkeypatch: pytest.MonkeyPatch) -> held.Held:
+    holder = held.Held(2**30)
+    monkeypatch.setattr(held, "HELD", holder)
+    return holder
+
+
+async def test_forms_with_enough_submissions_are_held_before_any_ask(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    holder: held.Held,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big, secret, _ = await _form_of(api, session, ["team", "free", "team"])
+    small, _, _ = await _form_of(api, session, ["team", "business"])
+
+    assert await service.warm(create_read_sessionmaker(engine), least=3) == 1
+
+    assert holder.copy_of(big) is not None
+    assert holder.copy_of(small) is None
+    # The first filtered ask is counted from memory, not by the database.
+    counted_by_database = []
+    real = repository.tallies
+
+    async def tallies(*args: Any, **kwargs: Any) -> Any:
+        counted_by_database.append(args)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(repository, "tallies", tallies)
+    got = await api.get(f"/v1/forms/{big}/summary", secret, params={"answer": "plan:team"})
+    assert got.status_code == 200, got.text
+    assert got.json()["submissions"] == 2
+    assert counted_by_database == []
+    # A second round finds it held: nothing read again.
+    assert await service.warm(create_read_sessionmaker(engine), least=3) == 0
+
+
+async def test_warming_fills_only_the_room_left_and_pushes_no_form_out(
+    api: Api, session: AsyncSession, engine: AsyncEngine, holder: held.Held
+) -> None:
+    asked, _, organization_id = await _form_of(api, session, ["team", "free", "team"])
+    other, _, _ = await _form_of(api, session, ["team", "business", "free", "free"])
+    sessions = create_read_sessionmaker(engine)
+    async with sessions() as read:
+        service.prepare(read, await form_service.get(read, organization_id, asked))
+    await holder.settled()
+    copy = holder.copy_of(asked)
+    assert copy is not None
+    holder.capacity = copy.size + 100  # room for nothing more
+
+    assert await service.warm(sessions, least=1) == 0
+
+    assert holder.copy_of(asked) is copy
+    assert holder.copy_of(other) is None
+    # Not read again while the room is short: warming leaves it to its asks.
+    holder.capacity = 2**30
+    assert await service.warm(sessions, least=1) == 0
+    assert holder.copy_of(other) is None
+
+
+async def test_a_serving_process_warms_its_largest_forms_when_it_starts(
+    api: Api, session: AsyncSession, engine: AsyncEngine, settings: Settings, holder: held.Held
+) -> None:
+    big, _, _ = await _form_of(api, session, ["team", "free"])
+    app = app_on(engine, settings.model_copy(update={"summary_warm_from": 2}))
+    async with app.router.lifespan_context(app):  # its end releases the app
+        for _ in range(200):
+            if holder.copy_of(big) is not None:
+                break
+            await asyncio.sleep(0.05)
+        assert holder.copy_of(big) is not None
