@@ -65,6 +65,8 @@ async def _service(url: str, how: str, warm_from: int) -> tuple[dict[str, float]
             started = time.perf_counter()
             await service.warm(sessions, warm_from)
             spent["warming"] = time.perf_counter() - started
+            if held.HELD.held_as(ORG_ID, BIG_FORM) is None:
+                raise SystemExit("the bench form was not warmed: its first ask would not be")
         async with sessions() as session:
             if how == "held":
                 await service.summary(session, ORG_ID, BIG_FORM, answer="plan:business")

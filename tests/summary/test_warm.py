@@ -82,10 +82,58 @@ async def test_warming_fills_only_the_room_left_and_pushes_no_form_out(
 
     assert holder.copy_of(asked) is copy
     assert holder.copy_of(other) is None
-    # Not read again while the room is short: warming leaves it to its asks.
+    # Once there is room, it is warmed, first in line to be dropped: nobody asked for it.
     holder.capacity = 2**30
-    assert await service.warm(sessions, least=1) == 0
-    assert holder.copy_of(other) is None
+    assert await service.warm(sessions, least=1) == 1
+    assert holder.copy_of(asked) is copy
+    assert [form_id for _, form_id in holder._forms] == [other, asked]
+
+
+async def test_an_ask_s_read_goes_before_warming_goes_on(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    holder: held.Held,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big, _, _ = await _form_of(api, session, ["team", "free", "team", "free"])
+    asked, secret, _ = await _form_of(api, session, ["team"])
+    monkeypatch.setattr(held, "PAGE", 1)  # a read of several turns
+    warming = asyncio.create_task(service.warm(create_read_sessionmaker(engine), least=4))
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if holder._reading is not None:
+            break
+    # Asked while the big form is being read: counted by the database, and read next.
+    got = await api.get(f"/v1/forms/{asked}/summary", secret, params={"answer": "plan:team"})
+    assert got.status_code == 200, got.text
+    assert holder.copy_of(asked) is None
+
+    assert await warming == 1
+    await holder.settled()
+    assert holder.copy_of(big) is not None
+    assert holder.copy_of(asked) is not None
+
+
+async def test_a_warmed_form_is_brought_up_to_date_each_round(
+    api: Api, session: AsyncSession, engine: AsyncEngine, holder: held.Held
+) -> None:
+    form_id, secret, _ = await _form_of(api, session, ["team", "free"])
+    sessions = create_read_sessionmaker(engine)
+    assert await service.warm(sessions, least=2) == 1
+    copy = holder.copy_of(form_id)
+    assert copy is not None
+    for plan in ("business", "team"):
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}}
+        )
+        assert posted.status_code == 201, posted.text
+
+    assert await service.warm(sessions, least=2) == 0  # held: caught up, not read again
+
+    assert holder.copy_of(form_id) is copy
+    assert len(copy.live) == 4
+    assert copy.seq == 4
 
 
 async def test_a_serving_process_warms_its_largest_forms_when_it_starts(

@@ -662,10 +662,15 @@ async def settle_due(sessionmaker: Any, now: datetime | None = None) -> int:
     return moved
 
 
-async def largest(session: AsyncSession, least: int, limit: int) -> Sequence[Form]:
+async def largest(
+    session: AsyncSession, least: int, limit: int
+) -> Sequence[tuple[str, str, int, int]]:
     """The forms of every organization with at least `least` submissions,
-    the most first, up to `limit` (summary.service.warm)."""
-    return await repository.largest(session, least, limit)
+    the most first, up to `limit` (summary.service.warm): organization, id,
+    submissions and change number."""
+    return [
+        (row[0], row[1], row[2], row[3]) for row in await repository.largest(session, least, limit)
+    ]
 
 
 def check_signing(changes: FormCreate | FormUpdate, signing: bool) -> None:

@@ -270,16 +270,20 @@ class Held:
     background, one at a time: after an ask that found it not held (that ask
     and those until the read ends are counted by the database, as before),
     or ahead of any ask, as the process warms its largest forms
-    (service.warm): those only into the room left, pushing none out."""
+    (service.warm): those only into the room left, pushing none out, and
+    first in line to be dropped."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._forms: OrderedDict[tuple[str, str], _Rows] = OrderedDict()
         # Forms found too big to hold: not read again by this process.
         self._too_big: set[tuple[str, str]] = set()
-        # Forms warming found no room for: left to their asks.
-        self._no_room: set[tuple[str, str]] = set()
+        # Forms warming found no room for, by the bytes they had reached:
+        # not warmed again until there is that much room.
+        self._no_room: dict[tuple[str, str], int] = {}
         self._reading: asyncio.Task[None] | None = None
+        # The last read an ask wanted while another ran: it goes next.
+        self._next: tuple[Any, tuple[str, str], Counted, frozenset[str]] | None = None
         self._stopping = False
 
     async def rows(
@@ -310,8 +314,15 @@ class Held:
             self._keep(name, rows)
         return rows
 
-    def holds(self, organization_id: str, form_id: str) -> bool:
-        return (organization_id, form_id) in self._forms
+    def held_as(self, organization_id: str, form_id: str) -> tuple[Counted, frozenset[str]] | None:
+        """What the form's copy counts and holds, if it is held."""
+        rows = self._forms.get((organization_id, form_id))
+        return None if rows is None else (rows.counted, rows.hidden)
+
+    def may_fit(self, submissions: int) -> bool:
+        """Whether a form of that many submissions may fit in the room left
+        (each costs at least its slot)."""
+        return submissions * _SLOT_BYTES <= self.room()
 
     def room(self) -> int:
         """Bytes left before a form read would push another out."""
@@ -328,15 +339,30 @@ class Held:
         warming: bool = False,
     ) -> bool:
         """Start reading the form into memory in the background, on `session`'s
-        engine, unless it is held, another form is being read, or it is too
-        big; `warming`, only into the room left (a form that outgrows it is
-        not read again this way). Whether a read started."""
+        engine, unless it is held or too big; an ask's read waits for the one
+        running, if any, and goes next. `warming`, only into the room left,
+        and not while another read runs. Whether a read started."""
         name = (organization_id, form_id)
-        busy = (self._reading is not None and not self._reading.done()) or name in self._forms
-        skipped = self._too_big | self._no_room if warming else self._too_big
-        if busy or name in skipped or self.capacity <= 0:
+        if name in self._forms or name in self._too_big or self.capacity <= 0:
             return False
-        bind, rows = session.bind, _Rows(counted=counted, hidden=hidden)
+        if warming and self.room() < self._no_room.get(name, 1):
+            return False
+        if self._reading is not None and not self._reading.done():
+            if not warming:
+                self._next = (session.bind, name, counted, hidden)
+            return False
+        self._start(session.bind, name, counted, hidden, warming)
+        return True
+
+    def _start(
+        self,
+        bind: Any,
+        name: tuple[str, str],
+        counted: Counted,
+        hidden: frozenset[str],
+        warming: bool,
+    ) -> None:
+        rows = _Rows(counted=counted, hidden=hidden)
         room = self.room() if warming else self.capacity
 
         async def read() -> None:
@@ -350,23 +376,33 @@ class Held:
                         pages=sys.maxsize,
                         stopped=lambda: self._stopping,
                     ):
-                        self._keep(name, rows)
+                        self._keep(name, rows, warmed=warming)
                     elif rows.size > self.capacity:
                         self._too_big.add(name)
-                    elif rows.size > room:
-                        self._no_room.add(name)
+                    elif warming and rows.size > room:
+                        self._no_room[name] = rows.size
             except Exception:  # an outage, a disposed engine: asks count in the database
                 log.warning("form %s was not read into memory", name[1], exc_info=True)
             finally:
                 self._reading = None
+                wanted, self._next = self._next, None
+                if wanted is not None and not self._stopping and wanted[1] not in self._forms:
+                    self._start(*wanted, warming=False)
 
         self._reading = asyncio.create_task(read())
-        return True
 
-    def _keep(self, name: tuple[str, str], rows: _Rows) -> None:
+    def _keep(self, name: tuple[str, str], rows: _Rows, *, warmed: bool = False) -> None:
         if rows.size > self.capacity:
             self._too_big.add(name)
             return
+        if warmed:
+            if rows.size > self.room():  # asks' copies grew meanwhile
+                self._no_room[name] = rows.size
+                return
+            self._forms[name] = rows
+            self._forms.move_to_end(name, last=False)  # asked by nobody yet
+            return
+        self._no_room.pop(name, None)
         self._forms[name] = rows
         while sum(held.size for held in self._forms.values()) > self.capacity:
             self._forms.popitem(last=False)
@@ -376,15 +412,17 @@ class Held:
         return next((rows for (_, held), rows in self._forms.items() if held == form_id), None)
 
     async def settled(self) -> None:
-        """Wait for the form being read, if any (tests and the bench)."""
-        if self._reading is not None:
-            await asyncio.shield(self._reading)
+        """Wait for the form being read, if any, and for the one an ask
+        wanted next (service.warm, tests and the bench)."""
+        while (reading := self._reading) is not None and not reading.done():
+            await asyncio.shield(reading)
 
     async def stop(self) -> None:
         """Stop reading a form (at shutdown: before the engine goes). The read
         ends after the page it is on: a task cancelled inside a statement
         leaves its pooled connection to the garbage collector. One that takes
         longer than STOP_SECONDS (a database gone quiet) is cancelled."""
+        self._next = None
         reading = self._reading
         if reading is None:
             return

@@ -229,35 +229,54 @@ def _read_soon(session: ReadSession, form: Form, shown: Compiled) -> None:
 
 
 async def warm(sessionmaker: Callable[[], ReadSession], least: int) -> int:
-    """Read into this process's memory (summary.held), one at a time and the
-    largest first, the forms with at least `least` submissions, while they
-    fit beside what is held: their filtered summaries are then counted from
-    memory from their first ask. How many were read."""
+    """Hold in this process's memory (summary.held) the forms with at least
+    `least` submissions, the largest first, while they fit beside what is
+    held: their filtered summaries are then counted from memory from their
+    first ask. A form held already is brought up to date, in its
+    organization's turn; one not held is read, after any read an ask wanted.
+    How many forms were read."""
     async with sessionmaker() as session:
-        forms = await form_service.largest(session, least, WARM_FORMS)
+        largest = await form_service.largest(session, least, WARM_FORMS)
     read = 0
-    for form in forms:
-        if held.HELD.holds(form.organization_id, form.id):
+    for organization_id, form_id, submissions, seq in largest:
+        try:
+            if await _warm_one(sessionmaker, organization_id, form_id, submissions, seq):
+                read += 1
+        except FormsAPIError:  # gone meanwhile, or the organization's summaries busy
             continue
-        await held.HELD.settled()  # one read at a time: an ask's may be on
-        if held.HELD.room() <= 0:
-            break
-        shown = compiled.compile_version(
-            form.organization_id, form.id, form.version, form.blocks, form.definition
-        )
-        async with sessionmaker() as session:  # its engine, for the read's own session
-            started = held.HELD.read(
-                session,
-                form.organization_id,
-                form.id,
-                shown.counted,
-                _hidden_keys(shown),
-                warming=True,
-            )
-        if started:
-            await held.HELD.settled()
-            read += held.HELD.holds(form.organization_id, form.id)
+        except Exception:  # the next forms are still warmed
+            log.warning("summaries: form %s was not warmed", form_id, exc_info=True)
     return read
+
+
+async def _warm_one(
+    sessionmaker: Callable[[], ReadSession],
+    organization_id: str,
+    form_id: str,
+    submissions: int,
+    seq: int,
+) -> bool:
+    held_as = held.HELD.held_as(organization_id, form_id)
+    if held_as is not None:
+        async with TURNS.turn(organization_id), sessionmaker() as session:
+            # Past the catch-up's pages it is dropped, and read again below.
+            await held.HELD.rows(session, organization_id, form_id, seq, *held_as)
+        if held.HELD.held_as(organization_id, form_id) is not None:
+            return False
+    await held.HELD.settled()  # one read at a time: an ask's goes first
+    if not held.HELD.may_fit(submissions):
+        return False
+    async with sessionmaker() as session:  # its engine, for the read's own session
+        form = await form_service.get(session, organization_id, form_id)
+    shown = compiled.compile_version(
+        organization_id, form_id, form.version, form.blocks, form.definition
+    )
+    async with sessionmaker() as session:
+        started = held.HELD.read(
+            session, organization_id, form_id, shown.counted, _hidden_keys(shown), warming=True
+        )
+    await held.HELD.settled()
+    return started and held.HELD.held_as(organization_id, form_id) is not None
 
 
 async def keep_warm(
