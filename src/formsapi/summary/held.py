@@ -314,6 +314,23 @@ class Held:
             self._keep(name, rows)
         return rows
 
+    async def catch_up(
+        self, session: ReadSession, organization_id: str, form_id: str, seq: int
+    ) -> None:
+        """Bring a held form up to its change number `seq` where it stands in
+        the order of asks (warming's: not an ask). Dropped if it cannot be
+        in CATCH_UP_PAGES, or if it no longer fits: it, not another form."""
+        name = (organization_id, form_id)
+        rows = self._forms.get(name)
+        if rows is None or max(rows.seq, rows.known) >= seq:
+            return
+        if await _follow(session, rows, organization_id, form_id, self.capacity, CATCH_UP_PAGES):
+            rows.known = seq
+            if self.room() >= 0:
+                return
+            self._no_room[name] = rows.size
+        self._forms.pop(name, None)
+
     def held_as(self, organization_id: str, form_id: str) -> tuple[Counted, frozenset[str]] | None:
         """What the form's copy counts and holds, if it is held."""
         rows = self._forms.get((organization_id, form_id))
@@ -343,7 +360,7 @@ class Held:
         running, if any, and goes next. `warming`, only into the room left,
         and not while another read runs. Whether a read started."""
         name = (organization_id, form_id)
-        if name in self._forms or name in self._too_big or self.capacity <= 0:
+        if name in self._forms or name in self._too_big or self.capacity <= 0 or self._stopping:
             return False
         if warming and self.room() < self._no_room.get(name, 1):
             return False
@@ -386,7 +403,12 @@ class Held:
             finally:
                 self._reading = None
                 wanted, self._next = self._next, None
-                if wanted is not None and not self._stopping and wanted[1] not in self._forms:
+                if (
+                    wanted is not None
+                    and not self._stopping
+                    and wanted[1] not in self._forms
+                    and wanted[1] not in self._too_big
+                ):
                     self._start(*wanted, warming=False)
 
         self._reading = asyncio.create_task(read())
@@ -396,6 +418,8 @@ class Held:
             self._too_big.add(name)
             return
         if warmed:
+            if name in self._forms:
+                return
             if rows.size > self.room():  # asks' copies grew meanwhile
                 self._no_room[name] = rows.size
                 return
@@ -438,7 +462,9 @@ class Held:
             raise
         finally:
             self._stopping = False
-            self._reading = None  # (a task cancelled before its start runs no finally)
+            self._next = None  # (wanted while the read was being cancelled)
+            if self._reading is reading:  # (a task cancelled before its start runs no finally)
+                self._reading = None
 
     def clear(self) -> None:
         self._forms.clear()

@@ -232,9 +232,9 @@ async def warm(sessionmaker: Callable[[], ReadSession], least: int) -> int:
     """Hold in this process's memory (summary.held) the forms with at least
     `least` submissions, the largest first, while they fit beside what is
     held: their filtered summaries are then counted from memory from their
-    first ask. A form held already is brought up to date, in its
-    organization's turn; one not held is read, after any read an ask wanted.
-    How many forms were read."""
+    first ask. A form held already is brought up to date, where it stands
+    in the order of asks; one not held is read, after any read an ask
+    wanted. How many forms were read."""
     async with sessionmaker() as session:
         largest = await form_service.largest(session, least, WARM_FORMS)
     read = 0
@@ -256,13 +256,14 @@ async def _warm_one(
     submissions: int,
     seq: int,
 ) -> bool:
-    held_as = held.HELD.held_as(organization_id, form_id)
-    if held_as is not None:
-        async with TURNS.turn(organization_id), sessionmaker() as session:
-            # Past the catch-up's pages it is dropped, and read again below.
-            await held.HELD.rows(session, organization_id, form_id, seq, *held_as)
+    # In the organization's turn: an ask of it may be catching the copy up.
+    # Past the catch-up's pages the copy is dropped, and read again below.
+    async with TURNS.turn(organization_id):
         if held.HELD.held_as(organization_id, form_id) is not None:
-            return False
+            async with sessionmaker() as session:
+                await held.HELD.catch_up(session, organization_id, form_id, seq)
+            if held.HELD.held_as(organization_id, form_id) is not None:
+                return False
     await held.HELD.settled()  # one read at a time: an ask's goes first
     if not held.HELD.may_fit(submissions):
         return False
