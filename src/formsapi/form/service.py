@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -664,13 +665,11 @@ async def settle_due(sessionmaker: Any, now: datetime | None = None) -> int:
 
 async def largest(
     session: AsyncSession, least: int, limit: int
-) -> Sequence[tuple[str, str, int, int]]:
+) -> Sequence[Row[str, str, int, int]]:
     """The forms of every organization with at least `least` submissions,
     the most first, up to `limit` (summary.service.warm): organization, id,
     submissions and change number."""
-    return [
-        (row[0], row[1], row[2], row[3]) for row in await repository.largest(session, least, limit)
-    ]
+    return await repository.largest(session, least, limit)
 
 
 def check_signing(changes: FormCreate | FormUpdate, signing: bool) -> None:

@@ -331,10 +331,8 @@ class Held:
             self._no_room[name] = rows.size
         self._forms.pop(name, None)
 
-    def held_as(self, organization_id: str, form_id: str) -> tuple[Counted, frozenset[str]] | None:
-        """What the form's copy counts and holds, if it is held."""
-        rows = self._forms.get((organization_id, form_id))
-        return None if rows is None else (rows.counted, rows.hidden)
+    def holds(self, organization_id: str, form_id: str) -> bool:
+        return (organization_id, form_id) in self._forms
 
     def may_fit(self, submissions: int) -> bool:
         """Whether a form of that many submissions may fit in the room left

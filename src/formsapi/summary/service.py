@@ -218,14 +218,24 @@ async def summary_json(
 def prepare(session: ReadSession, form: Form) -> None:
     """Start reading the form into memory (summary.held) for the filtered
     summaries asked next: the settings area's Summary page offers filters."""
-    shown = compiled.compile_version(
+    _read_soon(session, form, _current(form))
+
+
+def _current(form: Form) -> Compiled:
+    return compiled.compile_version(
         form.organization_id, form.id, form.version, form.blocks, form.definition
     )
-    _read_soon(session, form, shown)
 
 
-def _read_soon(session: ReadSession, form: Form, shown: Compiled) -> None:
-    held.HELD.read(session, form.organization_id, form.id, shown.counted, _hidden_keys(shown))
+def _read_soon(session: ReadSession, form: Form, shown: Compiled, *, warming: bool = False) -> bool:
+    return held.HELD.read(
+        session,
+        form.organization_id,
+        form.id,
+        shown.counted,
+        _hidden_keys(shown),
+        warming=warming,
+    )
 
 
 async def warm(sessionmaker: Callable[[], ReadSession], least: int) -> int:
@@ -259,31 +269,23 @@ async def _warm_one(
     # In the organization's turn: an ask of it may be catching the copy up.
     # Past the catch-up's pages the copy is dropped, and read again below.
     async with TURNS.turn(organization_id):
-        if held.HELD.held_as(organization_id, form_id) is not None:
+        if held.HELD.holds(organization_id, form_id):
             async with sessionmaker() as session:
                 await held.HELD.catch_up(session, organization_id, form_id, seq)
-            if held.HELD.held_as(organization_id, form_id) is not None:
+            if held.HELD.holds(organization_id, form_id):
                 return False
     await held.HELD.settled()  # one read at a time: an ask's goes first
     if not held.HELD.may_fit(submissions):
         return False
-    async with sessionmaker() as session:  # its engine, for the read's own session
+    async with sessionmaker() as session:  # the read takes its engine for a session of its own
         form = await form_service.get(session, organization_id, form_id)
-    shown = compiled.compile_version(
-        organization_id, form_id, form.version, form.blocks, form.definition
-    )
-    async with sessionmaker() as session:
-        started = held.HELD.read(
-            session, organization_id, form_id, shown.counted, _hidden_keys(shown), warming=True
-        )
+        started = _read_soon(session, form, _current(form), warming=True)
     await held.HELD.settled()
-    return started and held.HELD.held_as(organization_id, form_id) is not None
+    return started and held.HELD.holds(organization_id, form_id)
 
 
-async def keep_warm(
-    sessionmaker: Callable[[], ReadSession], least: int, every: float = WARM_EVERY
-) -> None:
-    """warm() now and every `every` seconds, for as long as the process serves:
+async def keep_warm(sessionmaker: Callable[[], ReadSession], least: int) -> None:
+    """warm() now and every WARM_EVERY seconds, for as long as the process serves:
     a form that reaches `least` submissions, or that was dropped, is read
     again. A failure (the database away for a moment) waits for the next round."""
     while True:
@@ -291,7 +293,7 @@ async def keep_warm(
             await warm(sessionmaker, least)
         except Exception:
             log.exception("summaries: warming the largest forms failed; trying again next round")
-        await asyncio.sleep(every)
+        await asyncio.sleep(WARM_EVERY)
 
 
 async def _held_tallies(
@@ -332,9 +334,7 @@ def _accepts(answer: AnswerIs) -> Callable[[Any], bool]:
 
 async def _version(session: ReadSession, form: Form, version: int | None) -> Compiled:
     if version is None or version == form.version:
-        return compiled.compile_version(
-            form.organization_id, form.id, form.version, form.blocks, form.definition
-        )
+        return _current(form)
     found = await form_service.compiled_version(session, form.organization_id, form.id, version)
     if found is None:
         raise NotFound(f"Form '{form.id}' has no version {version}; it is at {form.version}.")
