@@ -168,3 +168,28 @@ async def test_a_serving_process_warms_its_largest_forms_when_it_starts(
                 break
             await asyncio.sleep(0.05)
         assert holder.copy_of(big) is not None
+
+
+async def test_a_form_too_big_for_the_room_is_not_read(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    holder: held.Held,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its kept count alone rules it out: none of its submissions is read.
+    form_id, _, _ = await _form_of(api, session, ["team", "free", "business"])
+    holder.capacity = 3 * held._SLOT_BYTES - 1
+    feed_reads = []
+    real = submission_repository.changes_after
+
+    async def changes_after(*args: Any, **kwargs: Any) -> Any:
+        feed_reads.append(args)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(submission_repository, "changes_after", changes_after)
+
+    assert await service.warm(create_read_sessionmaker(engine), least=1) == 0
+
+    assert feed_reads == []
+    assert holder.copy_of(form_id) is None
