@@ -22,6 +22,7 @@ from formsapi.summary import service as summary_service
 from tests.conftest import Api
 from tests.factories import create_key, create_org, publish_over_api
 from tests.hostile_text import TABLE, has_lone_surrogate
+from tests.summary.calls import calls_to
 
 CHOICES = [{"value": v, "label": v.title()} for v in ("free", "team", "business")]
 FEATURES = [{"value": v, "label": v.upper()} for v in ("api", "sso", "audit")]
@@ -455,14 +456,7 @@ async def test_a_form_held_in_memory_misses_no_delete_whose_tombstone_is_purged(
     # Purged deletes made before the copy was read neither stop it being kept
     # nor send each ask to the change feed.
     copy = held.HELD.copy_of(form_id)
-    feed_reads = []
-    real = submission_repository.changes_after
-
-    async def changes_after(*args: Any, **kwargs: Any) -> Any:
-        feed_reads.append(args)
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(submission_repository, "changes_after", changes_after)
+    feed_reads = calls_to(monkeypatch, submission_repository, "changes_after")
     await _summary(api, form_id, secret, answer="plan:team")
     assert copy is not None
     assert held.HELD.copy_of(form_id) is copy

@@ -15,6 +15,7 @@ from formsapi.submission import repository as submission_repository
 from formsapi.summary import held, repository, service
 from tests.conftest import Api, app_on
 from tests.factories import publish_over_api
+from tests.summary.calls import calls_to
 from tests.summary.test_held import FORM
 
 
@@ -50,14 +51,7 @@ async def test_forms_with_enough_submissions_are_held_before_any_ask(
     assert holder.copy_of(big) is not None
     assert holder.copy_of(small) is None
     # The first filtered ask is counted from memory, not by the database.
-    counted_by_database = []
-    real = repository.tallies
-
-    async def tallies(*args: Any, **kwargs: Any) -> Any:
-        counted_by_database.append(args)
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(repository, "tallies", tallies)
+    counted_by_database = calls_to(monkeypatch, repository, "tallies")
     got = await api.get(f"/v1/forms/{big}/summary", secret, params={"answer": "plan:team"})
     assert got.status_code == 200, got.text
     assert got.json()["submissions"] == 2
@@ -180,14 +174,7 @@ async def test_a_form_too_big_for_the_room_is_not_read(
     # Its kept count alone rules it out: none of its submissions is read.
     form_id, _, _ = await _form_of(api, session, ["team", "free", "business"])
     holder.capacity = 3 * held._SLOT_BYTES - 1
-    feed_reads = []
-    real = submission_repository.changes_after
-
-    async def changes_after(*args: Any, **kwargs: Any) -> Any:
-        feed_reads.append(args)
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(submission_repository, "changes_after", changes_after)
+    feed_reads = calls_to(monkeypatch, submission_repository, "changes_after")
 
     assert await service.warm(create_read_sessionmaker(engine), least=1) == 0
 
