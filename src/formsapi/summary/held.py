@@ -426,7 +426,7 @@ class Held:
             return
         self._no_room.pop(name, None)
         self._forms[name] = rows
-        while sum(held.size for held in self._forms.values()) > self.capacity:
+        while self.room() < 0:
             self._forms.popitem(last=False)
 
     def copy_of(self, form_id: str) -> _Rows | None:
