@@ -182,21 +182,21 @@ def _counted_from_rows(
     per group; each row led by `tag` when given (a time series' bucket)."""
     lead = [] if tag is None else [literal(tag)]
     first = len(lead) + 1  # the key's column
-    endings: list[Select[*tuple[Any, ...]]] = []
+    # The ending joins the answers as one more pair (no answer key starts
+    # with "#"): the rows are read once.
     if postgres:
-        pairs = func.jsonb_each(Submission.answers).table_valued("key", "value").lateral()
+        # A lateral union: a second read of the rows for the ending, or the
+        # ending joined to each row's answers (||), cost more (bench/RESULTS.md).
+        # Its constants written out: bound, they keep PostgreSQL from
+        # counting in parallel workers.
+        each = func.jsonb_each(Submission.answers).table_valued("key", "value")
+        ending = func.coalesce(func.to_jsonb(Submission.ending), literal_column("'null'::jsonb"))
+        pairs = union_all(
+            select(each.c.key, each.c.value),
+            select(literal_column(f"'{ENDING}'"), ending).correlate(Submission),  # the outer row's
+        ).lateral()
         value: ColumnElement[Any] = cast(pairs.c.value, Text)  # JSON text
-        # The ending as a pair of its own, by a second read of the rows:
-        # joined to each row's answers (||), it cost more than that read.
-        ending = func.coalesce(cast(func.to_jsonb(Submission.ending), Text), "null")
-        endings.append(
-            select(*lead, literal(ENDING), ending, func.count())
-            .where(*matching)
-            .group_by(Submission.ending)
-        )
     else:
-        # The ending joins the answers as one more pair (no answer key
-        # starts with "#"): the rows are read once.
         with_ending = func.json_set(Submission.answers, _path(ENDING), Submission.ending)
         pairs = func.json_each(with_ending).table_valued("key", "value", "type")
         # json_each gives SQL values; json_quote makes them JSON text again.
@@ -224,7 +224,6 @@ def _counted_from_rows(
         .where(*matching)
         # By position: the CASE's bound keys would make it another expression.
         .group_by(literal_column(str(first)), literal_column(str(first + 1))),
-        *endings,
     ]
     if counted.groups:
         group = case(counted.groups, value=key)
