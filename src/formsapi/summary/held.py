@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from sqlalchemy import Row
 
 from formsapi.db import ReadSession
 from formsapi.form.compiled import Counted
@@ -244,24 +245,43 @@ async def _follow(
         if position is None:
             return False
         rows.fresh = rows.known = position[0]
-    for _ in range(pages):
-        page, more = await submission_repository.changes_after(
-            session, organization_id, form_id, rows.seq, PAGE, times=True
-        )
-        # Read after the page: a purge that commits between the two is seen
-        # here. Only deletes after the copy began, and after its number, matter.
-        position = await submission_repository.positions(session, organization_id, form_id)
-        if position is None or position[1] > max(rows.seq, rows.fresh):
-            return False
-        rows.apply(page)
-        if rows.size > capacity or rows.dead > len(rows.live) // 2 + PAGE:
-            return False
-        if not more:
-            return True
-        if stopped():
-            return False
-        await asyncio.sleep(0)  # other requests run between pages
-    return False
+    fetching = asyncio.ensure_future(_page(session, organization_id, form_id, rows.seq))
+    try:
+        for left in range(pages - 1, -1, -1):
+            page, more, position = await fetching
+            if position is None or position[1] > max(rows.seq, rows.fresh):
+                return False
+            if more and left:
+                # The database reads the next page while this one is applied.
+                fetching = asyncio.ensure_future(
+                    _page(session, organization_id, form_id, page[-1][5])
+                )
+            await asyncio.sleep(0)  # the read sent, and other requests run between pages
+            rows.apply(page)
+            if rows.size > capacity or rows.dead > len(rows.live) // 2 + PAGE:
+                return False
+            if not more:
+                return True
+            if stopped():
+                return False
+        return False
+    finally:
+        # A page read ahead and not used ends before the session is given back.
+        with suppress(Exception):
+            await fetching
+
+
+async def _page(
+    session: ReadSession, organization_id: str, form_id: str, after: int
+) -> tuple[Sequence[ChangeRow], bool, Row[int, int] | None]:
+    """A page of the form's changes after `after`, whether more follow, and
+    the form's positions read after it: a purge that commits between the
+    two is seen there. Only deletes after the copy began, and after its
+    number, matter."""
+    page, more = await submission_repository.changes_after(
+        session, organization_id, form_id, after, PAGE, times=True
+    )
+    return page, more, await submission_repository.positions(session, organization_id, form_id)
 
 
 class Held:
