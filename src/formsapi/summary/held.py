@@ -251,7 +251,7 @@ async def _follow(
             page, more, position = await fetching
             if position is None or position[1] > max(rows.seq, rows.fresh):
                 return False
-            if more and left:
+            if more and left and not stopped():
                 # The database reads the next page while this one is applied.
                 fetching = asyncio.ensure_future(
                     _page(session, organization_id, form_id, page[-1][5])
@@ -265,6 +265,9 @@ async def _follow(
             if stopped():
                 return False
         return False
+    except asyncio.CancelledError:
+        fetching.cancel()  # a cancel reaches the page read ahead, as it reached the read before
+        raise
     finally:
         # A page read ahead and not used ends before the session is given back.
         with suppress(Exception):
