@@ -12,12 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.db import create_read_sessionmaker
 from formsapi.form import service as form_service
+from formsapi.form.compiled import Compiled
+from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository.tallies import tally
 from formsapi.summary import held, repository, service
 from formsapi.summary.figures import Tallies
 from formsapi.summary.repository import AnswerIs, Filters
 from tests.conftest import Api
 from tests.factories import publish_over_api
+from tests.summary.calls import calls_to
 from tests.summary.test_summary import FORM as EVERY_QUESTION
 from tests.summary.test_summary import _answers, _export
 
@@ -40,6 +43,22 @@ async def _held_and_counted(
     return await rows.count(TEAM, [mask]), counted
 
 
+async def _posted(
+    api: Api, session: AsyncSession, engine: AsyncEngine, plans: list[str]
+) -> tuple[str, str, Compiled]:
+    """A form of FORM with a submission of each plan: its organization, id
+    and current version."""
+    form_id, secret, organization_id = await publish_over_api(api, session, FORM)
+    for plan in plans:
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}}
+        )
+        assert posted.status_code == 201, posted.text
+    async with create_read_sessionmaker(engine)() as read:
+        form = await form_service.get(read, organization_id, form_id)
+        return organization_id, form_id, await service._version(read, form, None)
+
+
 async def test_a_form_read_page_by_page_while_it_changes_is_counted_exactly(
     api: Api, session: AsyncSession, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -54,9 +73,11 @@ async def test_a_form_read_page_by_page_while_it_changes_is_counted_exactly(
         shown = await service._version(read, form, None)
     rows = held._Rows(counted=shown.counted, hidden=frozenset())
     monkeypatch.setattr(held, "PAGE", 1)
+    feed_reads = calls_to(monkeypatch, submission_repository, "changes_after")
 
     async with create_read_sessionmaker(engine)() as read:  # the first two posts
         assert not await held._follow(read, rows, organization_id, form_id, 2**30, pages=2)
+    assert len(feed_reads) == 2  # none read ahead past the pages allowed
     # Between pages: an edit of one read, of one not read yet, a delete of
     # one read and of one not read, a new post.
     await api.patch(f"{path}/{ids[0]}", secret, json={"answers": {"plan": "free"}})
@@ -109,15 +130,9 @@ async def test_a_read_stopped_mid_statement_returns_its_connection(
     # Shutdown stops a form being read: its pooled connection must go back to
     # the pool, not be left to the garbage collector (found by the suite's
     # leak check at a test's teardown).
-    form_id, secret, organization_id = await publish_over_api(api, session, FORM)
-    for plan in ("team", "free", "team", "business"):
-        posted = await api.post(
-            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}}
-        )
-        assert posted.status_code == 201, posted.text
-    async with create_read_sessionmaker(engine)() as read:
-        form = await form_service.get(read, organization_id, form_id)
-        shown = await service._version(read, form, None)
+    organization_id, form_id, shown = await _posted(
+        api, session, engine, ["team", "free", "team", "business"]
+    )
     monkeypatch.setattr(held, "PAGE", 1)
     holder = held.Held(2**30)
     for turns in range(1, 8):  # stopped after more and more turns of the loop
@@ -128,3 +143,25 @@ async def test_a_read_stopped_mid_statement_returns_its_connection(
         await holder.stop()
         assert engine.pool.checkedout() == 0, turns  # type: ignore[attr-defined]
         assert holder.copy_of(form_id) is None  # stopped before its last page
+
+
+async def test_a_read_told_to_stop_reads_no_page_past_the_one_it_is_on(
+    api: Api, session: AsyncSession, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages are read a step ahead while one is applied; a read stopped at
+    # shutdown must end after its page, not after one more statement.
+    organization_id, form_id, shown = await _posted(
+        api, session, engine, ["team", "free", "business"]
+    )
+    rows = held._Rows(counted=shown.counted, hidden=frozenset())
+    monkeypatch.setattr(held, "PAGE", 1)
+    feed_reads = calls_to(monkeypatch, submission_repository, "changes_after")
+
+    async with create_read_sessionmaker(engine)() as read:
+        kept = await held._follow(
+            read, rows, organization_id, form_id, 2**30, pages=100, stopped=lambda: True
+        )
+
+    assert not kept
+    assert len(feed_reads) == 1
+    assert rows.seq  # the page it was on was applied
