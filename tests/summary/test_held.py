@@ -6,6 +6,7 @@ figures must be those the database counts at the same moment."""
 import asyncio
 import random
 from collections import Counter
+from typing import Any
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
@@ -165,3 +166,45 @@ async def test_a_read_told_to_stop_reads_no_page_past_the_one_it_is_on(
     assert not kept
     assert len(feed_reads) == 1
     assert rows.seq  # the page it was on was applied
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_read_cancelled_between_pages_ends_though_the_database_stopped_answering(
+    api: Api, session: AsyncSession, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shutdown cuts a form's read short at the yield between two pages, the
+    # next page already asked for, and the database goes quiet (here: a
+    # lock another connection holds). The cancel must reach that page's
+    # statement: waiting for its answer would hold shutdown for ever.
+    organization_id, form_id, shown = await _posted(
+        api, session, engine, ["team", "free", "business"]
+    )
+    monkeypatch.setattr(held, "PAGE", 1)
+    real = submission_repository.changes_after
+    asked, locked = asyncio.Event(), asyncio.Event()
+
+    async def second_page_in_a_quiet_database(*args: Any, **kwargs: Any) -> Any:
+        if asked.is_set() or not args[3]:  # the first page: read as it is
+            return await real(*args, **kwargs)
+        assert reading is not None
+        reading.cancel()  # the read is at the yield between pages
+        asked.set()
+        await locked.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(submission_repository, "changes_after", second_page_in_a_quiet_database)
+    holder = held.Held(2**30)
+    async with create_read_sessionmaker(engine)() as read:
+        holder.read(read, organization_id, form_id, shown.counted, frozenset())
+        reading = holder._reading
+    assert reading is not None
+    async with engine.connect() as locker:
+        await asyncio.wait_for(asked.wait(), 30)
+        await locker.exec_driver_sql("LOCK TABLE submissions IN ACCESS EXCLUSIVE MODE")
+        locked.set()
+        ended, _ = await asyncio.wait([reading], timeout=30)
+        await locker.rollback()
+
+    assert ended
+    assert reading.cancelled()
+    assert holder.copy_of(form_id) is None
