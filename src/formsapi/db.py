@@ -266,7 +266,7 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
         # `since` page afresh on every execution (its generic plan's estimate lost
         # to the custom one's), at a cost bench/RESULTS.md records. Every statement
         # here is an indexed lookup or range whose plan does not depend on the
-        # values bound, but a summary's count of a form's rows (planned_for_its_values).
+        # values bound.
         connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
     )
 
@@ -284,26 +284,6 @@ class ReadSession(AsyncSession):
     """A session whose statements each run in autocommit: on SQLite it never
     takes the write lock. Services that only read take this type, so that
     passing them a WriteSession (or any other session) fails type checking."""
-
-
-@asynccontextmanager
-async def planned_for_its_values(session: ReadSession) -> AsyncIterator[None]:
-    """The session's statements inside are planned on PostgreSQL for the
-    values bound to them, at each execution, not once for any values as the
-    pool's connections plan (create_engine): for a statement that counts a
-    form's rows, whose best plan depends on how much of the table the form
-    is. The connection goes back to the pool as it came, or not at all."""
-    if session.get_bind().dialect.name != "postgresql":
-        yield
-        return
-    connection = await session.connection()
-    await connection.exec_driver_sql("SET plan_cache_mode = force_custom_plan")
-    try:
-        yield
-    finally:
-        # A statement cancelled midway had SQLAlchemy drop its connection.
-        if not connection.invalidated:
-            await connection.exec_driver_sql("RESET plan_cache_mode")
 
 
 def create_write_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[WriteSession]:

@@ -7,7 +7,6 @@ figures agree with each other whatever is written meanwhile."""
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from sqlalchemy import (
     Select,
     Text,
     and_,
+    bindparam,
     case,
     cast,
     false,
@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-from formsapi.db import ReadSession, planned_for_its_values
+from formsapi.db import ReadSession
 from formsapi.form.compiled import Counted
 from formsapi.kit.time import EPOCH
 from formsapi.models import AnswerCount, Submission
@@ -85,11 +85,22 @@ async def tallies(
     rows. With one, they are counted from the rows that match. Either way in
     one statement: the figures agree with each other."""
     postgres = session.get_bind().dialect.name == "postgresql"
-    of_form = [scoped(Submission, organization_id), Submission.form_id == form_id]
+    # Counted from rows on PostgreSQL, the statement holds the form's ids (and
+    # keys) written out, so it is planned for this form: the pool plans each
+    # statement once for any values (db.create_engine), and for any form it
+    # reads the rows through the form's index, however much of the table the
+    # form is (bench/RESULTS.md).
+    written = postgres and filters.counts_rows
+    of_form = [
+        scoped(Submission, _bound("organization_id", organization_id, written)),
+        Submission.form_id == _bound("form_id", form_id, written),
+    ]
     if filters.version is not None:
         of_form.append(Submission.form_version == filters.version)
     if filters.counts_rows:
-        parts = _counted_from_rows([*of_form, *_conditions(filters, postgres)], postgres, counted)
+        parts = _counted_from_rows(
+            [*of_form, *_conditions(filters, postgres)], postgres, counted, written=written
+        )
     else:
         kept, edges = _spans(filters.since, filters.until)
         parts = [_kept(organization_id, form_id, filters.version, kept)]
@@ -101,15 +112,17 @@ async def tallies(
                 )
             )
             parts += _counted_from_rows([*of_form, in_edges], postgres, counted)
-    # Counted from rows, the statement scans the form's: planned for its
-    # values, it reads the table straight through where the form is most of it.
-    async with planned_for_its_values(session) if filters.counts_rows else nullcontext():
-        pairs = (await session.execute(union_all(*parts))).all()
     found = Tallies()
     # Every part gives (key, value as JSON text or NULL, count), as tallies.tally pairs.
-    for name, json_text, count in pairs:
+    for name, json_text, count in await session.execute(union_all(*parts)):
         add_pair(found, name, json_text, count)
     return found
+
+
+def _bound(name: str, value: str | list[str], written: bool) -> Any:
+    """`value` bound to the statement, or written into its SQL (escaped, as
+    a text literal) when it is executed."""
+    return bindparam(name, value, Text(), literal_execute=True) if written else value
 
 
 # Spans of the kept counts: a period and the starts it covers, [low, high).
@@ -181,10 +194,12 @@ def _counted_from_rows(
     postgres: bool,
     counted: Counted,
     tag: int | None = None,
+    written: bool = False,
 ) -> list[Select[*tuple[Any, ...]]]:
     """The tallies of the rows `matching` selects, as the kept counts hold
     them (tallies.tally): per key and counted value, the ending's too, and
-    per group; each row led by `tag` when given (a time series' bucket)."""
+    per group; each row led by `tag` when given (a time series' bucket).
+    `written`: the keys whose values count written into the SQL (_bound)."""
     lead = [] if tag is None else [literal(tag)]
     first = len(lead) + 1  # the key's column
     # The ending joins the answers as one more pair (no answer key starts
@@ -207,7 +222,7 @@ def _counted_from_rows(
         # json_each gives SQL values; json_quote makes them JSON text again.
         value = func.json_quote(pairs.c.value)
     key: ColumnElement[str] = pairs.c.key
-    valued = sorted({*counted.valued, ENDING})
+    valued = _bound("valued", sorted({*counted.valued, ENDING}), written)
     # One pass over the answers: a valued key's rows per value, any other
     # key's in one row (value NULL). A key is answered as often as its rows
     # count, whatever their values.
