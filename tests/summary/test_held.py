@@ -6,6 +6,7 @@ figures must be those the database counts at the same moment."""
 import asyncio
 import random
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -172,39 +173,63 @@ async def test_a_read_told_to_stop_reads_no_page_past_the_one_it_is_on(
 async def test_a_read_cancelled_between_pages_ends_though_the_database_stopped_answering(
     api: Api, session: AsyncSession, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Shutdown cuts a form's read short at the yield between two pages, the
-    # next page already asked for, and the database goes quiet (here: a
-    # lock another connection holds). The cancel must reach that page's
-    # statement: waiting for its answer would hold shutdown for ever.
+    # The next page's statement waits in the database (on a lock another
+    # connection holds) when shutdown cancels the read at its yield between
+    # pages: the cancel must reach that statement, or the read waits for an
+    # answer that never comes, and shutdown with it.
     organization_id, form_id, shown = await _posted(
         api, session, engine, ["team", "free", "business"]
     )
     monkeypatch.setattr(held, "PAGE", 1)
-    real = submission_repository.changes_after
-    asked, locked = asyncio.Event(), asyncio.Event()
+    real_page, real_sleep = submission_repository.changes_after, asyncio.sleep
+    pages: list[object] = []
+    reading: asyncio.Task[None] | None = None
 
-    async def second_page_in_a_quiet_database(*args: Any, **kwargs: Any) -> Any:
-        if asked.is_set() or not args[3]:  # the first page: read as it is
-            return await real(*args, **kwargs)
-        assert reading is not None
-        reading.cancel()  # the read is at the yield between pages
-        asked.set()
-        await locked.wait()
-        return await real(*args, **kwargs)
-
-    monkeypatch.setattr(submission_repository, "changes_after", second_page_in_a_quiet_database)
-    holder = held.Held(2**30)
-    async with create_read_sessionmaker(engine)() as read:
-        holder.read(read, organization_id, form_id, shown.counted, frozenset())
-        reading = holder._reading
-    assert reading is not None
     async with engine.connect() as locker:
-        await asyncio.wait_for(asked.wait(), 30)
-        await locker.exec_driver_sql("LOCK TABLE submissions IN ACCESS EXCLUSIVE MODE")
-        locked.set()
+        await locker.exec_driver_sql("SET LOCAL lock_timeout = '5s'")
+
+        async def page_of_a_quiet_database(*args: Any, **kwargs: Any) -> Any:
+            pages.append(args)
+            if len(pages) > 1:  # the pages after the first get no answer
+                await locker.exec_driver_sql("LOCK TABLE submissions IN ACCESS EXCLUSIVE MODE")
+            return await real_page(*args, **kwargs)
+
+        async def yield_between_pages(delay: float, *args: Any) -> Any:
+            # The read's first yield: the next page asked for, not yet sent.
+            if asyncio.current_task() is reading and reading is not None and "cut" not in pages:
+                pages.append("cut")
+                await _statement_waiting_on_a_lock(engine, real_sleep)
+                reading.cancel()  # lands on the sleep below: the read's yield
+            return await real_sleep(delay, *args)
+
+        monkeypatch.setattr(submission_repository, "changes_after", page_of_a_quiet_database)
+        monkeypatch.setattr(asyncio, "sleep", yield_between_pages)
+        holder = held.Held(2**30)
+        async with create_read_sessionmaker(engine)() as read:
+            holder.read(read, organization_id, form_id, shown.counted, frozenset())
+            reading = holder._reading
+        assert reading is not None
         ended, _ = await asyncio.wait([reading], timeout=30)
         await locker.rollback()
+        if not ended:  # answered now: it ends before the engine serves the next test
+            await asyncio.wait([reading], timeout=30)
 
+    assert len(pages) == 3  # the first page, the cut, the page that got no answer
     assert ended
     assert reading.cancelled()
     assert holder.copy_of(form_id) is None
+
+
+async def _statement_waiting_on_a_lock(
+    engine: AsyncEngine, sleep: Callable[[float], Awaitable[None]]
+) -> None:
+    for _ in range(300):
+        async with engine.connect() as connection:
+            waiting = await connection.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if waiting.scalar():
+                return
+        await sleep(0.05)
+    raise AssertionError("no statement waited on the lock")
