@@ -266,7 +266,8 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
         # `since` page afresh on every execution (its generic plan's estimate lost
         # to the custom one's), at a cost bench/RESULTS.md records. Every statement
         # here is an indexed lookup or range whose plan does not depend on the
-        # values bound.
+        # values bound, but a summary's count of a form's rows, which has the
+        # form's ids written into its SQL instead (summary.repository.tallies).
         connect_args={"server_settings": {"plan_cache_mode": "force_generic_plan"}},
     )
 
