@@ -6,7 +6,6 @@ figures must be those the database counts at the same moment."""
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from formsapi.summary.figures import Tallies
 from formsapi.summary.repository import AnswerIs, Filters
 from tests.conftest import Api
 from tests.factories import publish_over_api
+from tests.locks import LOCK_SUBMISSIONS, statement_waiting_on_a_lock
 from tests.summary.calls import calls_to
 from tests.summary.test_summary import FORM as EVERY_QUESTION
 from tests.summary.test_summary import _answers, _export
@@ -192,14 +192,14 @@ async def test_a_read_cancelled_between_pages_ends_though_the_database_stopped_a
         async def page_of_a_quiet_database(*args: Any, **kwargs: Any) -> Any:
             asked.append(1)
             if len(asked) > 1:  # the pages after the first get no answer
-                await locker.exec_driver_sql("LOCK TABLE submissions IN ACCESS EXCLUSIVE MODE")
+                await locker.exec_driver_sql(LOCK_SUBMISSIONS)
             return await real_page(*args, **kwargs)
 
         async def yield_between_pages(delay: float, *args: Any) -> Any:
             # The read's first yield: the next page asked for, not yet sent.
             if asyncio.current_task() is reading and reading is not None and not cut:
                 cut.append(1)
-                await _statement_waiting_on_a_lock(engine, real_sleep)
+                await statement_waiting_on_a_lock(engine, real_sleep)
                 reading.cancel()  # lands on the sleep below: the read's yield
             return await real_sleep(delay, *args)
 
@@ -220,18 +220,3 @@ async def test_a_read_cancelled_between_pages_ends_though_the_database_stopped_a
     assert ended
     assert reading.cancelled()
     assert holder.copy_of(form_id) is None
-
-
-async def _statement_waiting_on_a_lock(
-    engine: AsyncEngine, sleep: Callable[[float], Awaitable[None]]
-) -> None:
-    for _ in range(300):
-        async with engine.connect() as connection:
-            waiting = await connection.exec_driver_sql(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            )
-            if waiting.scalar():
-                return
-        await sleep(0.05)
-    raise AssertionError("no statement waited on the lock")
