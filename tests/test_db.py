@@ -1,9 +1,11 @@
 """The busiest reads run on the driver; elsewhere they must read the same, and fail the same."""
 
+import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
-from sqlalchemy import Column, MetaData, String, Table, bindparam, select
+from sqlalchemy import Column, MetaData, String, Table, bindparam, event, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -11,6 +13,7 @@ from formsapi.db import HotStatement, create_read_sessionmaker
 from formsapi.form import repository as form_repository
 from formsapi.submission import repository
 from tests.factories import create_form, create_org, create_submission
+from tests.locks import LOCK_SUBMISSIONS, statement_waiting_on_a_lock
 
 START = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
 
@@ -84,3 +87,40 @@ async def test_a_failing_hot_read_on_sqlite_raises_as_sqlalchemys_execution_does
     async with create_read_sessionmaker(engine)() as read:
         with pytest.raises(OperationalError, match="no such table"):
             await hot.all(read, {"id": "x"})
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_a_hot_read_cancelled_before_its_answer_gives_its_connection_to_no_one(
+    engine: AsyncEngine, session: AsyncSession
+) -> None:
+    # A request cancelled while the database has not answered its page read
+    # (run on the driver, past SQLAlchemy): the connection's state is
+    # unknown, and the pool must drop it, as it does for SQLAlchemy's own
+    # statements, rather than lend it to the next request.
+    org_id, form_id = await _three_a_minute_apart(session)
+    dropped: list[Any] = []
+
+    def on_invalidate(connection: Any, record: Any, error: BaseException | None) -> None:
+        dropped.append(connection)
+
+    pool = engine.sync_engine.pool
+    event.listen(pool, "invalidate", on_invalidate)
+    try:
+        async with engine.connect() as locker:
+            await locker.exec_driver_sql("SET LOCAL lock_timeout = '5s'")
+            await locker.exec_driver_sql(LOCK_SUBMISSIONS)
+
+            async def read() -> None:
+                async with create_read_sessionmaker(engine)() as read:
+                    await repository.list_page(read, org_id, form_id, None, 0, 50)
+
+            reading = asyncio.create_task(read())
+            await statement_waiting_on_a_lock(engine)
+            reading.cancel()
+            await asyncio.wait([reading], timeout=30)
+            await locker.rollback()
+    finally:
+        event.remove(pool, "invalidate", on_invalidate)
+
+    assert reading.cancelled()
+    assert len(dropped) == 1  # the read's, and no other

@@ -609,6 +609,11 @@ async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> 
     assert driver is not None
     try:
         rows: list[Any] = await driver.fetch(sql, *values)
+    except asyncio.CancelledError:
+        # Cut short before the database answered: the connection's state is
+        # unknown, so the pool drops it, as SQLAlchemy's own execution does.
+        await greenlet_spawn(pooled.invalidate)
+        raise
     except Exception as error:
         if _closed(driver, error):
             await greenlet_spawn(pooled.invalidate, error)
