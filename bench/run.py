@@ -55,6 +55,8 @@ SCENARIOS: dict[str, tuple[str, bool]] = {  # name: (path, authenticated)
     "page1000": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&page=1000", True),
     "since_9pct": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&since={SINCE}", True),
     "post_submission": (f"/v1/forms/{BIG_FORM}/submissions", True),
+    # A sync client's page of the change feed, from the middle of the big form.
+    "changes_1000": (f"/v1/forms/{BIG_FORM}/submissions/changes?after=250000&limit=1000", True),
     # Answer summaries of the big form: all of it, its last 30 days (kept
     # counts; bench.summary prices a summary filtered by an answer).
     "summary": (f"/v1/forms/{BIG_FORM}/summary", True),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import Connection, Select, event
+from sqlalchemy import CompoundSelect, Connection, Select, event
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -488,7 +488,7 @@ class HotStatement:
     processing (none on PostgreSQL, whose driver takes and gives Python
     types; SQLite stores times as text) and the rows are read by position."""
 
-    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]] | CompoundSelect[Any]) -> None:
         self.statement = statement
         self._compiled: dict[str, _DriverSql] = {}
 

@@ -235,6 +235,18 @@ async def test_forms_carry_their_latest_change_number(api: Api, session: AsyncSe
     assert one["changeSeq"] == 2
 
 
+def _long_texts(count: int) -> list[dict[str, Any]]:
+    return [
+        {"type": "long_text", "key": f"q{index}", "title": f"Q{index}", "max_length": 100_000}
+        for index in range(count)
+    ]
+
+
+def _filled(count: int, digit: int) -> dict[str, str]:
+    """Answers to _long_texts(count) of 100,000 bytes each."""
+    return {f"q{q}": str(digit) * 100_000 for q in range(count)}
+
+
 async def test_a_page_of_large_answers_stops_early_and_the_rest_follows(
     api: Api, session: AsyncSession
 ) -> None:
@@ -242,14 +254,9 @@ async def test_a_page_of_large_answers_stops_early_and_the_rest_follows(
     rows `limit` allows: six submissions of a megabyte come as five, then one."""
     org = await create_org(session)
     _, secret = await create_key(session, org, scopes=WRITE)
-    blocks = [
-        {"type": "long_text", "key": f"q{index}", "title": f"Q{index}", "max_length": 100_000}
-        for index in range(10)
-    ]
-    form = await create_form(session, org, blocks=blocks)
+    form = await create_form(session, org, blocks=_long_texts(10))
     for index in range(6):
-        answers = {f"q{q}": str(index) * 100_000 for q in range(10)}
-        await create_submission(session, form, answers=answers)
+        await create_submission(session, form, answers=_filled(10, index))
     await session.commit()
 
     first = await _changes(api, form.id, secret, limit=1000)
@@ -264,3 +271,37 @@ async def test_a_page_of_large_answers_stops_early_and_the_rest_follows(
     lines = exported.splitlines()
     assert len(lines) == 7
     assert lines[-1] == b'{"end":true,"changeSeq":6,"count":6}'
+
+
+async def test_a_page_stopped_by_its_answers_keeps_the_deletes_among_them_in_order(
+    api: Api, session: AsyncSession
+) -> None:
+    """A delete numbered between large submissions comes in its place, and
+    the page stops where the answers before a row reach about 4 MiB: five
+    changes (one a delete) of 1.1 MB submissions, then the rest."""
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=WRITE)
+    form = await create_form(session, org, blocks=_long_texts(11))
+    big = [await create_submission(session, form, answers=_filled(11, n)) for n in range(4)]
+    await session.commit()
+    deleted = await api.delete(f"/v1/forms/{form.id}/submissions/{big[0].id}", secret)
+    assert deleted.status_code == 204, deleted.text
+    for n in (4, 5):
+        await create_submission(session, form, answers=_filled(11, n))
+    await session.commit()
+
+    first = await _changes(api, form.id, secret, limit=1000)
+    second = await _changes(api, form.id, secret, limit=1000, after=first["next"])
+
+    assert [(item["changeSeq"], item.get("deleted", False)) for item in first["data"]] == [
+        (2, False),
+        (3, False),
+        (4, False),
+        (5, True),
+        (6, False),
+    ]
+    assert first["data"][3]["id"] == big[0].id
+    assert first["hasMore"] is True
+    assert [item["changeSeq"] for item in second["data"]] == [7]
+    assert second["data"][0]["answers"]["q10"] == "5" * 100_000
+    assert second["hasMore"] is False

@@ -8,9 +8,12 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    ColumnElement,
+    CompoundSelect,
     Integer,
     Row,
     Select,
+    SQLColumnExpression,
     String,
     Text,
     bindparam,
@@ -19,6 +22,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     null,
     select,
     union_all,
@@ -33,8 +37,8 @@ from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped
 
 # id, form_version, submitted_at, updated_at, version, change_seq, answers as
-# JSON text, ending, language, deleted_at, and the bytes of answers before it in
-# its read: the API's text for times (submitted_at a datetime when asked);
+# JSON text, ending, language, deleted_at, and a figure of the read's byte bound
+# (_more): the API's text for times (submitted_at a datetime when asked);
 # deleted_at NULL for a live submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
 
@@ -70,38 +74,50 @@ def _live(upto: bool, times: bool = False) -> Any:
 
 
 @cache
-def _feed_statement(times: bool = False) -> HotStatement:
+def _feed_statement(times: bool = False, narrow: bool = False) -> HotStatement:
     """Live submissions and tombstones after a number, merged in number order;
-    with `times`, each submission's time as a datetime.
+    with `times`, each submission's time as a datetime; `narrow`, bounded as
+    SQLite reads it fastest (_narrowly_bounded).
 
     Each side is ordered and limited on its own, so each reads at most a
     page from its index: with the limit outside alone, PostgreSQL's generic
     plan read every later row of the form and sorted them."""
-    limit: BindParameter[int] = bindparam("limit")
-    live = _live(upto=False, times=times).order_by(Submission.change_seq).limit(limit)
-    dead = (
-        select(
-            SubmissionTombstone.submission_id.label("id"),
-            cast(null(), Integer).label("form_version"),
-            cast(null(), Submission.submitted_at.type if times else Text).label("submitted_at"),
-            cast(null(), Text).label("updated_at"),
-            cast(null(), Integer).label("version"),
-            SubmissionTombstone.change_seq,
-            cast(null(), Text).label("answers"),
-            cast(null(), String).label("ending"),
-            cast(null(), String).label("language"),
-            iso_utc(SubmissionTombstone.deleted_at).label("deleted_at"),
-        )
-        .where(
-            scoped(SubmissionTombstone, bindparam("organization_id")),
-            SubmissionTombstone.form_id == bindparam("form_id"),
-            SubmissionTombstone.change_seq > bindparam("after", type_=BigInteger),
-        )
-        .order_by(SubmissionTombstone.change_seq)
-        .limit(limit)
+    live = _live(upto=False, times=times)
+    dead = select(
+        SubmissionTombstone.submission_id.label("id"),
+        cast(null(), Integer).label("form_version"),
+        cast(null(), Submission.submitted_at.type if times else Text).label("submitted_at"),
+        cast(null(), Text).label("updated_at"),
+        cast(null(), Integer).label("version"),
+        SubmissionTombstone.change_seq,
+        cast(null(), Text).label("answers"),
+        cast(null(), String).label("ending"),
+        cast(null(), String).label("language"),
+        iso_utc(SubmissionTombstone.deleted_at).label("deleted_at"),
+    ).where(
+        scoped(SubmissionTombstone, bindparam("organization_id")),
+        SubmissionTombstone.form_id == bindparam("form_id"),
+        SubmissionTombstone.change_seq > bindparam("after", type_=BigInteger),
     )
-    merged = union_all(live.subquery().select(), dead.subquery().select()).subquery("changes")
+    if narrow:
+        return HotStatement(
+            _narrowly_bounded(
+                (live, Submission.change_seq, _size(cast(Submission.answers, Text))),
+                (dead, SubmissionTombstone.change_seq, literal(0)),
+            )
+        )
+    limit: BindParameter[int] = bindparam("limit")
+    sides = (
+        live.order_by(Submission.change_seq).limit(limit),
+        dead.order_by(SubmissionTombstone.change_seq).limit(limit),
+    )
+    merged = union_all(*(side.subquery().select() for side in sides)).subquery("changes")
     return HotStatement(_bounded(select(merged).order_by(merged.c.change_seq).limit(limit)))
+
+
+def _size(answers: Any) -> ColumnElement[int]:
+    """The bytes of answers' text, 0 for none (a tombstone's)."""
+    return func.coalesce(byte_length(answers), 0)
 
 
 def _bounded(ordered: Select[Any]) -> Select[Any]:
@@ -110,7 +126,7 @@ def _bounded(ordered: Select[Any]) -> Select[Any]:
     drops the rest, so they never reach us. A running sum streams; a count of
     the rows (to tell whether any were dropped) would hold them all first."""
     rows = ordered.subquery("rows")
-    size = func.coalesce(byte_length(rows.c.answers), 0)
+    size = _size(rows.c.answers)
     running = func.sum(size).over(order_by=rows.c.change_seq, rows=(None, 0))
     sized = select(rows, (running - size).label("before")).subquery("sized")
     columns = [sized.c[column.name] for column in rows.c]
@@ -121,14 +137,64 @@ def _bounded(ordered: Select[Any]) -> Select[Any]:
     )
 
 
-def _more(rows: Sequence[ChangeRow], limit: int) -> tuple[Sequence[ChangeRow], bool]:
+def _narrowly_bounded(
+    *sides: tuple[Select[Any], SQLColumnExpression[int], ColumnElement[int]],
+    upto: ColumnElement[bool] | None = None,
+) -> Select[Any] | CompoundSelect[Any]:
+    """_bounded as SQLite runs it fastest: the running sum over each row's
+    number and size alone, then the wide rows up to the last number it
+    keeps, read in their index's order and merged, never sorted. Summed over
+    the wide rows, as _bounded does, SQLite copies each page's answers twice
+    (for the sum and for the union), and a form's feed reads slower
+    (bench/RESULTS.md). PostgreSQL reads fastest as _bounded has it: sizing
+    the rows apart converts each row's answers to text twice.
+
+    Each side is (its rows' select, their change number, their size);
+    `upto`, a last number to read, bounds the sum's rows alone: with it on
+    the wide rows too, SQLite ranged their index by it and not by the sum's
+    last number, reading every later row. The last column counts the rows
+    the bound dropped (_more)."""
+    limit: BindParameter[int] = bindparam("limit")
+    numbered = [
+        (rows if upto is None else rows.where(upto))
+        .with_only_columns(number.label("change_seq"), size.label("size"))
+        .order_by(number)
+        .limit(limit)
+        .subquery()
+        .select()
+        for rows, number, size in sides
+    ]
+    if len(numbered) > 1:
+        merged = union_all(*numbered).subquery("narrow")
+        first = select(merged).order_by(merged.c.change_seq).limit(limit).subquery("first")
+    else:
+        first = numbered[0].subquery("first")
+    running = func.sum(first.c.size).over(order_by=first.c.change_seq, rows=(None, 0))
+    sized = select(first.c.change_seq, (running - first.c.size).label("before")).cte("sized")
+    last = select(func.max(sized.c.change_seq)).where(sized.c.before < PAGE_BYTES)
+    dropped = select(func.count()).select_from(sized).where(sized.c.before >= PAGE_BYTES)
+    bounded = [
+        rows.add_columns(dropped.scalar_subquery().label("dropped")).where(
+            number <= last.scalar_subquery()
+        )
+        for rows, number, _ in sides
+    ]
+    if len(bounded) == 1:
+        return bounded[0].order_by(sides[0][1])
+    return union_all(*bounded).order_by("change_seq")
+
+
+def _more(rows: Sequence[ChangeRow], limit: int, narrow: bool) -> tuple[Sequence[ChangeRow], bool]:
     """At most `limit` rows, and whether more may follow: a row past the
-    limit came, or the answers reached PAGE_BYTES (when the form ends right
-    there, the next call finds nothing)."""
+    limit came, or the answers reached PAGE_BYTES (_bounded's: when the form
+    ends right there, the next call finds nothing), or rows were dropped
+    (_narrowly_bounded's)."""
     if len(rows) > limit:
         return rows[:limit], True
     if not rows:
         return rows, False
+    if narrow:
+        return rows, rows[-1][-1] > 0
     answers, before = rows[-1][6], rows[-1][-1]
     return rows, before + (len(answers.encode()) if answers else 0) >= PAGE_BYTES
 
@@ -152,11 +218,23 @@ async def changes_after(
         "after": after,
         "limit": limit + 1,
     }
-    return _more(await _feed_statement(times).all(session, parameters), limit)
+    narrow = _narrow(session)
+    return _more(await _feed_statement(times, narrow).all(session, parameters), limit, narrow)
+
+
+def _narrow(session: AsyncSession) -> bool:
+    return session.get_bind().dialect.name != "postgresql"
 
 
 @cache
-def _export_statement() -> HotStatement:
+def _export_statement(narrow: bool) -> HotStatement:
+    if narrow:
+        return HotStatement(
+            _narrowly_bounded(
+                (_live(upto=False), Submission.change_seq, _size(cast(Submission.answers, Text))),
+                upto=Submission.change_seq <= bindparam("upto", type_=BigInteger),
+            )
+        )
     limit: BindParameter[int] = bindparam("limit")
     return HotStatement(_bounded(_live(upto=True).order_by(Submission.change_seq).limit(limit)))
 
@@ -173,7 +251,8 @@ async def live_between(
         "upto": upto,
         "limit": limit + 1,
     }
-    return _more(await _export_statement().all(session, parameters), limit)
+    narrow = _narrow(session)
+    return _more(await _export_statement(narrow).all(session, parameters), limit, narrow)
 
 
 async def positions(
