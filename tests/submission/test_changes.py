@@ -305,3 +305,21 @@ async def test_a_page_stopped_by_its_answers_keeps_the_deletes_among_them_in_ord
     assert [item["changeSeq"] for item in second["data"]] == [7]
     assert second["data"][0]["answers"]["q10"] == "5" * 100_000
     assert second["hasMore"] is False
+
+
+async def test_a_page_whose_answers_reach_the_bound_at_the_form_s_end_says_no_more(
+    api: Api, session: AsyncSession
+) -> None:
+    """hasMore is exact on both engines: five submissions of a megabyte fill
+    a page past 4 MiB, and nothing follows them."""
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=WRITE)
+    form = await create_form(session, org, blocks=_long_texts(10))
+    for index in range(5):
+        await create_submission(session, form, answers=_filled(10, index))
+    await session.commit()
+
+    page = await _changes(api, form.id, secret, limit=1000)
+
+    assert [item["changeSeq"] for item in page["data"]] == [1, 2, 3, 4, 5]
+    assert page["hasMore"] is False

@@ -37,9 +37,10 @@ from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped
 
 # id, form_version, submitted_at, updated_at, version, change_seq, answers as
-# JSON text, ending, language, deleted_at, and a figure of the read's byte bound
-# (_more): the API's text for times (submitted_at a datetime when asked);
-# deleted_at NULL for a live submission, the middle ones NULL for a tombstone.
+# JSON text, ending, language, deleted_at, and whether the read's byte bound
+# dropped rows after it (_more: a number, 0 or NULL when none): the API's text
+# for times (submitted_at a datetime when asked); deleted_at NULL for a live
+# submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
 
 # About this many bytes of answers at most in one read, past the first row: a
@@ -122,16 +123,23 @@ def _size(answers: Any) -> ColumnElement[int]:
 
 def _bounded(ordered: Select[Any]) -> Select[Any]:
     """`ordered`'s rows (by change number, limited) while the answers before
-    each stay under PAGE_BYTES, each with that sum: the database measures and
-    drops the rest, so they never reach us. A running sum streams; a count of
-    the rows (to tell whether any were dropped) would hold them all first."""
+    each stay under PAGE_BYTES, each with the number of the row after it:
+    the database measures and drops the rest, so they never reach us, and
+    the last row kept tells whether any were dropped. A running sum and a
+    look one row ahead stream; a count of the rows would hold them all
+    first."""
     rows = ordered.subquery("rows")
     size = _size(rows.c.answers)
-    running = func.sum(size).over(order_by=rows.c.change_seq, rows=(None, 0))
-    sized = select(rows, (running - size).label("before")).subquery("sized")
+    order = rows.c.change_seq
+    running = func.sum(size).over(order_by=order, rows=(None, 0))
+    sized = select(
+        rows,
+        (running - size).label("before"),
+        func.lead(order).over(order_by=order).label("after_it"),
+    ).subquery("sized")
     columns = [sized.c[column.name] for column in rows.c]
     return (
-        select(*columns, sized.c.before)
+        select(*columns, sized.c.after_it)
         .where(sized.c.before < PAGE_BYTES)
         .order_by(sized.c.change_seq)
     )
@@ -142,18 +150,20 @@ def _narrowly_bounded(
     upto: ColumnElement[bool] | None = None,
 ) -> Select[Any] | CompoundSelect[Any]:
     """_bounded as SQLite runs it fastest: the running sum over each row's
-    number and size alone, then the wide rows up to the last number it
+    number and size alone (sorted, but narrow, and held once: `sized` is
+    read by four subqueries), then the wide rows up to the last number it
     keeps, read in their index's order and merged, never sorted. Summed over
     the wide rows, as _bounded does, SQLite copies each page's answers twice
     (for the sum and for the union), and a form's feed reads slower
     (bench/RESULTS.md). PostgreSQL reads fastest as _bounded has it: sizing
     the rows apart converts each row's answers to text twice.
 
-    Each side is (its rows' select, their change number, their size);
-    `upto`, a last number to read, bounds the sum's rows alone: with it on
-    the wide rows too, SQLite ranged their index by it and not by the sum's
-    last number, reading every later row. The last column counts the rows
-    the bound dropped (_more)."""
+    Each side is (its rows' select, their change number, their size); the
+    narrow and the wide read of a side are both made from its select, so
+    both keep its organization filter. `upto`, a last number to read, bounds
+    the narrow rows alone: with it on the wide rows too, SQLite ranged their
+    index by it and not by the sum's last number, reading every row up to
+    `upto`. The last column counts the rows the bound dropped (_more)."""
     limit: BindParameter[int] = bindparam("limit")
     numbered = [
         (rows if upto is None else rows.where(upto))
@@ -184,19 +194,12 @@ def _narrowly_bounded(
     return union_all(*bounded).order_by("change_seq")
 
 
-def _more(rows: Sequence[ChangeRow], limit: int, narrow: bool) -> tuple[Sequence[ChangeRow], bool]:
-    """At most `limit` rows, and whether more may follow: a row past the
-    limit came, or the answers reached PAGE_BYTES (_bounded's: when the form
-    ends right there, the next call finds nothing), or rows were dropped
-    (_narrowly_bounded's)."""
+def _more(rows: Sequence[ChangeRow], limit: int) -> tuple[Sequence[ChangeRow], bool]:
+    """At most `limit` rows, and whether more follow: a row past the limit
+    came, or the byte bound dropped rows after the last one."""
     if len(rows) > limit:
         return rows[:limit], True
-    if not rows:
-        return rows, False
-    if narrow:
-        return rows, rows[-1][-1] > 0
-    answers, before = rows[-1][6], rows[-1][-1]
-    return rows, before + (len(answers.encode()) if answers else 0) >= PAGE_BYTES
+    return rows, bool(rows and rows[-1][-1])
 
 
 async def changes_after(
@@ -218,11 +221,12 @@ async def changes_after(
         "after": after,
         "limit": limit + 1,
     }
-    narrow = _narrow(session)
-    return _more(await _feed_statement(times, narrow).all(session, parameters), limit, narrow)
+    return _more(await _feed_statement(times, _narrow(session)).all(session, parameters), limit)
 
 
 def _narrow(session: AsyncSession) -> bool:
+    """Whether to bound as SQLite reads fastest (_narrowly_bounded): on
+    every engine but PostgreSQL."""
     return session.get_bind().dialect.name != "postgresql"
 
 
@@ -251,8 +255,7 @@ async def live_between(
         "upto": upto,
         "limit": limit + 1,
     }
-    narrow = _narrow(session)
-    return _more(await _export_statement(narrow).all(session, parameters), limit, narrow)
+    return _more(await _export_statement(_narrow(session)).all(session, parameters), limit)
 
 
 async def positions(
