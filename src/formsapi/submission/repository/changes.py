@@ -135,7 +135,8 @@ def _bounded(ordered: Select[Any]) -> Select[Any]:
     sized = select(
         rows,
         (running - size).label("before"),
-        func.lead(order).over(order_by=order).label("after_it"),
+        # The frame of the sum (lead ignores frames): one window, one pass.
+        func.lead(order).over(order_by=order, rows=(None, 0)).label("after_it"),
     ).subquery("sized")
     columns = [sized.c[column.name] for column in rows.c]
     return (
