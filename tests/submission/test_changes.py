@@ -247,21 +247,28 @@ def _filled(count: int, digit: int) -> dict[str, str]:
     return {f"q{q}": str(digit) * 100_000 for q in range(count)}
 
 
+async def _megabyte_answers(session: AsyncSession, count: int) -> tuple[str, str]:
+    """A form of `count` submissions of a megabyte each (_filled(10, n) for
+    n in order), and a key to it."""
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=WRITE)
+    form = await create_form(session, org, blocks=_long_texts(10))
+    for index in range(count):
+        await create_submission(session, form, answers=_filled(10, index))
+    await session.commit()
+    return form.id, secret
+
+
 async def test_a_page_of_large_answers_stops_early_and_the_rest_follows(
     api: Api, session: AsyncSession
 ) -> None:
     """A page holds about 4 MiB of answers past its first row, however many
     rows `limit` allows: six submissions of a megabyte come as five, then one."""
-    org = await create_org(session)
-    _, secret = await create_key(session, org, scopes=WRITE)
-    form = await create_form(session, org, blocks=_long_texts(10))
-    for index in range(6):
-        await create_submission(session, form, answers=_filled(10, index))
-    await session.commit()
+    form_id, secret = await _megabyte_answers(session, 6)
 
-    first = await _changes(api, form.id, secret, limit=1000)
-    second = await _changes(api, form.id, secret, limit=1000, after=first["next"])
-    exported = (await api.get(f"/v1/forms/{form.id}/submissions/export", secret)).content
+    first = await _changes(api, form_id, secret, limit=1000)
+    second = await _changes(api, form_id, secret, limit=1000, after=first["next"])
+    exported = (await api.get(f"/v1/forms/{form_id}/submissions/export", secret)).content
 
     assert [item["changeSeq"] for item in first["data"]] == [1, 2, 3, 4, 5]
     assert first["hasMore"] is True
@@ -312,14 +319,9 @@ async def test_a_page_whose_answers_reach_the_bound_at_the_form_s_end_says_no_mo
 ) -> None:
     """hasMore is exact on both engines: five submissions of a megabyte fill
     a page past 4 MiB, and nothing follows them."""
-    org = await create_org(session)
-    _, secret = await create_key(session, org, scopes=WRITE)
-    form = await create_form(session, org, blocks=_long_texts(10))
-    for index in range(5):
-        await create_submission(session, form, answers=_filled(10, index))
-    await session.commit()
+    form_id, secret = await _megabyte_answers(session, 5)
 
-    page = await _changes(api, form.id, secret, limit=1000)
+    page = await _changes(api, form_id, secret, limit=1000)
 
     assert [item["changeSeq"] for item in page["data"]] == [1, 2, 3, 4, 5]
     assert page["hasMore"] is False
