@@ -29,7 +29,12 @@ from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.last_use import LastUse
 from formsapi.config import Settings, get_settings
-from formsapi.db import create_engine, create_read_sessionmaker, create_write_sessionmaker
+from formsapi.db import (
+    create_engine,
+    create_read_sessionmaker,
+    create_write_sessionmaker,
+    database_file,
+)
 from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, NotReady
 from formsapi.event import service as event_service
@@ -70,7 +75,7 @@ from formsapi.submission import endpoints as submissions
 from formsapi.submission.endpoints import router as submissions_router
 from formsapi.submission.intake import Intake
 from formsapi.submission.retention import delete_expired, purge_tombstones
-from formsapi.summary import held
+from formsapi.summary import held, stored
 from formsapi.summary import service as summary_service
 from formsapi.summary.endpoints import router as summary_router
 from formsapi.webhook import catalogue
@@ -129,6 +134,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
     rate_limiter = RateLimiter(settings, redis)
     held.HELD.capacity = settings.summary_memory_mb * 1024 * 1024
+    held.HELD.store = stored.Store(_summary_directory(settings, engine))
     auth_epoch = AuthEpoch(redis, settings.redis_prefix)
 
     @asynccontextmanager
@@ -167,6 +173,9 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
                 app.state.read_sessionmaker, settings.summary_warm_from
             )
             tasks.append(asyncio.create_task(warming))
+        else:  # nothing keeps stored forms up to date: none is kept
+            await held.HELD.sweep(set())
+            held.HELD.store = stored.Store(None)
         stop = asyncio.Event()
         delivering = _start_worker(app, stop)
         try:
@@ -235,6 +244,13 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
         # Outermost, so every layer below sees the real client address.
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxies)
     return app
+
+
+def _summary_directory(settings: Settings, engine: AsyncEngine) -> Path | None:
+    if settings.summary_dir is not None:
+        return Path(settings.summary_dir) if settings.summary_dir else None
+    database = database_file(engine)
+    return None if database is None else database.with_name(database.name + ".summaries")
 
 
 def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | None":

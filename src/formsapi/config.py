@@ -80,6 +80,11 @@ class Settings(BaseSettings):
     # ahead of any ask, the largest first, at start and each minute after,
     # into the room left; 0 reads a form only once it is asked.
     summary_warm_from: int = Field(default=10_000, ge=0)
+    # Where each warmed form held in memory is also kept on disk, a file
+    # each, so that a process starting holds it again from its file and the
+    # changes since, not from all its submissions: unset, beside an SQLite
+    # database file (`<file>.summaries`), nowhere on PostgreSQL; "" nowhere.
+    summary_dir: str | None = None
     # The events list, and webhook deliveries with their attempts, are kept this many days.
     event_days: int = Field(default=30, ge=1, le=36500)
     # On shutdown, requests still running (a long export) get this many

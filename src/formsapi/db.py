@@ -221,6 +221,13 @@ def _sqlite_file(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+def database_file(engine: AsyncEngine) -> Path | None:
+    """The file an SQLite engine's database is in; None in memory, or on PostgreSQL."""
+    if engine.dialect.name != "sqlite":
+        return None
+    return _sqlite_file(engine.url.render_as_string(hide_password=False))
+
+
 def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> AsyncEngine:
     """`pool_size` is how many connections the process keeps; past that a
     request waits up to `pool_timeout` seconds for one to come back rather

@@ -11,8 +11,12 @@ ask first applies the posts, edits and deletes numbered after the copy's
 number, so what it counts is the form as of one change."""
 
 import asyncio
+import hashlib
 import logging
+import os
+import struct
 import sys
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -29,6 +33,7 @@ from formsapi.form.compiled import Counted
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository.changes import ChangeRow
 from formsapi.submission.repository.tallies import ENDING, VALUE_MAX
+from formsapi.summary import stored
 from formsapi.summary.figures import Tallies
 from formsapi.summary.repository import Filters, add_pair
 
@@ -53,13 +58,14 @@ _SLOT_BYTES = 29
 # The value of a key counted alone (a text answer's): its pair's text is "".
 _ALONE = object()
 
-# A submission is known by two 64-bit hashes of its id, of this process's own
-# seed: two ids sharing both are as likely as a guess of a 128-bit key.
+# A submission is known by two 64-bit halves of a hash of its id keyed by its
+# copy's own key (kept with the copy when it is stored): two ids sharing both
+# are as likely as a guess of a 128-bit key.
 Identity = tuple[int, int]
-
-
-def _identity(submission_id: str) -> Identity:
-    return hash(submission_id), hash("\x00" + submission_id)
+_HALVES = struct.Struct("<qq")
+# Changes since a stored image before it is written again (a delete or an
+# edit sooner: what they removed leaves the disk too).
+SAVE_CHANGES = 5 * PAGE
 
 
 @dataclass
@@ -89,18 +95,84 @@ class _Rows:
     # a filter on them is counted by the database.
     clipped: set[str] = field(default_factory=set)
     size: int = 0
+    key: bytes = field(default_factory=lambda: os.urandom(16))
+    last: Identity = (0, 0)  # the identity of the change numbered `seq`
+    # The change number and dead slots of the image last stored or loaded.
+    saved: tuple[int, int] | None = None
     held: Counted = field(init=False)  # `counted` with the hidden fields' values too
 
     def __post_init__(self) -> None:
         self.held = Counted(valued=self.counted.valued | self.hidden, groups=self.counted.groups)
+
+    def identity(self, submission_id: str) -> Identity:
+        digest = hashlib.blake2b(submission_id.encode(), digest_size=16, key=self.key).digest()
+        return _HALVES.unpack(digest)
+
+    def image(self) -> stored.Image:
+        """Its parts, copied: the copy goes on changing while they are written."""
+        return stored.Image(
+            valued=self.counted.valued,
+            groups=dict(self.counted.groups),
+            hidden=self.hidden,
+            seq=self.seq,
+            fresh=self.fresh,
+            known=self.known,
+            key=self.key,
+            last=self.last,
+            clipped=set(self.clipped),
+            pairs=list(self.pairs),
+            slots=[slots[:] for slots in self.slots],
+            hashes=self.hashes[:],
+            checks=self.checks[:],
+            times=self.times[:],
+            versions=self.versions[:],
+            live=self.live[:],
+        )
+
+    @classmethod
+    def of_image(
+        cls, image: stored.Image, counted: Counted, hidden: frozenset[str]
+    ) -> "_Rows | None":
+        """The copy an image holds; None if the form's questions now count
+        other keys than it did."""
+        if image.valued != counted.valued or image.groups != counted.groups:
+            return None
+        if image.hidden != hidden:
+            return None
+        rows = cls(
+            counted=counted,
+            hidden=hidden,
+            seq=image.seq,
+            fresh=image.fresh,
+            known=image.known,
+            codes={pair: code for code, pair in enumerate(image.pairs)},
+            pairs=image.pairs,
+            slots=image.slots,
+            hashes=image.hashes,
+            checks=image.checks,
+            times=image.times,
+            versions=image.versions,
+            live=bytearray(b"\x01") * len(image.hashes),
+            clipped=image.clipped,
+            key=image.key,
+            last=image.last,
+            saved=(image.seq, 0),
+        )
+        # As held: the remembered values are counted again as they are met.
+        rows.size = len(rows.live) * _SLOT_BYTES + sum(
+            4 * len(slots) + _PAIR_BYTES + len(text)
+            for (_, text), slots in zip(rows.pairs, rows.slots, strict=True)
+        )
+        return rows
 
     def apply(self, page: Sequence[ChangeRow]) -> None:
         """Apply a page of the form's change feed (changes.changes_after, with
         times): an edit's or a delete's submission leaves its slot, a new or
         edited one takes a new slot."""
         # id, form_version, submitted_at, _, version, change_seq, answers, ending, ..., deleted_at
+        identity = self.identity
         replaced = {
-            _identity(row[0])
+            identity(row[0])
             for row in page
             if row[5] > self.fresh and (row[9] is not None or row[4] > 1)
         }
@@ -108,9 +180,10 @@ class _Rows:
             self._kill(replaced)
         for row in page:
             if row[9] is None:
-                self._add(row[1], row[2], orjson.loads(row[6]), row[7], _identity(row[0]))
+                self._add(row[1], row[2], orjson.loads(row[6]), row[7], identity(row[0]))
         if page:
             self.seq = page[-1][5]
+            self.last = identity(page[-1][0])
 
     def _kill(self, identities: set[Identity]) -> None:
         """Their live slots are dead: one walk over the slots."""
@@ -296,8 +369,9 @@ class Held:
     (service.warm): those only into the room left, pushing none out, and
     first in line to be dropped."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, store: stored.Store | None = None) -> None:
         self.capacity = capacity
+        self.store = store or stored.Store(None)
         self._forms: OrderedDict[tuple[str, str], _Rows] = OrderedDict()
         # Forms found too big to hold: not read again by this process.
         self._too_big: set[tuple[str, str]] = set()
@@ -324,6 +398,8 @@ class Held:
         rows = self._forms.pop(name, None)
         if rows is not None and (rows.counted != counted or rows.hidden != hidden):
             rows = None  # the form's questions changed what is counted
+        if rows is None and name not in self._too_big:
+            rows = await self._stored(session, name, counted, hidden)
         if rows is not None and max(rows.seq, rows.known) < seq:
             caught_up = await _follow(
                 session, rows, organization_id, form_id, self.capacity, CATCH_UP_PAGES
@@ -353,6 +429,44 @@ class Held:
                 return
             self._no_room[name] = rows.size
         self._forms.pop(name, None)
+
+    async def _stored(
+        self, session: ReadSession, name: stored.Name, counted: Counted, hidden: frozenset[str]
+    ) -> _Rows | None:
+        """The form's stored image as a copy, if there is one the database
+        still numbers as it does; brought up to date by the caller."""
+        if not self.store.has(name):
+            return None
+        image = await asyncio.to_thread(self.store.load, name)
+        rows = None if image is None else _Rows.of_image(image, counted, hidden)
+        if rows is None or rows.seq <= 0:
+            return None
+        page, _ = await submission_repository.changes_after(
+            session, *name, rows.seq - 1, 1, times=True
+        )
+        if not page or page[0][5] != rows.seq or rows.identity(page[0][0]) != rows.last:
+            return None  # restored from a backup, or its last change since replaced
+        return rows
+
+    async def save(self, organization_id: str, form_id: str) -> None:
+        """Store the held form's image if it changed by SAVE_CHANGES, or lost
+        a submission, since the last (service.warm, each round)."""
+        name = (organization_id, form_id)
+        rows = self._forms.get(name)
+        if rows is None or self.store.directory is None:
+            return
+        if rows.saved is not None:
+            seq, dead = rows.saved
+            if rows.dead == dead and rows.seq - seq < SAVE_CHANGES:
+                return
+        rows.saved = (rows.seq, rows.dead)
+        await asyncio.to_thread(self.store.save, name, rows.image())
+
+    async def sweep(self, kept: set[stored.Name]) -> None:
+        """Remove the stored images of forms other than `kept`, held and
+        kept up to date (service.warm, each round)."""
+        kept = {name for name in kept if name in self._forms}
+        await asyncio.to_thread(self.store.sweep, kept, time.time())
 
     def holds(self, organization_id: str, form_id: str) -> bool:
         return (organization_id, form_id) in self._forms
@@ -400,20 +514,24 @@ class Held:
         hidden: frozenset[str],
         warming: bool,
     ) -> None:
-        rows = _Rows(counted=counted, hidden=hidden)
         room = self.room() if warming else self.capacity
 
         async def read() -> None:
             try:
                 async with ReadSession(bind=bind) as own:
-                    if await _follow(
-                        own,
-                        rows,
-                        *name,
-                        room,
-                        pages=sys.maxsize,
-                        stopped=lambda: self._stopping,
-                    ):
+                    stopped = lambda: self._stopping  # noqa: E731
+                    # From its stored image if there is one (a copy that cannot
+                    # be brought up to date is read whole after all)...
+                    rows = await self._stored(own, name, counted, hidden)
+                    kept = rows is not None and await _follow(
+                        own, rows, *name, room, CATCH_UP_PAGES, stopped
+                    )
+                    if not kept and (rows is None or rows.size <= room):
+                        # ...else from the database.
+                        rows = _Rows(counted=counted, hidden=hidden)
+                        kept = await _follow(own, rows, *name, room, sys.maxsize, stopped)
+                    assert rows is not None
+                    if kept:
                         self._keep(name, rows, warmed=warming)
                     elif rows.size > self.capacity:
                         self._too_big.add(name)

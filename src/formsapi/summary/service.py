@@ -252,10 +252,14 @@ async def warm(sessionmaker: Callable[[], ReadSession], least: int) -> int:
         try:
             if await _warm_one(sessionmaker, organization_id, form_id, submissions, seq):
                 read += 1
+            # Kept on disk too, for the next process to hold it from (summary.stored).
+            await held.HELD.save(organization_id, form_id)
         except FormsAPIError:  # gone meanwhile, or the organization's summaries busy
             continue
         except Exception:  # the next forms are still warmed
             log.warning("summaries: form %s was not warmed", form_id, exc_info=True)
+    # Those not warmed and kept up to date go: no file outlives a delete by a round.
+    await held.HELD.sweep({(organization_id, form_id) for organization_id, form_id, *_ in largest})
     return read
 
 

@@ -1,0 +1,243 @@
+"""Held forms kept on disk, so that a process that starts, or that dropped a
+form, holds it again by reading one file and following the changes since,
+instead of reading every submission from the database (the first filtered
+ask of a large form waits for one or the other).
+
+A file is an image of one form's held copy (summary.held) as of a change
+number, written only without the submissions deleted or replaced since
+they were held (their slots left out, the values only they had dropped),
+and trusted only if the database still numbers the image's last change as
+the image does: a database restored from a backup, or a form's questions
+changed, and the image is not used. Nothing here is the data's record: any
+file may be removed at any time, or fail to read, and the form is read from
+the database as before."""
+
+import hashlib
+import logging
+import os
+import re
+import sys
+from array import array
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from formsapi.kit.ids import is_plausible
+
+log = logging.getLogger(__name__)
+
+_MAGIC = b"formsapi held form 1\n"
+_DIGEST = 16
+# A temporary file older than this was left by a process killed while writing it.
+_STALE_SECONDS = 600.0
+# The arrays' item types, in file order after the header: each as this machine lays it out.
+_TYPES = {"hashes": "q", "checks": "q", "times": "d", "versions": "i"}
+
+Name = tuple[str, str]  # (organization id, form id)
+_IMAGE = re.compile(r"[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,64}\.held")
+_TEMPORARY = re.compile(r"\.[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,64}\.held\.[0-9]+\.tmp")
+
+
+@dataclass
+class Image:
+    """A held copy's parts, copied off it (held._Rows.image): the copy goes
+    on changing while the image is written."""
+
+    valued: frozenset[str]
+    groups: dict[str, str]
+    hidden: frozenset[str]
+    seq: int
+    fresh: int
+    known: int
+    key: bytes  # the copy's identity hash key
+    last: tuple[int, int]  # the identity of the change numbered `seq`
+    clipped: set[str]
+    pairs: list[tuple[str, str]]
+    slots: list["array[int]"]
+    hashes: "array[int]"
+    checks: "array[int]"
+    times: "array[float]"
+    versions: "array[int]"
+    live: bytearray = field(default_factory=bytearray)  # empty: every slot live
+
+    def compacted(self) -> "Image":
+        """Without its dead slots, and without the pairs only they held: what
+        a deleted or replaced submission answered is not written."""
+        live = self.live
+        if all(live):
+            return self
+        kept = [slot for slot, alive in enumerate(live) if alive]
+        moved = array("q", [-1]) * len(live)
+        for new, old in enumerate(kept):
+            moved[old] = new
+        pairs, slots = [], []
+        for pair, held in zip(self.pairs, self.slots, strict=True):
+            now = array("I", [moved[slot] for slot in held if live[slot]])
+            if now:
+                pairs.append(pair)
+                slots.append(now)
+        return replace(
+            self,
+            pairs=pairs,
+            slots=slots,
+            hashes=array("q", [self.hashes[slot] for slot in kept]),
+            checks=array("q", [self.checks[slot] for slot in kept]),
+            times=array("d", [self.times[slot] for slot in kept]),
+            versions=array("i", [self.versions[slot] for slot in kept]),
+            live=bytearray(),
+        )
+
+
+class Store:
+    """Images of held forms, a file per form in `directory` (made private to
+    this user); None keeps none."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def _path(self, name: Name) -> Path | None:
+        if self.directory is None or not all(map(is_plausible, name)):
+            return None
+        return self.directory / f"{name[0]}.{name[1]}.held"
+
+    def has(self, name: Name) -> bool:
+        path = self._path(name)
+        return path is not None and path.is_file()
+
+    def save(self, name: Name, image: Image) -> None:
+        """Write the image whole or not at all (blocking: run in a thread).
+        A failure is logged: the form is read from the database next time."""
+        path = self._path(name)
+        if path is None:
+            return
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            body = _encode(image.compacted())
+            temporary.unlink(missing_ok=True)  # left by a process of the same id, killed
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            descriptor = os.open(temporary, flags, 0o600)
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(body)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except OSError:
+            log.warning("summaries: form %s was not stored", name[1], exc_info=True)
+            temporary.unlink(missing_ok=True)
+
+    def load(self, name: Name) -> Image | None:
+        """The form's image, if one was stored whole for this machine's
+        layout (blocking: run in a thread)."""
+        path = self._path(name)
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:  # none stored, or unreadable: read from the database
+            return None
+        try:
+            return _decode(memoryview(data))
+        except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+            log.warning("summaries: the stored copy of form %s is damaged", name[1])
+            path.unlink(missing_ok=True)
+            return None
+
+    def drop(self, name: Name) -> None:
+        path = self._path(name)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    def sweep(self, kept: set[Name], now: float) -> None:
+        """Remove every image but those of `kept`, and temporary files that
+        a killed process left (blocking: run in a thread)."""
+        if self.directory is None:
+            return
+        keep = {path.name for name in kept if (path := self._path(name)) is not None}
+        try:
+            entries = list(os.scandir(self.directory))
+        except FileNotFoundError:
+            return
+        for entry in entries:  # ours alone, by name, whatever else the directory holds
+            stored = _IMAGE.fullmatch(entry.name) is not None and entry.name not in keep
+            left = _TEMPORARY.fullmatch(entry.name) is not None
+            try:
+                if stored or (left and now - entry.stat().st_mtime > _STALE_SECONDS):
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+
+
+def _encode(image: Image) -> bytes:
+    header = {
+        "byteorder": sys.byteorder,
+        "sizes": {code: array(code).itemsize for code in ("q", "d", "i", "I")},
+        "valued": sorted(image.valued),
+        "groups": image.groups,
+        "hidden": sorted(image.hidden),
+        "seq": image.seq,
+        "fresh": image.fresh,
+        "known": image.known,
+        "key": image.key.hex(),
+        "last": list(image.last),
+        "clipped": sorted(image.clipped),
+        "pairs": image.pairs,
+        "lengths": [len(slots) for slots in image.slots],
+        "count": len(image.hashes),
+    }
+    text = orjson.dumps(header)
+    parts: list[bytes] = [_MAGIC, len(text).to_bytes(8, "little"), text]
+    parts += [getattr(image, name).tobytes() for name in _TYPES]
+    parts += [slots.tobytes() for slots in image.slots]
+    body = b"".join(parts)
+    return body + hashlib.blake2b(body, digest_size=_DIGEST).digest()
+
+
+def _decode(data: memoryview) -> Image:
+    body, digest = data[:-_DIGEST], data[-_DIGEST:]
+    if hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
+        raise ValueError("checksum")
+    if body[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("format")
+    at = len(_MAGIC) + 8
+    length = int.from_bytes(body[len(_MAGIC) : at], "little")
+    header: dict[str, Any] = orjson.loads(body[at : at + length])
+    at += length
+    sizes = {code: array(code).itemsize for code in ("q", "d", "i", "I")}
+    if header["byteorder"] != sys.byteorder or header["sizes"] != sizes:
+        raise ValueError("layout")
+    count = header["count"]
+
+    def take(code: str, items: int) -> "array[Any]":
+        nonlocal at
+        end = at + items * sizes[code]
+        if end > len(body):
+            raise ValueError("length")
+        found = array(code)
+        found.frombytes(body[at:end])
+        at = end
+        return found
+
+    hashes, checks, times, versions = (take(code, count) for code in _TYPES.values())
+    slots = [take("I", length) for length in header["lengths"]]
+    if at != len(body) or len(slots) != len(header["pairs"]):
+        raise ValueError("length")
+    return Image(
+        valued=frozenset(header["valued"]),
+        groups=header["groups"],
+        hidden=frozenset(header["hidden"]),
+        seq=header["seq"],
+        fresh=header["fresh"],
+        known=header["known"],
+        key=bytes.fromhex(header["key"]),
+        last=(header["last"][0], header["last"][1]),
+        clipped=set(header["clipped"]),
+        pairs=[(key, text) for key, text in header["pairs"]],
+        slots=slots,
+        hashes=hashes,
+        checks=checks,
+        times=times,
+        versions=versions,
+    )

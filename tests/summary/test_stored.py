@@ -1,0 +1,303 @@
+"""Held forms kept on disk (summary/stored.py): a new process holds a warmed
+form again from its file and the changes since, and counts exactly what
+the database counts; a file the database no longer numbers alike, a damaged
+one, or one of other questions is not used; what a delete or an edit
+removed leaves the disk at the next warming round."""
+
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+from formsapi.config import Settings
+from formsapi.db import create_read_sessionmaker
+from formsapi.submission import repository as submission_repository
+from formsapi.summary import held, repository, service, stored
+from tests.conftest import Api, app_on
+from tests.factories import publish_over_api
+from tests.summary.calls import calls_to
+from tests.summary.test_summary import FORM as EVERY_QUESTION
+from tests.summary.test_summary import _answers
+
+FILTERS = [{"answer": "plan:team"}, {"hidden": "utm_source:newsletter"}, {"answer": "features:sso"}]
+
+
+def _files(directory: Path, form_id: str = "*") -> list[Path]:
+    """The forms' files stored in `directory` (a glob of form ids)."""
+    return sorted(directory.glob(f"*.{form_id}.held"))
+
+
+def _process(monkeypatch: pytest.MonkeyPatch, directory: Path | None) -> held.Held:
+    """This process's held forms as a new process starts with them: none in
+    memory, and what `directory` stores."""
+    holder = held.Held(2**30, stored.Store(directory))
+    monkeypatch.setattr(held, "HELD", holder)
+    return holder
+
+
+async def _posted(
+    api: Api, session: AsyncSession, count: int, seed: int = 11
+) -> tuple[str, str, list[str]]:
+    form_id, secret, _ = await publish_over_api(api, session, EVERY_QUESTION)
+    rng = random.Random(seed)  # noqa: S311 - reproducible answers
+    ids = []
+    for _ in range(count):
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": _answers(rng)}
+        )
+        assert posted.status_code == 201, posted.text
+        ids.append(posted.json()["id"])
+    return form_id, secret, ids
+
+
+async def _warmed(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    directory: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    count: int,
+) -> tuple[str, str, list[str]]:
+    """A form of `count` submissions, warmed and stored in `directory` by a
+    process before this test's."""
+    form_id, secret, ids = await _posted(api, session, count)
+    _process(monkeypatch, directory)
+    assert await service.warm(create_read_sessionmaker(engine), least=count) == 1
+    assert len(_files(directory, form_id)) == 1
+    return form_id, secret, ids
+
+
+async def _summaries(api: Api, form_id: str, secret: str) -> list[dict[str, Any]]:
+    found = []
+    for params in FILTERS:
+        service.MADE.clear()
+        got = await api.get(f"/v1/forms/{form_id}/summary", secret, params=params)
+        assert got.status_code == 200, got.text
+        found.append(got.json())
+    return found
+
+
+async def _by_database(
+    api: Api, form_id: str, secret: str, monkeypatch: pytest.MonkeyPatch
+) -> list[dict[str, Any]]:
+    monkeypatch.setattr(held, "HELD", held.Held(0))
+    return await _summaries(api, form_id, secret)
+
+
+async def test_a_new_process_holds_a_warmed_form_from_its_file_and_the_changes_since(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, secret, ids = await _warmed(api, session, engine, tmp_path, monkeypatch, 30)
+    # Changes after it was stored: posts, edits and deletes.
+    path = f"/v1/forms/{form_id}/submissions"
+    rng = random.Random(12)  # noqa: S311
+    for submission_id in ids[:3]:
+        changed = {"nps": 3, "stars": 5, "utm_source": "newsletter", "features": "sso"}
+        edited = await api.patch(f"{path}/{submission_id}", secret, json={"answers": changed})
+        assert edited.status_code == 200, edited.text
+    for submission_id in ids[3:6]:
+        assert (await api.delete(f"{path}/{submission_id}", secret)).status_code == 204
+    for _ in range(4):
+        assert (await api.post(path, secret, json={"answers": _answers(rng)})).status_code == 201
+
+    holder = _process(monkeypatch, tmp_path)
+    counted_by_database = calls_to(monkeypatch, repository, "tallies")
+    feed_reads = calls_to(monkeypatch, submission_repository, "changes_after")
+    found = await _summaries(api, form_id, secret)
+
+    assert counted_by_database == []
+    copy = holder.copy_of(form_id)
+    assert copy is not None
+    # Read from the file's last change on, not from the form's first.
+    assert min(call[3] for call in feed_reads) >= 29
+    assert found == await _by_database(api, form_id, secret, monkeypatch)
+    assert found[0]["submissions"] > 0
+
+
+async def test_what_deletes_and_edits_removed_leaves_the_file_at_the_next_round(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, EVERY_QUESTION)
+    path = f"/v1/forms/{form_id}/submissions"
+    ids = []
+    for source in ("leaked-campaign", "edited-away", "kept-campaign", "newsletter"):
+        posted = await api.post(path, secret, json={"answers": {"utm_source": source}})
+        ids.append(posted.json()["id"])
+    holder = _process(monkeypatch, tmp_path)
+    sessions = create_read_sessionmaker(engine)
+    assert await service.warm(sessions, least=4) == 1
+    (image,) = _files(tmp_path)
+    assert b"leaked-campaign" in image.read_bytes()
+
+    assert (await api.delete(f"{path}/{ids[0]}", secret)).status_code == 204
+    edited = await api.patch(
+        f"{path}/{ids[1]}", secret, json={"answers": {"utm_source": "newsletter"}}
+    )
+    assert edited.status_code == 200, edited.text
+    await service.warm(sessions, least=3)
+
+    written = image.read_bytes()
+    assert b"leaked-campaign" not in written
+    assert b"edited-away" not in written
+    assert b"kept-campaign" in written
+    loaded = holder.store.load(holder._forms.popitem()[0])
+    assert loaded is not None
+    assert len(loaded.hashes) == 3  # the deleted and the replaced slots left out
+
+
+async def test_a_file_the_database_numbers_otherwise_is_not_used(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As after a restore from a backup: another history up to the same
+    change number. Here, another form's file in this one's name."""
+    form_id, secret, _ = await _posted(api, session, 12)
+    other, _, _ = await _posted(api, session, 12, seed=13)
+    _process(monkeypatch, tmp_path)
+    assert await service.warm(create_read_sessionmaker(engine), least=12) == 2
+    (mine,) = _files(tmp_path, form_id)
+    (theirs,) = _files(tmp_path, other)
+    os.replace(theirs, mine)
+
+    holder = _process(monkeypatch, tmp_path)
+    found = await _summaries(api, form_id, secret)
+    await holder.settled()  # read from the database after all
+
+    copy = holder.copy_of(form_id)
+    assert copy is not None
+    assert len(copy.live) == 12
+    assert found == await _by_database(api, form_id, secret, monkeypatch)
+
+
+async def test_a_file_whose_last_change_was_replaced_is_read_again(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, secret, ids = await _warmed(api, session, engine, tmp_path, monkeypatch, 10)
+    edited = await api.patch(
+        f"/v1/forms/{form_id}/submissions/{ids[-1]}", secret, json={"answers": {"nps": 0}}
+    )
+    assert edited.status_code == 200, edited.text
+
+    holder = _process(monkeypatch, tmp_path)
+    counted_by_database = calls_to(monkeypatch, repository, "tallies")
+    found = await _summaries(api, form_id, secret)
+    await holder.settled()
+
+    assert counted_by_database != []  # at least the first ask's: the file was not used
+    assert found == await _by_database(api, form_id, secret, monkeypatch)
+
+
+async def test_a_damaged_file_is_removed_and_the_form_counted_by_the_database(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, secret, _ = await _warmed(api, session, engine, tmp_path, monkeypatch, 10)
+    (image,) = _files(tmp_path)
+    data = bytearray(image.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    image.write_bytes(bytes(data))
+
+    holder = _process(monkeypatch, tmp_path)
+    found = await _summaries(api, form_id, secret)
+    await holder.settled()
+
+    assert not image.exists()
+    assert found == await _by_database(api, form_id, secret, monkeypatch)
+
+
+async def test_a_file_of_other_questions_is_not_used(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, secret, _ = await _warmed(api, session, engine, tmp_path, monkeypatch, 10)
+    blocks = [*EVERY_QUESTION["blocks"], {"type": "rating", "key": "mood", "title": "Mood"}]
+    changed = await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": blocks})
+    assert changed.status_code == 200, changed.text
+
+    holder = _process(monkeypatch, tmp_path)
+    counted_by_database = calls_to(monkeypatch, repository, "tallies")
+    found = await _summaries(api, form_id, secret)
+    await holder.settled()
+
+    assert counted_by_database != []
+    assert "mood" in [question["key"] for question in found[0]["questions"]]
+    assert found == await _by_database(api, form_id, secret, monkeypatch)
+
+
+async def test_files_of_forms_gone_or_no_longer_warmed_are_removed_each_round(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kept, _, _ = await _posted(api, session, 6)
+    deleted, secret, _ = await _posted(api, session, 6)
+    _process(monkeypatch, tmp_path)
+    sessions = create_read_sessionmaker(engine)
+    assert await service.warm(sessions, least=6) == 2
+    left = tmp_path / ".org_x.frm_x.held.1234.tmp"  # by a process killed while writing
+    left.write_bytes(b"half")
+    os.utime(left, (time.time() - 3600, time.time() - 3600))
+    writing = tmp_path / ".org_y.frm_y.held.1235.tmp"
+    writing.write_bytes(b"being written")
+    gone = await api.delete(f"/v1/forms/{deleted}?deleteSubmissions=true", secret)
+    assert gone.status_code == 204, gone.text
+
+    await service.warm(sessions, least=6)
+
+    assert [path.name.split(".")[1] for path in _files(tmp_path)] == [kept]
+    assert not left.exists()
+    assert writing.exists()
+
+
+async def test_a_process_that_warms_nothing_removes_the_stored_files_as_it_starts(
+    engine: AsyncEngine, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "org_a.frm_a.held").write_bytes(b"an image of an earlier run")
+    (tmp_path / "notes.txt").write_bytes(b"not ours")
+    _process(monkeypatch, None)
+    app = app_on(
+        engine, settings.model_copy(update={"summary_warm_from": 0, "summary_dir": str(tmp_path)})
+    )
+    async with app.router.lifespan_context(app):
+        assert _files(tmp_path) == []
+        assert (tmp_path / "notes.txt").exists()
+        assert held.HELD.store.directory is None
+
+
+def test_files_are_kept_beside_an_sqlite_database_and_nowhere_by_default_on_postgresql(
+    engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _process(monkeypatch, None)
+    app_on(engine, settings)
+    url = engine.url
+    if engine.dialect.name == "sqlite":
+        assert held.HELD.store.directory == Path(f"{url.database}.summaries")
+    else:
+        assert held.HELD.store.directory is None
