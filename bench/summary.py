@@ -6,13 +6,16 @@ straight on the driver (asyncpg, sqlite3), in interleaved rounds, on the data
 set of bench/dataset.py. PostgreSQL is vacuumed first (autovacuum is off on
 this machine).
 
-The summary is timed four ways: the first ask of a process that has not
+The summary is timed five ways: the first ask of a process that has not
 held the form, which reads its submissions into memory (summary.held) after
 counting in the database; the first ask of a process that warmed its largest
-forms as it started (`service.warm`, timed as `warming`); an ask of another
-answer after the first, counted from what is held; and counted by the
-database, as a form too big to hold is (`held.HELD` given no room). Each
-round asks afresh: the summaries made before are forgotten (`service.MADE`).
+forms as it started (`service.warm`, timed as `warming`); the first ask of a
+process that finds the form stored on disk by a process before it
+(summary.stored: read from its file and the changes since; the storing
+timed as `storing`); an ask of another answer after the first, counted from
+what is held; and counted by the database, as a form too big to hold is
+(`held.HELD` given no room). Each round asks afresh: the summaries made
+before are forgotten (`service.MADE`).
 
 Unfiltered and date-range summaries, which add up kept counts, are measured
 over HTTP at 32 connections by `bench.run --scenarios summary summary_30d`.
@@ -20,8 +23,11 @@ over HTTP at 32 connections by `bench.run --scenarios summary summary_30d`.
 
 import argparse
 import asyncio
+import shutil
 import sqlite3
+import tempfile
 import time
+from pathlib import Path
 from statistics import median
 
 import asyncpg  # type: ignore[import-untyped]
@@ -31,7 +37,8 @@ from bench.report import publish, section
 from bench.run import BIG_FORM
 from formsapi.config import Settings
 from formsapi.db import create_engine, create_read_sessionmaker
-from formsapi.summary import held, service
+from formsapi.form import service as form_service
+from formsapi.summary import held, service, stored
 
 # The bench form's keys whose values a summary counts, and the filter.
 VALUED = ("plan", "satisfaction", "seats", "features")
@@ -50,14 +57,17 @@ WHERE s.organization_id = ? AND s.form_id = ? AND json_extract(s.answers, '$."{A
 GROUP BY 1, 2"""  # noqa: S608 - constants of ours
 
 
-async def _service(url: str, how: str, warm_from: int) -> tuple[dict[str, float], int]:
+async def _service(
+    url: str, how: str, warm_from: int, store: stored.Store
+) -> tuple[dict[str, float], int]:
     """One summary asked `how`: first (nothing held: the database counts,
     and the form is read into memory after it, timed as `reading`), warmed
     (after the forms of at least `warm_from` submissions are read, timed as
-    `warming`), held (after an ask of another answer, once the form is read),
-    or database (nothing may be held)."""
+    `warming`), stored (nothing held, the form stored in `store`), held
+    (after an ask of another answer, once the form is read), or database
+    (nothing may be held)."""
     engine = create_engine(url)
-    held.HELD = held.Held(0 if how == "database" else ROOM)
+    held.HELD = held.Held(0 if how == "database" else ROOM, store if how == "stored" else None)
     spent: dict[str, float] = {}
     try:
         sessions = create_read_sessionmaker(engine)
@@ -79,6 +89,33 @@ async def _service(url: str, how: str, warm_from: int) -> tuple[dict[str, float]
                 await held.HELD.settled()
                 spent["reading"] = time.perf_counter() - started - spent[how]
             return spent, found["submissions"]
+    finally:
+        await engine.dispose()
+
+
+async def _store(url: str, store: stored.Store, warm_from: int) -> dict[str, float]:
+    """Store the forms of at least `warm_from` submissions as a warming round
+    does: how long the bench form's storing took, once it was read; and a
+    next process's warming from those files (`warming, stored`)."""
+    engine = create_engine(url)
+    spent: dict[str, float] = {}
+    try:
+        sessions = create_read_sessionmaker(engine)
+        held.HELD = held.Held(ROOM, store)
+        async with sessions() as session:
+            service.prepare(session, await form_service.get(session, ORG_ID, BIG_FORM))
+        await held.HELD.settled()
+        started = time.perf_counter()
+        await held.HELD.save(ORG_ID, BIG_FORM)
+        spent["storing"] = time.perf_counter() - started
+        await service.warm(sessions, warm_from)  # and the other forms
+        held.HELD = held.Held(ROOM, store)
+        started = time.perf_counter()
+        await service.warm(sessions, warm_from)
+        spent["warming, stored"] = time.perf_counter() - started
+        if not store.has((ORG_ID, BIG_FORM)) or not held.HELD.holds(ORG_ID, BIG_FORM):
+            raise SystemExit("the bench form was not stored")
+        return spent
     finally:
         await engine.dispose()
 
@@ -108,7 +145,7 @@ async def _vacuum(url: str) -> None:
         await connection.close()
 
 
-WAYS = ("first", "warmed", "held", "database")
+WAYS = ("first", "warmed", "stored", "held", "database")
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -116,9 +153,12 @@ async def main_async(args: argparse.Namespace) -> None:
     for engine, url in (("postgresql", args.postgres), ("sqlite", f"sqlite:///{args.sqlite}")):
         if engine == "postgresql":
             await _vacuum(url)
-        await _service(url, "database", args.warm_from)  # the form compiled, pages cached
-        names = (*WAYS, "reading", "warming", "statement")
+        store = stored.Store(Path(tempfile.mkdtemp(prefix="bench-summary-")))
+        await _service(url, "database", args.warm_from, store)  # the form compiled, pages cached
+        names = (*WAYS, "reading", "warming", "storing", "warming, stored", "statement")
         times: dict[str, list[float]] = {how: [] for how in names}
+        for name, elapsed in (await _store(url, store, args.warm_from)).items():
+            times[name].append(elapsed)
         matched = 0
         for round_ in range(args.rounds):
             order = [*WAYS, "statement"]
@@ -126,10 +166,11 @@ async def main_async(args: argparse.Namespace) -> None:
                 if how == "statement":
                     times[how].append(await _statement(url))
                 else:
-                    spent, matched = await _service(url, how, args.warm_from)
+                    spent, matched = await _service(url, how, args.warm_from, store)
                     for name, elapsed in spent.items():
                         times[name].append(elapsed)
             print(engine, ", ".join(f"{how} {spent[-1]:.2f} s" for how, spent in times.items()))
+        shutil.rmtree(str(store.directory))
         floor = median(times["statement"])
         rows.append(
             f"| {engine} | answer={':'.join(ANSWER)} | {matched:,} | "
@@ -145,9 +186,11 @@ async def main_async(args: argparse.Namespace) -> None:
         "form's lookup and the figures included) asked first (counted by the database, "
         "then the form read into memory in the background: `reading`), asked first in "
         f"a process that read its forms of at least {args.warm_from:,} submissions as it "
-        "started (`warming`), asked with the form held, and counted by the database with "
-        "nothing held; and the one statement on the driver. PostgreSQL vacuumed (VACUUM "
-        "ANALYZE) first."
+        "started (`warming`), asked first in a process that finds the form stored on disk "
+        "(`storing`: writing its file, once, by the process before; `warming, stored`: a "
+        "process's warming, once, with every form stored), asked with the form "
+        "held, and counted by the database with nothing held; and the one statement on the "
+        "driver. PostgreSQL vacuumed (VACUUM ANALYZE) first."
     )
     header = [
         "engine",
@@ -155,10 +198,13 @@ async def main_async(args: argparse.Namespace) -> None:
         "matching",
         "first ask",
         "first ask, warmed",
+        "first ask, stored",
         "held",
         "database",
         "reading",
         "warming",
+        "storing",
+        "warming, stored",
         "statement",
     ]
     publish(section("an answer summary filtered by one answer", note, header, rows), args.record)
