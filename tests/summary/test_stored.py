@@ -31,6 +31,13 @@ def _files(directory: Path, form_id: str = "*") -> list[Path]:
     return sorted(directory.glob(f"*.{form_id}.held"))
 
 
+def _name_of(directory: Path, form_id: str) -> stored.Name:
+    """The (organization, form) a stored file is named by."""
+    (path,) = _files(directory, form_id)
+    organization_id, stored_form, _ = path.name.split(".")
+    return organization_id, stored_form
+
+
 def _process(monkeypatch: pytest.MonkeyPatch, directory: Path | None) -> held.Held:
     """This process's held forms as a new process starts with them: none in
     memory, and what `directory` stores."""
@@ -119,7 +126,6 @@ async def test_a_new_process_holds_a_warmed_form_from_its_file_and_the_changes_s
     # Read from the file's last change on, not from the form's first.
     assert min(call[3] for call in feed_reads) >= 29
     assert found == await _by_database(api, form_id, secret, monkeypatch)
-    assert found[0]["submissions"] > 0
 
 
 async def test_what_deletes_and_edits_removed_leaves_the_file_at_the_next_round(
@@ -167,7 +173,7 @@ async def test_a_file_the_database_numbers_otherwise_is_not_used(
     """As after a restore from a backup: another history up to the same
     change number. Here, another form's file in this one's name."""
     form_id, secret, _ = await _posted(api, session, 12)
-    other, _, _ = await _posted(api, session, 12, seed=13)
+    other, _, _ = await _posted(api, session, 13, seed=13)
     _process(monkeypatch, tmp_path)
     assert await service.warm(create_read_sessionmaker(engine), least=12) == 2
     (mine,) = _files(tmp_path, form_id)
@@ -180,7 +186,48 @@ async def test_a_file_the_database_numbers_otherwise_is_not_used(
 
     copy = holder.copy_of(form_id)
     assert copy is not None
-    assert len(copy.live) == 12
+    assert len(copy.live) == 12  # its own 12, not the other form's 13
+    assert found == await _by_database(api, form_id, secret, monkeypatch)
+    assert _files(tmp_path, form_id) == []  # removed: warming stores the form again
+
+
+async def test_a_file_claiming_changes_the_database_numbers_otherwise_is_not_used(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As after a restore from a backup taken between deletes whose tombstones
+    were then purged: the file says it knows changes past its last one. It
+    is not used if the form has not reached that number, nor if a change
+    the file says it knows is in the feed."""
+    form_id, secret, _ = await _warmed(api, session, engine, tmp_path, monkeypatch, 10)
+    holder = _process(monkeypatch, tmp_path)
+    name = _name_of(tmp_path, form_id)
+    image = holder.store.load(name)
+    assert image is not None
+    image.known = image.seq + 1  # past the form's last change
+    assert holder.store.save(name, image)
+    counted_by_database = calls_to(monkeypatch, repository, "tallies")
+
+    assert (await _summaries(api, form_id, secret))[0] == (
+        await _by_database(api, form_id, secret, monkeypatch)
+    )[0]
+    assert counted_by_database != []
+
+    # A post takes the number the file claims to know.
+    holder = _process(monkeypatch, tmp_path)
+    assert holder.store.save(name, image)
+    posted = await api.post(
+        f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": "team"}}
+    )
+    assert posted.status_code == 201, posted.text
+    counted_by_database.clear()
+    found = await _summaries(api, form_id, secret)
+    await holder.settled()
+
+    assert counted_by_database != []
     assert found == await _by_database(api, form_id, secret, monkeypatch)
 
 
@@ -199,25 +246,37 @@ async def test_a_file_whose_last_change_was_replaced_is_read_again(
 
     holder = _process(monkeypatch, tmp_path)
     counted_by_database = calls_to(monkeypatch, repository, "tallies")
+    feed_reads = calls_to(monkeypatch, submission_repository, "changes_after")
     found = await _summaries(api, form_id, secret)
     await holder.settled()
 
     assert counted_by_database != []  # at least the first ask's: the file was not used
+    assert 0 in [call[3] for call in feed_reads]  # the form read from its first change
     assert found == await _by_database(api, form_id, secret, monkeypatch)
 
 
+@pytest.mark.parametrize("damage", ["a byte flipped", "a slot past the last"])
 async def test_a_damaged_file_is_removed_and_the_form_counted_by_the_database(
     api: Api,
     session: AsyncSession,
     engine: AsyncEngine,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    damage: str,
 ) -> None:
     form_id, secret, _ = await _warmed(api, session, engine, tmp_path, monkeypatch, 10)
     (image,) = _files(tmp_path)
-    data = bytearray(image.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    image.write_bytes(bytes(data))
+    if damage == "a byte flipped":
+        data = bytearray(image.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        image.write_bytes(bytes(data))
+    else:  # whole, by its checksum, and yet naming a submission it does not hold
+        store = stored.Store(tmp_path)
+        name = _name_of(tmp_path, form_id)
+        loaded = store.load(name)
+        assert loaded is not None
+        loaded.slots[0].append(len(loaded.hashes))
+        assert store.save(name, loaded)
 
     holder = _process(monkeypatch, tmp_path)
     found = await _summaries(api, form_id, secret)
@@ -258,9 +317,12 @@ async def test_files_of_forms_gone_or_no_longer_warmed_are_removed_each_round(
 ) -> None:
     kept, _, _ = await _posted(api, session, 6)
     deleted, secret, _ = await _posted(api, session, 6)
+    smaller, _, _ = await _posted(api, session, 4)
     _process(monkeypatch, tmp_path)
     sessions = create_read_sessionmaker(engine)
-    assert await service.warm(sessions, least=6) == 2
+    assert await service.warm(sessions, least=4) == 3
+    assert len(_files(tmp_path)) == 3
+    (tmp_path / "org_z.frm_z.held").mkdir()  # not a file: left, and the sweep goes on
     left = tmp_path / ".org_x.frm_x.held.1234.tmp"  # by a process killed while writing
     left.write_bytes(b"half")
     os.utime(left, (time.time() - 3600, time.time() - 3600))
@@ -271,9 +333,31 @@ async def test_files_of_forms_gone_or_no_longer_warmed_are_removed_each_round(
 
     await service.warm(sessions, least=6)
 
-    assert [path.name.split(".")[1] for path in _files(tmp_path)] == [kept]
+    # The deleted form's file and the one no longer warmed are removed.
+    assert [path.name.split(".")[1] for path in _files(tmp_path) if path.is_file()] == [kept]
+    assert smaller != kept
     assert not left.exists()
     assert writing.exists()
+
+
+async def test_a_file_that_could_not_be_written_is_written_at_the_next_round(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, _, _ = await _posted(api, session, 5)
+    directory = tmp_path / "held"
+    directory.write_bytes(b"a file where the directory should be")
+    _process(monkeypatch, directory)
+    sessions = create_read_sessionmaker(engine)
+    assert await service.warm(sessions, least=5) == 1  # held, not stored
+    directory.unlink()
+
+    assert await service.warm(sessions, least=5) == 0  # held already: nothing changed since
+
+    assert len(_files(directory, form_id)) == 1
 
 
 async def test_a_process_that_warms_nothing_removes_the_stored_files_as_it_starts(

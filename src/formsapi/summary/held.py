@@ -347,6 +347,26 @@ async def _follow(
             await fetching
 
 
+async def _numbered_alike(session: ReadSession, name: stored.Name, rows: _Rows) -> bool:
+    """Whether the database numbers the changes of a stored copy as the copy
+    does: its last change the same submission's, and none after it up to
+    the number the copy says it knows (a database restored from a backup
+    fails one or the other, but for the same submission changed at the same
+    number in both histories)."""
+    known = max(rows.known, rows.fresh)
+    position = await submission_repository.positions(session, *name)
+    if position is None or position[0] < known:
+        return False
+    changes = submission_repository.changes_after
+    page, _ = await changes(session, *name, rows.seq - 1, 1, times=True)
+    if not page or page[0][5] != rows.seq or rows.identity(page[0][0]) != rows.last:
+        return False
+    if known > rows.seq:
+        after, _ = await changes(session, *name, rows.seq, 1, times=True)
+        return not after or after[0][5] > known
+    return True
+
+
 async def _page(
     session: ReadSession, organization_id: str, form_id: str, after: int
 ) -> tuple[Sequence[ChangeRow], bool, Row[int, int] | None]:
@@ -398,7 +418,8 @@ class Held:
         rows = self._forms.pop(name, None)
         if rows is not None and (rows.counted != counted or rows.hidden != hidden):
             rows = None  # the form's questions changed what is counted
-        if rows is None and name not in self._too_big:
+        loaded = rows is None and name not in self._too_big
+        if loaded:
             rows = await self._stored(session, name, counted, hidden)
         if rows is not None and max(rows.seq, rows.known) < seq:
             caught_up = await _follow(
@@ -409,6 +430,8 @@ class Held:
                 rows.known = seq
             else:
                 rows = None  # read again, in the background
+                if loaded:  # (and stored again by warming, if it warms the form)
+                    await asyncio.to_thread(self.store.drop, name)
         if rows is not None:
             self._keep(name, rows)
         return rows
@@ -434,33 +457,32 @@ class Held:
         self, session: ReadSession, name: stored.Name, counted: Counted, hidden: frozenset[str]
     ) -> _Rows | None:
         """The form's stored image as a copy, if there is one the database
-        still numbers as it does; brought up to date by the caller."""
+        still numbers as it does; brought up to date by the caller. One that
+        is not is removed (warming stores the form again)."""
         if not self.store.has(name):
             return None
         image = await asyncio.to_thread(self.store.load, name)
         rows = None if image is None else _Rows.of_image(image, counted, hidden)
-        if rows is None or rows.seq <= 0:
-            return None
-        page, _ = await submission_repository.changes_after(
-            session, *name, rows.seq - 1, 1, times=True
-        )
-        if not page or page[0][5] != rows.seq or rows.identity(page[0][0]) != rows.last:
-            return None  # restored from a backup, or its last change since replaced
-        return rows
+        if rows is not None and await _numbered_alike(session, name, rows):
+            return rows
+        await asyncio.to_thread(self.store.drop, name)
+        return None
 
     async def save(self, organization_id: str, form_id: str) -> None:
         """Store the held form's image if it changed by SAVE_CHANGES, or lost
-        a submission, since the last (service.warm, each round)."""
+        a submission, since the last written, or if it has none (service.warm,
+        each round: a write that failed is tried again at the next)."""
         name = (organization_id, form_id)
         rows = self._forms.get(name)
         if rows is None or self.store.directory is None:
             return
-        if rows.saved is not None:
+        if rows.saved is not None and self.store.has(name):
             seq, dead = rows.saved
             if rows.dead == dead and rows.seq - seq < SAVE_CHANGES:
                 return
-        rows.saved = (rows.seq, rows.dead)
-        await asyncio.to_thread(self.store.save, name, rows.image())
+        state = (rows.seq, rows.dead)
+        if await asyncio.to_thread(self.store.save, name, rows.image()):
+            rows.saved = state
 
     async def sweep(self, kept: set[stored.Name]) -> None:
         """Remove the stored images of forms other than `kept`, held and
@@ -526,6 +548,8 @@ class Held:
                     kept = rows is not None and await _follow(
                         own, rows, *name, room, CATCH_UP_PAGES, stopped
                     )
+                    if rows is not None and not kept and rows.size <= room:
+                        await asyncio.to_thread(self.store.drop, name)
                     if not kept and (rows is None or rows.size <= room):
                         # ...else from the database.
                         rows = _Rows(counted=counted, hidden=hidden)

@@ -17,18 +17,20 @@ import logging
 import os
 import re
 import sys
+import tempfile
 from array import array
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
-from formsapi.kit.ids import is_plausible
+from formsapi.submission.repository.tallies import VALUE_MAX
 
 log = logging.getLogger(__name__)
 
-_MAGIC = b"formsapi held form 1\n"
+_MAGIC = b"formsapi held form\n"
 _DIGEST = 16
 # A temporary file older than this was left by a process killed while writing it.
 _STALE_SECONDS = 600.0
@@ -36,8 +38,10 @@ _STALE_SECONDS = 600.0
 _TYPES = {"hashes": "q", "checks": "q", "times": "d", "versions": "i"}
 
 Name = tuple[str, str]  # (organization id, form id)
-_IMAGE = re.compile(r"[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,64}\.held")
-_TEMPORARY = re.compile(r"\.[A-Za-z0-9_-]{1,64}\.[A-Za-z0-9_-]{1,64}\.held\.[0-9]+\.tmp")
+# Ours, by name: an organization's id, a form's (kit.ids), the suffix; and
+# one being written (tempfile's random part).
+_IMAGE = re.compile(r"org_[A-Za-z0-9_-]{1,60}\.frm_[A-Za-z0-9_-]{1,60}\.held")
+_TEMPORARY = re.compile(r"\.org_[A-Za-z0-9_-]{1,60}\.frm_[A-Za-z0-9_-]{1,60}\.held\.\w+\.tmp")
 
 
 @dataclass
@@ -91,46 +95,64 @@ class Image:
 
 
 class Store:
-    """Images of held forms, a file per form in `directory` (made private to
-    this user); None keeps none."""
+    """Images of held forms, a file per form in `directory`, readable by this
+    process's user alone; None keeps none."""
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
 
     def _path(self, name: Name) -> Path | None:
-        if self.directory is None or not all(map(is_plausible, name)):
+        file = f"{name[0]}.{name[1]}.held"
+        if self.directory is None or _IMAGE.fullmatch(file) is None:
             return None
-        return self.directory / f"{name[0]}.{name[1]}.held"
+        return self.directory / file
 
     def has(self, name: Name) -> bool:
         path = self._path(name)
-        return path is not None and path.is_file()
+        try:
+            return path is not None and path.is_file()
+        except OSError:  # a directory this process may not search: as if none
+            return False
 
-    def save(self, name: Name, image: Image) -> None:
-        """Write the image whole or not at all (blocking: run in a thread).
-        A failure is logged: the form is read from the database next time."""
+    def save(self, name: Name, image: Image) -> bool:
+        """Write the image whole or not at all (blocking: run in a thread);
+        whether it was written. A failure is logged."""
         path = self._path(name)
         if path is None:
-            return
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            return False
+        temporary = None
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             body = _encode(image.compacted())
-            temporary.unlink(missing_ok=True)  # left by a process of the same id, killed
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            descriptor = os.open(temporary, flags, 0o600)
+            descriptor, temporary = tempfile.mkstemp(
+                prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+            )
             with os.fdopen(descriptor, "wb") as file:
                 file.write(body)
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(temporary, path)
+            temporary = None
+            # The rename itself on disk: else an older image, with answers
+            # since deleted, may be what a power cut leaves.
+            directory = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+            return True
         except OSError:
             log.warning("summaries: form %s was not stored", name[1], exc_info=True)
-            temporary.unlink(missing_ok=True)
+            return False
+        finally:
+            if temporary is not None:
+                with suppress(OSError):
+                    os.unlink(temporary)
 
     def load(self, name: Name) -> Image | None:
-        """The form's image, if one was stored whole for this machine's
-        layout (blocking: run in a thread)."""
+        """The form's image, if one was stored whole, by this version, for
+        this machine's layout (blocking: run in a thread); a damaged one is
+        removed."""
         path = self._path(name)
         if path is None:
             return None
@@ -140,15 +162,16 @@ class Store:
             return None
         try:
             return _decode(memoryview(data))
-        except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError):
             log.warning("summaries: the stored copy of form %s is damaged", name[1])
-            path.unlink(missing_ok=True)
+            self.drop(name)
             return None
 
     def drop(self, name: Name) -> None:
         path = self._path(name)
         if path is not None:
-            path.unlink(missing_ok=True)
+            with suppress(OSError):
+                path.unlink(missing_ok=True)
 
     def sweep(self, kept: set[Name], now: float) -> None:
         """Remove every image but those of `kept`, and temporary files that
@@ -158,36 +181,67 @@ class Store:
         keep = {path.name for name in kept if (path := self._path(name)) is not None}
         try:
             entries = list(os.scandir(self.directory))
-        except FileNotFoundError:
+        except OSError:  # none yet, or not ours to read
             return
         for entry in entries:  # ours alone, by name, whatever else the directory holds
             stored = _IMAGE.fullmatch(entry.name) is not None and entry.name not in keep
             left = _TEMPORARY.fullmatch(entry.name) is not None
             try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
                 if stored or (left and now - entry.stat().st_mtime > _STALE_SECONDS):
                     os.unlink(entry.path)
-            except FileNotFoundError:
+            except OSError:  # gone meanwhile, or not ours to remove: the others still go
                 continue
 
 
+class _Header(BaseModel):
+    """What a file says of its image, checked before any of it is used."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    format: Literal[1]
+    byteorder: Literal["little", "big"]
+    sizes: dict[str, int]
+    value_max: int
+    valued: list[str]
+    groups: dict[str, str]
+    hidden: list[str]
+    seq: int = Field(ge=1)
+    fresh: int = Field(ge=0)
+    known: int = Field(ge=0)
+    key: str = Field(pattern=r"^[0-9a-f]{32}$")
+    last: tuple[int, int]
+    clipped: list[str]
+    pairs: list[tuple[str, str]]
+    lengths: list[int]
+    count: int = Field(ge=0)
+
+
+def _layout() -> dict[str, int]:
+    return {code: array(code).itemsize for code in ("q", "d", "i", "I")}
+
+
 def _encode(image: Image) -> bytes:
-    header = {
-        "byteorder": sys.byteorder,
-        "sizes": {code: array(code).itemsize for code in ("q", "d", "i", "I")},
-        "valued": sorted(image.valued),
-        "groups": image.groups,
-        "hidden": sorted(image.hidden),
-        "seq": image.seq,
-        "fresh": image.fresh,
-        "known": image.known,
-        "key": image.key.hex(),
-        "last": list(image.last),
-        "clipped": sorted(image.clipped),
-        "pairs": image.pairs,
-        "lengths": [len(slots) for slots in image.slots],
-        "count": len(image.hashes),
-    }
-    text = orjson.dumps(header)
+    header = _Header(
+        format=1,
+        byteorder=sys.byteorder,
+        sizes=_layout(),
+        value_max=VALUE_MAX,
+        valued=sorted(image.valued),
+        groups=image.groups,
+        hidden=sorted(image.hidden),
+        seq=image.seq,
+        fresh=image.fresh,
+        known=image.known,
+        key=image.key.hex(),
+        last=image.last,
+        clipped=sorted(image.clipped),
+        pairs=image.pairs,
+        lengths=[len(slots) for slots in image.slots],
+        count=len(image.hashes),
+    )
+    text = header.model_dump_json().encode()
     parts: list[bytes] = [_MAGIC, len(text).to_bytes(8, "little"), text]
     parts += [getattr(image, name).tobytes() for name in _TYPES]
     parts += [slots.tobytes() for slots in image.slots]
@@ -203,17 +257,19 @@ def _decode(data: memoryview) -> Image:
         raise ValueError("format")
     at = len(_MAGIC) + 8
     length = int.from_bytes(body[len(_MAGIC) : at], "little")
-    header: dict[str, Any] = orjson.loads(body[at : at + length])
+    header = _Header.model_validate_json(bytes(body[at : at + length]))
     at += length
-    sizes = {code: array(code).itemsize for code in ("q", "d", "i", "I")}
-    if header["byteorder"] != sys.byteorder or header["sizes"] != sizes:
+    # Written by a build that tallied as this one does, on a machine like this one.
+    if header.byteorder != sys.byteorder or header.sizes != _layout():
         raise ValueError("layout")
-    count = header["count"]
+    if header.value_max != VALUE_MAX or len(header.lengths) != len(header.pairs):
+        raise ValueError("tallies")
+    count = header.count
 
     def take(code: str, items: int) -> "array[Any]":
         nonlocal at
-        end = at + items * sizes[code]
-        if end > len(body):
+        end = at + items * array(code).itemsize
+        if items < 0 or end > len(body):
             raise ValueError("length")
         found = array(code)
         found.frombytes(body[at:end])
@@ -221,20 +277,20 @@ def _decode(data: memoryview) -> Image:
         return found
 
     hashes, checks, times, versions = (take(code, count) for code in _TYPES.values())
-    slots = [take("I", length) for length in header["lengths"]]
-    if at != len(body) or len(slots) != len(header["pairs"]):
-        raise ValueError("length")
+    slots = [take("I", length) for length in header.lengths]
+    if at != len(body) or any(held and max(held) >= count for held in slots):
+        raise ValueError("slots")
     return Image(
-        valued=frozenset(header["valued"]),
-        groups=header["groups"],
-        hidden=frozenset(header["hidden"]),
-        seq=header["seq"],
-        fresh=header["fresh"],
-        known=header["known"],
-        key=bytes.fromhex(header["key"]),
-        last=(header["last"][0], header["last"][1]),
-        clipped=set(header["clipped"]),
-        pairs=[(key, text) for key, text in header["pairs"]],
+        valued=frozenset(header.valued),
+        groups=header.groups,
+        hidden=frozenset(header.hidden),
+        seq=header.seq,
+        fresh=header.fresh,
+        known=header.known,
+        key=bytes.fromhex(header.key),
+        last=header.last,
+        clipped=set(header.clipped),
+        pairs=header.pairs,
         slots=slots,
         hashes=hashes,
         checks=checks,
