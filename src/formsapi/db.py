@@ -225,7 +225,7 @@ def database_file(engine: AsyncEngine) -> Path | None:
     """The file an SQLite engine's database is in; None in memory, or on PostgreSQL."""
     if engine.dialect.name != "sqlite":
         return None
-    return _sqlite_file(engine.url.render_as_string(hide_password=False))
+    return _sqlite_file(engine.url.render_as_string())
 
 
 def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> AsyncEngine:

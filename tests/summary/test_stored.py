@@ -4,6 +4,7 @@ the database counts; a file the database no longer numbers alike, a damaged
 one, or one of other questions is not used; what a delete or an edit
 removed leaves the disk at the next warming round."""
 
+import asyncio
 import os
 import random
 import time
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
 from formsapi.db import create_read_sessionmaker
+from formsapi.form import service as form_service
 from formsapi.submission import repository as submission_repository
 from formsapi.summary import held, repository, service, stored
 from tests.conftest import Api, app_on
@@ -338,6 +340,45 @@ async def test_files_of_forms_gone_or_no_longer_warmed_are_removed_each_round(
     assert smaller != kept
     assert not left.exists()
     assert writing.exists()
+
+
+async def test_a_file_being_brought_up_to_date_at_shutdown_is_kept(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    form_id, secret, _ = await _warmed(api, session, engine, tmp_path, monkeypatch, 5)
+    for plan in ("team", "free"):  # two pages of changes since the file, a change a page
+        posted = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"plan": plan}}
+        )
+        assert posted.status_code == 201, posted.text
+    monkeypatch.setattr(held, "PAGE", 1)
+    holder = _process(monkeypatch, tmp_path)
+    # The read from the file waits on its catch-up's first page until shutdown begins.
+    reached, stopping = asyncio.Event(), asyncio.Event()
+    real = submission_repository.changes_after
+
+    async def changes_after(*args: Any, **kwargs: Any) -> Any:
+        if args[3] == 5:  # after the file's last change
+            reached.set()
+            await stopping.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(submission_repository, "changes_after", changes_after)
+    organization_id, _ = _name_of(tmp_path, form_id)
+    async with create_read_sessionmaker(engine)() as read:
+        service.prepare(read, await form_service.get(read, organization_id, form_id))
+    await asyncio.wait_for(reached.wait(), 10)
+    stopped = asyncio.create_task(holder.stop())
+    await asyncio.sleep(0)  # shutdown has begun
+    stopping.set()
+    await stopped
+
+    assert holder.copy_of(form_id) is None  # stopped before it was up to date
+    assert len(_files(tmp_path, form_id)) == 1  # and its file kept for the next start
 
 
 async def test_a_file_that_could_not_be_written_is_written_at_the_next_round(

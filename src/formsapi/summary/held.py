@@ -548,7 +548,7 @@ class Held:
                     kept = rows is not None and await _follow(
                         own, rows, *name, room, CATCH_UP_PAGES, stopped
                     )
-                    if rows is not None and not kept and rows.size <= room:
+                    if rows is not None and not kept and rows.size <= room and not self._stopping:
                         await asyncio.to_thread(self.store.drop, name)
                     if not kept and (rows is None or rows.size <= room):
                         # ...else from the database.
