@@ -174,7 +174,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
             )
             tasks.append(asyncio.create_task(warming))
         else:  # nothing keeps stored forms up to date: none is kept
-            await held.HELD.sweep(set())
+            await held.HELD.sweep(set(), unkept=0)
             held.HELD.store = stored.Store(None)
         stop = asyncio.Event()
         delivering = _start_worker(app, stop)

@@ -257,7 +257,9 @@ async def test_a_file_whose_last_change_was_replaced_is_read_again(
     assert found == await _by_database(api, form_id, secret, monkeypatch)
 
 
-@pytest.mark.parametrize("damage", ["a byte flipped", "a slot past the last"])
+@pytest.mark.parametrize(
+    "damage", ["a byte flipped", "a slot past the last", "a value not JSON", "a number past all"]
+)
 async def test_a_damaged_file_is_removed_and_the_form_counted_by_the_database(
     api: Api,
     session: AsyncSession,
@@ -277,7 +279,12 @@ async def test_a_damaged_file_is_removed_and_the_form_counted_by_the_database(
         name = _name_of(tmp_path, form_id)
         loaded = store.load(name)
         assert loaded is not None
-        loaded.slots[0].append(len(loaded.hashes))
+        if damage == "a slot past the last":
+            loaded.slots[0].append(len(loaded.hashes))
+        elif damage == "a value not JSON":
+            loaded.pairs[0] = (loaded.pairs[0][0], "not JSON")
+        else:
+            loaded.seq = loaded.known = 2**62
         assert store.save(name, loaded)
 
     holder = _process(monkeypatch, tmp_path)
@@ -379,6 +386,36 @@ async def test_a_file_being_brought_up_to_date_at_shutdown_is_kept(
 
     assert holder.copy_of(form_id) is None  # stopped before it was up to date
     assert len(_files(tmp_path, form_id)) == 1  # and its file kept for the next start
+
+
+async def test_a_file_another_process_keeps_up_to_date_stays_until_none_does(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Processes sharing the directory: one that does not hold a warmed form
+    leaves its file while another keeps it (writes it, or touches it each
+    round), and removes it once none has for `unkept` seconds."""
+    form_id, _, _ = await _warmed(api, session, engine, tmp_path, monkeypatch, 5)
+    name = _name_of(tmp_path, form_id)
+    (image,) = _files(tmp_path, form_id)
+    other = _process(monkeypatch, tmp_path)  # holds nothing
+    await other.sweep({name}, unkept=180)
+    assert image.exists()
+    long_ago = time.time() - 600
+    os.utime(image, (long_ago, long_ago))
+    _process(monkeypatch, tmp_path)  # a process that holds it, from its file
+    assert await service.warm(create_read_sessionmaker(engine), least=5) == 1
+    assert image.stat().st_mtime > long_ago + 500  # touched: nothing to write
+    await other.sweep({name}, unkept=180)
+    assert image.exists()
+
+    os.utime(image, (long_ago, long_ago))  # then no process kept it
+    await other.sweep({name}, unkept=180)
+
+    assert not image.exists()
 
 
 async def test_a_file_that_could_not_be_written_is_written_at_the_next_round(

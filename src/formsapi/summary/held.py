@@ -355,7 +355,7 @@ async def _numbered_alike(session: ReadSession, name: stored.Name, rows: _Rows) 
     number in both histories)."""
     known = max(rows.known, rows.fresh)
     position = await submission_repository.positions(session, *name)
-    if position is None or position[0] < known:
+    if position is None or position[0] < max(known, rows.seq):
         return False
     changes = submission_repository.changes_after
     page, _ = await changes(session, *name, rows.seq - 1, 1, times=True)
@@ -429,9 +429,9 @@ class Held:
                 # `seq` was read before the pages: every change up to it was in them.
                 rows.known = seq
             else:
-                rows = None  # read again, in the background
-                if loaded:  # (and stored again by warming, if it warms the form)
+                if loaded and rows.size <= self.capacity:  # (stored again by warming)
                     await asyncio.to_thread(self.store.drop, name)
+                rows = None  # read again, in the background
         if rows is not None:
             self._keep(name, rows)
         return rows
@@ -479,16 +479,19 @@ class Held:
         if rows.saved is not None and self.store.has(name):
             seq, dead = rows.saved
             if rows.dead == dead and rows.seq - seq < SAVE_CHANGES:
+                # Up to date enough: marked so, for the other processes' sweeps.
+                await asyncio.to_thread(self.store.touch, name)
                 return
         state = (rows.seq, rows.dead)
         if await asyncio.to_thread(self.store.save, name, rows.image()):
             rows.saved = state
 
-    async def sweep(self, kept: set[stored.Name]) -> None:
-        """Remove the stored images of forms other than `kept`, held and
-        kept up to date (service.warm, each round)."""
-        kept = {name for name in kept if name in self._forms}
-        await asyncio.to_thread(self.store.sweep, kept, time.time())
+    async def sweep(self, warmed: set[stored.Name], unkept: float) -> None:
+        """Remove the stored images of forms not `warmed`, and of those this
+        process does not hold, the images no process has kept up to date
+        for `unkept` seconds (service.warm, each round)."""
+        held = {name for name in warmed if name in self._forms}
+        await asyncio.to_thread(self.store.sweep, warmed, held, time.time(), unkept)
 
     def holds(self, organization_id: str, form_id: str) -> bool:
         return (organization_id, form_id) in self._forms

@@ -258,8 +258,10 @@ async def warm(sessionmaker: Callable[[], ReadSession], least: int) -> int:
             continue
         except Exception:  # the next forms are still warmed
             log.warning("summaries: form %s was not warmed", form_id, exc_info=True)
-    # Those not warmed and kept up to date go: no file outlives a delete by a round.
-    await held.HELD.sweep({(organization_id, form_id) for organization_id, form_id, *_ in largest})
+    # The files of forms not warmed go, and those no process keeps up to date:
+    # what a delete removed outlives it on disk by a round, or three at most.
+    warmed = {(organization_id, form_id) for organization_id, form_id, *_ in largest}
+    await held.HELD.sweep(warmed, unkept=3 * WARM_EVERY)
     return read
 
 

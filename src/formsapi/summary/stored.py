@@ -22,8 +22,9 @@ from array import array
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from formsapi.submission.repository.tallies import VALUE_MAX
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 _MAGIC = b"formsapi held form\n"
 _DIGEST = 16
 # A temporary file older than this was left by a process killed while writing it.
-_STALE_SECONDS = 600.0
+_STALE = 600.0
 # The arrays' item types, in file order after the header: each as this machine lays it out.
 _TYPES = {"hashes": "q", "checks": "q", "times": "d", "versions": "i"}
 
@@ -133,21 +134,26 @@ class Store:
                 os.fsync(file.fileno())
             os.replace(temporary, path)
             temporary = None
-            # The rename itself on disk: else an older image, with answers
-            # since deleted, may be what a power cut leaves.
-            directory = os.open(path.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
-            return True
-        except OSError:
+        except (OSError, ValueError):
             log.warning("summaries: form %s was not stored", name[1], exc_info=True)
+            # Better none than one that may hold answers deleted since.
+            self.drop(name)
             return False
         finally:
             if temporary is not None:
                 with suppress(OSError):
                     os.unlink(temporary)
+        # The rename itself on disk: else an older image, with answers since
+        # deleted, may be what a power cut leaves. Not every file system can.
+        try:
+            directory = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+        except OSError:
+            log.info("summaries: the directory of form %s's file was not synced", name[1])
+        return True
 
     def load(self, name: Name) -> Image | None:
         """The form's image, if one was stored whole, by this version, for
@@ -173,26 +179,44 @@ class Store:
             with suppress(OSError):
                 path.unlink(missing_ok=True)
 
-    def sweep(self, kept: set[Name], now: float) -> None:
-        """Remove every image but those of `kept`, and temporary files that
-        a killed process left (blocking: run in a thread)."""
+    def touch(self, name: Name) -> None:
+        """Mark the form's image as kept up to date by a process that holds
+        it (blocking: run in a thread): see `sweep`."""
+        path = self._path(name)
+        if path is not None:
+            with suppress(OSError):
+                os.utime(path)
+
+    def sweep(self, warmed: set[Name], held: set[Name], now: float, unkept: float) -> None:
+        """Remove the images of forms not `warmed` (deleted, or smaller now);
+        of the warmed forms this process does not hold, those that no process
+        has written or touched for `unkept` seconds (every process of a
+        deployment may share the directory); and temporary files that a
+        killed process left (blocking: run in a thread)."""
         if self.directory is None:
             return
-        keep = {path.name for name in kept if (path := self._path(name)) is not None}
+        ours = {path.name: name in held for name in warmed if (path := self._path(name))}
         try:
             entries = list(os.scandir(self.directory))
         except OSError:  # none yet, or not ours to read
             return
         for entry in entries:  # ours alone, by name, whatever else the directory holds
-            stored = _IMAGE.fullmatch(entry.name) is not None and entry.name not in keep
-            left = _TEMPORARY.fullmatch(entry.name) is not None
             try:
                 if not entry.is_file(follow_symlinks=False):
                     continue
-                if stored or (left and now - entry.stat().st_mtime > _STALE_SECONDS):
+                if _IMAGE.fullmatch(entry.name) is not None:
+                    gone = entry.name not in ours
+                    if gone or (not ours[entry.name] and now - entry.stat().st_mtime > unkept):
+                        os.unlink(entry.path)
+                elif _TEMPORARY.fullmatch(entry.name) and now - entry.stat().st_mtime > _STALE:
                     os.unlink(entry.path)
             except OSError:  # gone meanwhile, or not ours to remove: the others still go
                 continue
+
+
+# A change number or a count, as the database holds them; a 64-bit hash half.
+_Number = Annotated[int, Field(ge=0, le=2**63 - 1)]
+_Hash = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 class _Header(BaseModel):
@@ -207,15 +231,15 @@ class _Header(BaseModel):
     valued: list[str]
     groups: dict[str, str]
     hidden: list[str]
-    seq: int = Field(ge=1)
-    fresh: int = Field(ge=0)
-    known: int = Field(ge=0)
+    seq: _Number = Field(ge=1)
+    fresh: _Number
+    known: _Number
     key: str = Field(pattern=r"^[0-9a-f]{32}$")
-    last: tuple[int, int]
+    last: tuple[_Hash, _Hash]
     clipped: list[str]
     pairs: list[tuple[str, str]]
-    lengths: list[int]
-    count: int = Field(ge=0)
+    lengths: list[_Number]
+    count: _Number
 
 
 def _layout() -> dict[str, int]:
@@ -264,6 +288,11 @@ def _decode(data: memoryview) -> Image:
         raise ValueError("layout")
     if header.value_max != VALUE_MAX or len(header.lengths) != len(header.pairs):
         raise ValueError("tallies")
+    if len(set(header.pairs)) != len(header.pairs):
+        raise ValueError("pairs")
+    for _, value in header.pairs:
+        if value:
+            orjson.loads(value)  # each value as tallies write it: JSON
     count = header.count
 
     def take(code: str, items: int) -> "array[Any]":
