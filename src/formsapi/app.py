@@ -250,7 +250,7 @@ def _summary_directory(settings: Settings, engine: AsyncEngine) -> Path | None:
     if settings.summary_dir is not None:
         return Path(settings.summary_dir) if settings.summary_dir else None
     database = database_file(engine)
-    return None if database is None else database.with_name(database.name + ".summaries")
+    return None if database is None else Path(f"{database}.summaries")
 
 
 def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | None":

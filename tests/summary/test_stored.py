@@ -344,7 +344,7 @@ async def test_files_of_forms_gone_or_no_longer_warmed_are_removed_each_round(
 
     # The deleted form's file and the one no longer warmed are removed.
     assert [path.name.split(".")[1] for path in _files(tmp_path) if path.is_file()] == [kept]
-    assert smaller != kept
+    assert _files(tmp_path, smaller) == []
     assert not left.exists()
     assert writing.exists()
 

@@ -422,15 +422,14 @@ class Held:
         if loaded:
             rows = await self._stored(session, name, counted, hidden)
         if rows is not None and max(rows.seq, rows.known) < seq:
-            caught_up = await _follow(
-                session, rows, organization_id, form_id, self.capacity, CATCH_UP_PAGES
-            )
+            if loaded:
+                caught_up = await self._caught_up(session, rows, name, self.capacity)
+            else:
+                caught_up = await _follow(session, rows, *name, self.capacity, CATCH_UP_PAGES)
             if caught_up:
                 # `seq` was read before the pages: every change up to it was in them.
                 rows.known = seq
             else:
-                if loaded and rows.size <= self.capacity:  # (stored again by warming)
-                    await asyncio.to_thread(self.store.drop, name)
                 rows = None  # read again, in the background
         if rows is not None:
             self._keep(name, rows)
@@ -467,6 +466,23 @@ class Held:
             return rows
         await asyncio.to_thread(self.store.drop, name)
         return None
+
+    async def _caught_up(
+        self,
+        session: ReadSession,
+        rows: _Rows,
+        name: stored.Name,
+        room: int,
+        stopped: Callable[[], bool] = lambda: False,
+    ) -> bool:
+        """_follow for a copy made from its stored image; one that cannot be
+        brought up to date has its file removed (warming stores the form
+        again), unless it only outgrew `room` or shutdown stopped it."""
+        if await _follow(session, rows, *name, room, CATCH_UP_PAGES, stopped):
+            return True
+        if rows.size <= room and not stopped():
+            await asyncio.to_thread(self.store.drop, name)
+        return False
 
     async def save(self, organization_id: str, form_id: str) -> None:
         """Store the held form's image if it changed by SAVE_CHANGES, or lost
@@ -548,11 +564,9 @@ class Held:
                     # From its stored image if there is one (a copy that cannot
                     # be brought up to date is read whole after all)...
                     rows = await self._stored(own, name, counted, hidden)
-                    kept = rows is not None and await _follow(
-                        own, rows, *name, room, CATCH_UP_PAGES, stopped
+                    kept = rows is not None and await self._caught_up(
+                        own, rows, name, room, stopped
                     )
-                    if rows is not None and not kept and rows.size <= room and not self._stopping:
-                        await asyncio.to_thread(self.store.drop, name)
                     if not kept and (rows is None or rows.size <= room):
                         # ...else from the database.
                         rows = _Rows(counted=counted, hidden=hidden)

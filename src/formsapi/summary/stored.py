@@ -6,11 +6,11 @@ ask of a large form waits for one or the other).
 A file is an image of one form's held copy (summary.held) as of a change
 number, written only without the submissions deleted or replaced since
 they were held (their slots left out, the values only they had dropped),
-and trusted only if the database still numbers the image's last change as
-the image does: a database restored from a backup, or a form's questions
-changed, and the image is not used. Nothing here is the data's record: any
-file may be removed at any time, or fail to read, and the form is read from
-the database as before."""
+and trusted only if it reads whole and the database still numbers the
+image's changes as the image does (held._numbered_alike): a database
+restored from a backup, or a form's questions changed, and the image is not
+used. Nothing here is the data's record: any file may be removed at any
+time, or fail to read, and the form is read from the database as before."""
 
 import hashlib
 import logging
@@ -298,7 +298,7 @@ def _decode(data: memoryview) -> Image:
     def take(code: str, items: int) -> "array[Any]":
         nonlocal at
         end = at + items * array(code).itemsize
-        if items < 0 or end > len(body):
+        if end > len(body):
             raise ValueError("length")
         found = array(code)
         found.frombytes(body[at:end])
