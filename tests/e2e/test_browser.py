@@ -25,19 +25,18 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
+from tests.e2e.windows import LAPTOP, ON_PHONE, PHONE, Windows
 from tests.receiver import Answer, Received, Receiver
 from tests.servers import TLS, Server, clean_env, cli, in_thread, start_server, stop_servers
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 DEMO_LOGIN = re.compile(r"email: (\S+)\s+password: (\S+)")
-PHONE: ViewportSize = {"width": 390, "height": 844}
-LAPTOP: ViewportSize = {"width": 1280, "height": 860}
 
 
 @dataclass(frozen=True)
@@ -131,14 +130,13 @@ def shoot(page: Page, name: str) -> None:
     capture(page, SCREENSHOTS / f"{name}.png")
 
 
-def shoot_phone(browser: Browser, page: Page, name: str) -> None:
+def shoot_phone(windows: Windows, page: Page, name: str) -> None:
     """The same page at a phone's width, in the same session."""
-    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    phone.add_cookies(page.context.cookies())  # type: ignore[arg-type]
-    other = phone.new_page()
-    other.goto(page.url)
-    shoot(other, f"{name}-phone")
-    phone.close()
+    phone = windows.open(**ON_PHONE)
+    phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
+    phone.goto(page.url)
+    shoot(phone, f"{name}-phone")
+    windows.close(phone)
 
 
 def sign_in(page: Page, site: Site, email: str, password: str) -> None:
@@ -202,13 +200,12 @@ NEW_FORM = {
 
 
 def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    context = browser.new_context(viewport=LAPTOP)
-    page = context.new_page()
+    page = windows.open(viewport=LAPTOP)
     page.goto(f"{site.url}/sign-in")
     shoot(page, "01-sign-in")
-    shoot_phone(browser, page, "01-sign-in")
+    shoot_phone(windows, page, "01-sign-in")
 
     page.get_by_label("Email").fill(site.email)
     page.get_by_label("Password").fill("not the password")
@@ -219,7 +216,7 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
     expect(page.get_by_role("heading", name="Forms")).to_be_visible()
     expect(page.get_by_text("Customer satisfaction survey")).to_be_visible()
     shoot(page, "02-forms")
-    shoot_phone(browser, page, "02-forms")
+    shoot_phone(windows, page, "02-forms")
 
     # Switch to Globex: its forms, not Acme's.
     page.get_by_label("Organization").select_option(label="Globex (admin)")
@@ -240,7 +237,7 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
     expect(box).to_contain_text("Never put it in client-side code")
     expect(box.get_by_role("button", name="Copy")).to_be_visible()
     shoot(page, "04-key-shown-once")
-    shoot_phone(browser, page, "04-keys")
+    shoot_phone(windows, page, "04-keys")
 
     page.reload()
     expect(page.locator(".secret-box")).to_have_count(0)
@@ -273,13 +270,12 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
 
     page.goto(f"{site.url}/settings/account")
     shoot(page, "08-account")
-    context.close()
 
 
 def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    owner = browser.new_context(viewport=LAPTOP).new_page()
+    owner = windows.open(viewport=LAPTOP)
     sign_in(owner, site, site.email, site.password)
 
     owner.goto(f"{site.url}/settings/members")
@@ -289,10 +285,10 @@ def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
     link = owner.get_by_label("Invitation link").input_value()
     assert "/invitations/" in link
     shoot(owner, "09-members-invitation")
-    shoot_phone(browser, owner, "09-members")
+    shoot_phone(windows, owner, "09-members")
 
     # The new member follows the link in their own browser.
-    member = browser.new_context(viewport=LAPTOP).new_page()
+    member = windows.open(viewport=LAPTOP)
     member.goto(link)
     expect(member.get_by_role("heading", name="Join Acme (demo)")).to_be_visible()
     shoot(member, "10-invitation")
@@ -330,9 +326,9 @@ def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
 
 
 def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP, accept_downloads=True).new_page()
+    page = windows.open(viewport=LAPTOP, accept_downloads=True)
     sign_in(page, site, site.email, site.password)
     page.get_by_role("link", name="Customer satisfaction survey").click()
     expect(page.get_by_role("heading", name="Submissions per day, last 90 days")).to_be_visible()
@@ -340,7 +336,7 @@ def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
     expect(page.get_by_role("heading", name="Most recent submissions")).to_be_visible()
     responses = int(page.locator(".stats strong").first.inner_text().replace(",", ""))
     shoot(page, "12-form")
-    shoot_phone(browser, page, "12-form")
+    shoot_phone(windows, page, "12-form")
 
     with page.expect_download() as download_info:
         page.get_by_role("link", name="Download CSV").click()
@@ -355,9 +351,9 @@ def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
 
 
 def test_an_owner_chooses_who_is_mailed_about_a_forms_responses(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()  # for axe
+    page = windows.open(viewport=LAPTOP, bypass_csp=True)  # for axe
     sign_in(page, site, site.email, site.password)
     page.get_by_role("link", name="Customer satisfaction survey").click()
     page.get_by_role("link", name="Notifications").click()
@@ -370,7 +366,7 @@ def test_an_owner_chooses_who_is_mailed_about_a_forms_responses(
     expect(page.get_by_text("Mail is off on this server")).to_be_visible()  # the README's serve
     assert axe_violations(page) == []
     shoot(page, "17-notifications")
-    shoot_phone(browser, page, "17-notifications")
+    shoot_phone(windows, page, "17-notifications")
 
 
 @contextlib.contextmanager
@@ -384,9 +380,9 @@ def another_site(html: str) -> Iterator[str]:
 
 
 def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     page.get_by_role("link", name="Customer satisfaction survey").click()
     public = page.get_by_role("link", name="Public page").get_attribute("href")
@@ -398,7 +394,7 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
     embed = f"<h1>A partner site</h1>{snippet}"
 
     with another_site(embed) as elsewhere:
-        visitor = browser.new_context(viewport=LAPTOP).new_page()
+        visitor = windows.open(viewport=LAPTOP)
         visitor.goto(elsewhere)
         refused = visitor.frame_locator("iframe").get_by_role(
             "heading", name="Customer satisfaction survey"
@@ -438,17 +434,15 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
         preview = page.frame_locator(".embed-preview iframe")
         expect(preview.get_by_role("heading", name="Customer satisfaction survey")).to_be_visible()
         shoot(page, "18-embed")
-        shoot_phone(browser, page, "18-embed")
-        audit = browser.new_context(viewport=LAPTOP, bypass_csp=True)  # for axe
-        audit.add_cookies(page.context.cookies())  # type: ignore[arg-type]
-        audited = audit.new_page()
+        shoot_phone(windows, page, "18-embed")
+        audited = windows.open(viewport=LAPTOP, bypass_csp=True)  # for axe
+        audited.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
         audited.goto(page.url)
         assert axe_violations(audited) == []
-        audit.close()
 
 
 def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
-    browser: Browser, tmp_path: Path
+    windows: Windows, tmp_path: Path
 ) -> None:
     # A server of its own: the shared one refuses loopback receivers, as production does.
     server = start_server(
@@ -461,7 +455,6 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
     receiver = asyncio.run_coroutine_threadsafe(Receiver().__aenter__(), loop).result(10)
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    context = browser.new_context(viewport=LAPTOP)
 
     def shoot_both(page: Page, name: str) -> None:
         """Laptop and phone width, of the page as it is now (a secret shown once included)."""
@@ -476,7 +469,7 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
         assert login, server.stderr
         email, password = login.groups()
         site = Site(server, tmp_path, email, password, other_org="")
-        page = context.new_page()
+        page = windows.open(viewport=LAPTOP)
         sign_in(page, site, email, password)
 
         page.get_by_role("link", name="Webhooks").click()
@@ -541,7 +534,6 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
         expect(listed).to_contain_text("Customer satisfaction survey")
         shoot_both(page, "24-webhooks-list")
     finally:
-        context.close()
         asyncio.run_coroutine_threadsafe(receiver.__aexit__(None, None, None), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
@@ -619,18 +611,16 @@ def _walk_logic_form(page: Page, url: str, width: str) -> None:
 
 
 def test_a_form_with_logic_goes_page_by_page_with_recall_and_its_ending(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "logic", "forms:write", "submissions:read")
     form_id = publish(site, secret, LOGIC_FORM)
     url = f"{site.url}/f/{form_id}"
 
     _walk_logic_form(page, url, "")
-    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    _walk_logic_form(phone.new_page(), url, "-phone")
-    phone.close()
+    _walk_logic_form(windows.open(**ON_PHONE), url, "-phone")
 
     listed = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
     assert [s["answers"]["campaign"] for s in listed] == ["launch", "launch"]
@@ -663,9 +653,9 @@ TYPES_FORM = {
 
 
 def test_every_kind_of_question_is_asked_and_answered_on_the_page(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "types", "forms:write", "submissions:read")
     form_id = publish(site, secret, TYPES_FORM)
@@ -729,14 +719,14 @@ def axe_violations(page: Page) -> list[dict[str, object]]:
     return found
 
 
-def test_the_hosted_pages_of_every_kind_pass_axe(browser: Browser, site: Site) -> None:
+def test_the_hosted_pages_of_every_kind_pass_axe(windows: Windows, site: Site) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "axe", "forms:write")
     urls = [f"{site.url}/f/{publish(site, secret, form)}" for form in (TYPES_FORM, LOGIC_FORM)]
-    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker = windows.open(viewport=LAPTOP, bypass_csp=True)
 
     found = {}
     for url in urls:
@@ -764,16 +754,15 @@ RESUME_FORM = {
 
 
 def test_a_respondent_saves_closes_the_browser_and_resumes_on_a_phone(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "resume", "forms:write", "submissions:read")
     form_id = publish(site, secret, RESUME_FORM)
-    page.context.close()
+    windows.close(page)
 
-    laptop = browser.new_context(viewport=LAPTOP)
-    page = laptop.new_page()
+    page = windows.open(viewport=LAPTOP)
     page.goto(f"{site.url}/f/{form_id}")
     page.get_by_label("Your name").fill("Ada")
     page.get_by_role("button", name="Next").click()
@@ -784,10 +773,9 @@ def test_a_respondent_saves_closes_the_browser_and_resumes_on_a_phone(
     shoot(page, "41-resume-saved")
     link = page.locator(".resume-link a").inner_text()
     path = link[link.index("/f/") :]
-    laptop.close()  # the browser is gone, and its cookies with it
+    windows.close(page)  # the browser is gone, and its cookies with it
 
-    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    page = phone.new_page()
+    page = windows.open(**ON_PHONE)
     page.goto(f"{site.url}{path}")
     expect(page.get_by_text("Page 2 of 2")).to_be_visible()
     expect(page.get_by_label("Project title")).to_have_value("Analytical engine")
@@ -798,7 +786,6 @@ def test_a_respondent_saves_closes_the_browser_and_resumes_on_a_phone(
     page.goto(f"{site.url}{path}")
     expect(page.get_by_text("These answers were sent already")).to_be_visible()
     shoot(page, "43-resume-used-phone")
-    phone.close()
 
     [stored] = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
     assert stored["answers"] == {
@@ -832,17 +819,16 @@ LANGUAGES_FORM = {
 
 
 def test_a_respondent_reads_the_form_in_their_language_and_switches(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     secret = generate_key(page, site, "languages", "forms:write", "submissions:read")
     form_id = publish(site, secret, LANGUAGES_FORM)
-    page.context.close()
+    windows.close(page)
 
     for viewport, suffix in ((LAPTOP, ""), (PHONE, "-phone")):
-        french = browser.new_context(viewport=viewport, locale="fr-FR")
-        page = french.new_page()
+        page = windows.open(viewport=viewport, locale="fr-FR")
         page.goto(f"{site.url}/f/{form_id}")
         expect(page.get_by_role("heading", name="Atelier")).to_be_visible()
         page.get_by_role("button", name="Suivant").click()
@@ -859,27 +845,26 @@ def test_a_respondent_reads_the_form_in_their_language_and_switches(
         shoot(page, f"45-language-switched{suffix}")
         page.get_by_role("button", name="Send").click()
         expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
-        french.close()
 
     listed = api(site, "GET", f"/v1/forms/{form_id}/submissions", secret).json()["data"]
     assert [s["answers"] for s in listed] == [{"name": "Ada", "plan": "me"}] * 2
 
 
 def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
-    page = browser.new_context(viewport=LAPTOP).new_page()
+    page = windows.open(viewport=LAPTOP)
     sign_in(page, site, site.email, site.password)
     page.get_by_role("link", name="New form").click()
     expect(page.get_by_role("heading", name="New form")).to_be_visible()
     shoot(page, "50-new-form")
-    shoot_phone(browser, page, "50-new-form")
+    shoot_phone(windows, page, "50-new-form")
 
     page.get_by_role("button", name="Use this template: Scored quiz").click()
     expect(page.get_by_role("heading", name=re.compile("Quick quiz"))).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text("Draft “Quick quiz” created.")
     shoot(page, "51-new-form-from-template")
-    shoot_phone(browser, page, "51-new-form-from-template")
+    shoot_phone(windows, page, "51-new-form-from-template")
     with page.expect_download() as download:
         page.get_by_role("link", name="Download JSON").click()
     exported = json.loads(Path(download.value.path()).read_text())
@@ -889,7 +874,7 @@ def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
     page.get_by_role("button", name="Publish").click()
     expect(page.get_by_role("status")).to_contain_text("“Quick quiz” is published.")
     shoot(page, "53-form-published")
-    shoot_phone(browser, page, "53-form-published")
+    shoot_phone(windows, page, "53-form-published")
     page.get_by_role("link", name="Public page", exact=True).click()
     page.get_by_label("Your name").fill("Ada")
     page.get_by_role("button", name="Next").click()
@@ -903,18 +888,16 @@ def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
     expect(page.get_by_role("alert").first).to_contain_text("1 problem")
     expect(page.locator("#json-problems")).to_contain_text("Block 1 (“email”), title")
     shoot(page, "52-new-form-json-problems")
-    phone = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    phone.add_cookies(page.context.cookies())  # type: ignore[arg-type]
-    on_phone = phone.new_page()
+    on_phone = windows.open(**ON_PHONE)
+    on_phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
     on_phone.goto(f"{site.url}/forms/new")
     on_phone.get_by_label("Paste the JSON").fill(json.dumps(broken))
     on_phone.get_by_role("button", name="Import as a draft").click()
     expect(on_phone.locator("#json-problems")).to_be_visible()
     shoot(on_phone, "52-new-form-json-problems-phone")
-    phone.close()
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
-    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker = windows.open(viewport=LAPTOP, bypass_csp=True)
     checker.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
     checker.goto(page.url)
     assert axe_violations(checker) == []

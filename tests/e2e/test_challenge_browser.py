@@ -21,7 +21,8 @@ from playwright.sync_api import Browser, ConsoleMessage, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
+from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
+from tests.e2e.windows import LAPTOP, Windows
 from tests.servers import PASSWORD
 
 FORM: dict[str, Any] = {
@@ -57,18 +58,10 @@ def publish(site: Site) -> str:
 
 
 def test_chromium_solves_the_challenge_under_the_page_s_policy_and_the_answers_are_taken(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
     form_id = publish(site)
-    for phone in (False, True):
-        width = "-phone" if phone else ""
-        options: dict[str, Any] = (
-            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
-            if phone
-            else {"viewport": LAPTOP}
-        )
-        context = browser.new_context(**options)
-        page = context.new_page()
+    for width, page in windows.at_each_width():
         console: list[str] = []
         page.on("console", functools.partial(_keep, console))
         workers: list[str] = []
@@ -87,7 +80,7 @@ def test_chromium_solves_the_challenge_under_the_page_s_policy_and_the_answers_a
         assert workers, "no worker was started"
         assert all(url == f"{site.url}/f/static/altcha-worker.js" for url in workers), workers
         assert [m for m in console if "Content Security Policy" in m] == []
-        context.close()
+        page.close()  # and its listeners
 
     names = [
         s["answers"]["name"]
@@ -103,18 +96,10 @@ def _keep(into: list[str], message: ConsoleMessage) -> None:
 
 
 def test_without_javascript_the_page_says_it_needs_it_and_a_post_is_refused(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
     form_id = publish(site)
-    for phone in (False, True):
-        width = "-phone" if phone else ""
-        options: dict[str, Any] = (
-            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
-            if phone
-            else {"viewport": LAPTOP}
-        )
-        context = browser.new_context(java_script_enabled=False, **options)
-        page = context.new_page()
+    for width, page in windows.at_each_width(java_script_enabled=False):
         page.goto(f"{site.url}/f/{form_id}")
         expect(page.get_by_text("This form needs JavaScript")).to_be_visible()
         shoot(page, f"85-challenge-no-script{width}")
@@ -123,18 +108,17 @@ def test_without_javascript_the_page_says_it_needs_it_and_a_post_is_refused(
         expect(page.get_by_role("heading", name="Your answers were not sent")).to_be_visible()
         expect(page.get_by_text(re.compile("needs JavaScript"))).to_be_visible()
         shoot(page, f"85-challenge-refused{width}")
-        context.close()
 
     assert site.api("GET", f"/v1/forms/{form_id}").json()["responseCount"] == 0
     refused = site.api("GET", f"/v1/forms/{form_id}/refusals").json()["data"]
     assert [(r["reason"], r["count"]) for r in refused] == [("challenge-missing", 2)]
 
 
-def test_the_page_with_its_challenge_passes_axe(browser: Browser, site: Site) -> None:
+def test_the_page_with_its_challenge_passes_axe(windows: Windows, site: Site) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     form_id = publish(site)
-    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker = windows.open(viewport=LAPTOP, bypass_csp=True)
     checker.goto(f"{site.url}/f/{form_id}")
     expect(checker.locator("altcha-widget input[type=checkbox]")).to_be_attached()
 
@@ -142,25 +126,19 @@ def test_the_page_with_its_challenge_passes_axe(browser: Browser, site: Site) ->
 
 
 def test_the_form_s_page_turns_the_proof_of_work_on_and_shows_the_refusals(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
     form_id = publish(site)
     site.api("PATCH", f"/v1/forms/{form_id}", json={"challenge": False})
     for _ in range(3):  # bots filling the honeypot
         httpx.post(f"{site.url}/f/{form_id}", data={"name": "Bot", "website": "x"}, timeout=10)
-    for phone in (False, True):
-        options: dict[str, Any] = (
-            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
-            if phone
-            else {"viewport": LAPTOP}
-        )
-        page = browser.new_context(**options).new_page()
+    for width, page in windows.at_each_width():
         page.goto(f"{site.url}/forms/{form_id}")
         page.get_by_label("Email").fill("owner@example.com")
         page.get_by_label("Password").fill(PASSWORD)
         page.get_by_role("button", name="Sign in").click()
         box = page.get_by_label("Ask browsers for a proof of work before taking answers")
-        if not phone:
+        if not width:
             expect(box).not_to_be_checked()
             box.check()
             box.locator("xpath=ancestor::form").get_by_role("button", name="Save").click()
@@ -171,7 +149,6 @@ def test_the_form_s_page_turns_the_proof_of_work_on_and_shows_the_refusals(
         expect(row).to_be_visible()
         expect(row.locator("td.num")).to_have_text("3")
         refusals.scroll_into_view_if_needed()
-        shoot(page, f"85-challenge-settings{'-phone' if phone else ''}")
-        page.context.close()
+        shoot(page, f"85-challenge-settings{width}")
 
     assert site.api("GET", f"/v1/forms/{form_id}").json()["challenge"] is True

@@ -25,7 +25,6 @@ from formsapi.tenancy import unscoped
 from tests.conftest import service_unavailable
 from tests.e2e.test_browser import (
     AXE,
-    LAPTOP,
     Site,
     api,
     axe_violations,
@@ -37,6 +36,7 @@ from tests.e2e.test_browser import (
     site,  # noqa: F401 - the module's server, as the settings area's tests have it
 )
 from tests.e2e.test_browser import shoot as shoot_laptop
+from tests.e2e.windows import LAPTOP, Windows
 
 CHARTED = {
     "title": "Team retro",
@@ -73,9 +73,9 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-def shoot(browser: Browser, page: Page, name: str) -> None:
+def shoot(windows: Windows, page: Page, name: str) -> None:
     shoot_laptop(page, name)
-    shoot_phone(browser, page, name)
+    shoot_phone(windows, page, name)
 
 
 def _charted_form(page: Page, where: Site) -> str:
@@ -90,13 +90,13 @@ def _charted_form(page: Page, where: Site) -> str:
 
 
 def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
-    browser: Browser,
+    windows: Windows,
     site: Site,  # noqa: F811
 ) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     # The page runs no script: axe is injected past its CSP.
-    page = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    page = windows.open(viewport=LAPTOP, bypass_csp=True)
     sign_in(page, site, site.email, site.password)
     form_id = _charted_form(page, site)
     page.goto(f"{site.url}/forms/{form_id}")
@@ -106,7 +106,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     expect(page.locator(".sub", has_text="8 submissions match")).to_be_visible()
     for name in ("^Bar chart of 2 options: Team 6; Free 2", "^NPS gauge", "^Line chart .* hour"):
         expect(page.get_by_role("img", name=re.compile(name))).to_be_visible()
-    shoot(browser, page, "70-summary")
+    shoot(windows, page, "70-summary")
     assert axe_violations(page) == []
     for table in page.locator("details.table-view summary").all():
         table.click()  # every table view opened: what a screen reader reads
@@ -132,7 +132,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     assert re.fullmatch(rf"{re.escape(site.url)}/r/[A-Za-z0-9_-]{{43}}", link)
     shoot_laptop(page, "73-summary-link")
 
-    anyone = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    anyone = windows.open(viewport=LAPTOP, bypass_csp=True)
     anyone.goto(link)
     expect(anyone.get_by_role("heading", name="Team retro")).to_be_visible()
     withheld = anyone.get_by_role("img", name=re.compile("Team withheld; Free withheld"))
@@ -140,7 +140,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     expect(anyone.get_by_text("What to improve first")).to_have_count(0)
     expect(anyone.get_by_text("private note")).to_have_count(0)
     anyone.locator("details.table-view summary").first.click()
-    shoot(browser, anyone, "74-report")
+    shoot(windows, anyone, "74-report")
     assert axe_violations(anyone) == []
 
     page.reload()
@@ -149,7 +149,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     anyone.goto(link)
     expect(anyone.get_by_role("heading", name="Report not found")).to_be_visible()
     expect(anyone.get_by_text("Team retro")).to_have_count(0)
-    shoot(browser, anyone, "75-report-revoked")
+    shoot(windows, anyone, "75-report-revoked")
 
     # One made a week ago for six days, through the service: expired yesterday.
     # (In a thread of its own: Playwright's loop runs in this one.)

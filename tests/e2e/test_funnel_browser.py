@@ -18,7 +18,8 @@ from playwright.sync_api import Browser, Request, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
+from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
+from tests.e2e.windows import LAPTOP, Windows
 
 FORM: dict[str, Any] = {
     "title": "Tell us about your team",
@@ -63,21 +64,15 @@ def _beacon(beacons: list[Request], request: Request) -> None:
         beacons.append(request)
 
 
-def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, site: Site) -> None:
+def test_loading_the_page_and_typing_sends_exactly_one_start(windows: Windows, site: Site) -> None:
     created = site.api("POST", "/v1/forms", json=FORM)
     assert created.status_code == 201, created.text
     form_id = created.json()["id"]
     assert site.api("PATCH", f"/v1/forms/{form_id}", json={"status": "published"}).is_success
 
-    for phone in (False, True):
-        if phone:
-            context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-        else:
-            context = browser.new_context(viewport=LAPTOP)
-        page = context.new_page()
+    for width, page in windows.at_each_width():
         beacons: list[Request] = []
         page.on("request", functools.partial(_beacon, beacons))
-        width = "-phone" if phone else ""
         page.goto(f"{site.server.base_url}/f/{form_id}")
         shoot(page, f"76-funnel-first-page{width}")
         assert beacons == []  # a view is not a start
@@ -96,15 +91,14 @@ def test_loading_the_page_and_typing_sends_exactly_one_start(browser: Browser, s
         page.get_by_label("How many people?").fill("12")
         assert len(beacons) == 1  # the page after says the start was counted
         shoot(page, f"78-funnel-second-page{width}")
-        context.close()
+        page.close()  # and its listener
 
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     # Past the page's policy only to inject axe-core (a view more).
-    checking = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checking = windows.open(viewport=LAPTOP, bypass_csp=True)
     checking.goto(f"{site.server.base_url}/f/{form_id}")
     assert axe_violations(checking) == []
-    checking.context.close()
 
     funnel = _funnel(site, form_id, views=3)
     assert (funnel["views"], funnel["starts"]) == (3, 2)

@@ -11,12 +11,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from formsapi.kit.time import isoformat_z, utcnow
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
+from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
+from tests.e2e.windows import LAPTOP, Windows
 from tests.servers import PASSWORD
 
 WORKSHOPS = [
@@ -64,21 +65,9 @@ def _published(site: Site, **settings: Any) -> str:
     return form_id
 
 
-def _pages(browser: Browser) -> Iterator[tuple[str, Page]]:
-    for phone in (False, True):
-        options: dict[str, Any] = (
-            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
-            if phone
-            else {"viewport": LAPTOP}
-        )
-        page = browser.new_context(**options).new_page()
-        yield ("-phone" if phone else ""), page
-        page.context.close()
-
-
-def test_an_owner_schedules_a_form_on_its_panel(browser: Browser, site: Site) -> None:
+def test_an_owner_schedules_a_form_on_its_panel(windows: Windows, site: Site) -> None:
     form_id = _published(site)
-    for width, page in _pages(browser):
+    for width, page in windows.at_each_width():
         page.goto(f"{site.url}/forms/{form_id}")
         page.get_by_label("Email").fill("owner@example.com")
         page.get_by_label("Password").fill(PASSWORD)
@@ -102,20 +91,20 @@ def test_an_owner_schedules_a_form_on_its_panel(browser: Browser, site: Site) ->
     detail = site.api("GET", f"/v1/forms/{form_id}").json()
     assert (detail["status"], detail["maxSubmissions"]) == ("closed", 50)
     assert detail["opensAt"] == "2099-03-01T09:00:00.000Z"
-    for width, page in _pages(browser):
+    for width, page in windows.at_each_width():
         page.goto(f"{site.url}/f/{form_id}")
         expect(page.get_by_text("Sign-up opens on 1 March at 09:00 UTC.")).to_be_visible()
         expect(page.get_by_label("Your name")).to_have_count(0)
         shoot(page, f"87-limits-before-opening{width}")
 
 
-def test_a_full_option_shows_disabled_and_cannot_be_chosen(browser: Browser, site: Site) -> None:
+def test_a_full_option_shows_disabled_and_cannot_be_chosen(windows: Windows, site: Site) -> None:
     quota = {"question": "workshop", "option": "tue", "limit": 1, "action": "closeOption"}
     form_id = _published(site, quotas=[quota])
     answers = {"name": "Ada", "workshop": "tue"}
     taken = site.api("POST", f"/v1/forms/{form_id}/submissions", json={"answers": answers})
     assert taken.status_code == 201, taken.text
-    for width, page in _pages(browser):
+    for width, page in windows.at_each_width():
         page.goto(f"{site.url}/f/{form_id}")
         tuesday = page.get_by_role("radio", name="Tuesday workshop (full)")
         expect(tuesday).to_be_disabled()
@@ -129,14 +118,14 @@ def test_a_full_option_shows_disabled_and_cannot_be_chosen(browser: Browser, sit
     assert (detail["responseCount"], detail["quotas"][0]["remaining"]) == (3, 0)
 
 
-def test_a_closed_form_shows_its_message(browser: Browser, site: Site) -> None:
+def test_a_closed_form_shows_its_message(windows: Windows, site: Site) -> None:
     closes = isoformat_z(utcnow() + timedelta(hours=1))
     form_id = _published(site, closesAt=closes, messageAfterClosing="Sign-up has closed.")
     closed = site.api("PATCH", f"/v1/forms/{form_id}", json={"maxSubmissions": 1})
     assert closed.status_code == 200
     answers = {"name": "Ada", "workshop": "wed"}
     site.api("POST", f"/v1/forms/{form_id}/submissions", json={"answers": answers})
-    for width, page in _pages(browser):
+    for width, page in windows.at_each_width():
         response = page.goto(f"{site.url}/f/{form_id}")
         assert response is not None
         assert response.status == 410
@@ -144,7 +133,7 @@ def test_a_closed_form_shows_its_message(browser: Browser, site: Site) -> None:
         shoot(page, f"89-limits-closed{width}")
 
 
-def test_the_full_option_and_waiting_pages_pass_axe(browser: Browser, site: Site) -> None:
+def test_the_full_option_and_waiting_pages_pass_axe(windows: Windows, site: Site) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     quota = {"question": "workshop", "option": "wed", "limit": 1}
@@ -152,7 +141,7 @@ def test_the_full_option_and_waiting_pages_pass_axe(browser: Browser, site: Site
     answers = {"name": "Ada", "workshop": "wed"}
     site.api("POST", f"/v1/forms/{full}/submissions", json={"answers": answers})
     waiting = _published(site, opensAt=isoformat_z(utcnow() + timedelta(days=1)))
-    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker = windows.open(viewport=LAPTOP, bypass_csp=True)
     for form_id in (full, waiting):
         checker.goto(f"{site.url}/f/{form_id}")
         assert axe_violations(checker) == []

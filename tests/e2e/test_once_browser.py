@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
+from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
+from tests.e2e.windows import LAPTOP, Windows
 from tests.servers import PASSWORD
 
 BLOCKS = [
@@ -50,21 +51,9 @@ def publish(site: Site, title: str, **settings: Any) -> str:
     return form_id
 
 
-def _contexts(browser: Browser) -> Iterator[tuple[str, Page]]:
-    for phone in (False, True):
-        options: dict[str, Any] = (
-            {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
-            if phone
-            else {"viewport": LAPTOP}
-        )
-        context = browser.new_context(**options)
-        yield ("-phone" if phone else ""), context.new_page()
-        context.close()
-
-
-def test_a_password_first_then_one_response_per_browser(browser: Browser, site: Site) -> None:
+def test_a_password_first_then_one_response_per_browser(windows: Windows, site: Site) -> None:
     form_id = publish(site, "Staff survey", password=PIN, oneResponse={"by": "cookie"})
-    for width, page in _contexts(browser):
+    for width, page in windows.at_each_width():
         page.goto(f"{site.url}/f/{form_id}")
         expect(page.get_by_role("heading", name="Staff survey")).to_be_visible()
         expect(page.get_by_label("Your name")).to_have_count(0)
@@ -89,11 +78,11 @@ def test_a_password_first_then_one_response_per_browser(browser: Browser, site: 
     assert sorted(names) == ["Ada", "Ada-phone"]
 
 
-def test_the_password_page_passes_axe(browser: Browser, site: Site) -> None:
+def test_the_password_page_passes_axe(windows: Windows, site: Site) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     form_id = publish(site, "Checked", password=PIN)
-    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker = windows.open(viewport=LAPTOP, bypass_csp=True)
     checker.goto(f"{site.url}/f/{form_id}")
     assert axe_violations(checker) == []
     checker.get_by_role("button", name="Continue").click()
@@ -101,11 +90,11 @@ def test_the_password_page_passes_axe(browser: Browser, site: Site) -> None:
     assert axe_violations(checker) == []
 
 
-def test_an_invitation_link_opens_the_form_once(browser: Browser, site: Site) -> None:
+def test_an_invitation_link_opens_the_form_once(windows: Windows, site: Site) -> None:
     form_id = publish(site, "Board vote", oneResponse={"by": "invitation"})
     made = site.api("POST", f"/v1/forms/{form_id}/invitations", json={"count": 2})
     links = [link["url"] for link in made.json()["data"]]
-    for (width, page), link in zip(_contexts(browser), links, strict=True):
+    for (width, page), link in zip(windows.at_each_width(), links, strict=True):
         page.goto(f"{site.url}/f/{form_id}")
         expect(page.get_by_role("heading", name="By invitation only")).to_be_visible()
         shoot(page, f"91-invitation-only{width}")
@@ -122,9 +111,9 @@ def test_an_invitation_link_opens_the_form_once(browser: Browser, site: Site) ->
     assert [link["status"] for link in listed] == ["used", "used"]
 
 
-def test_the_form_s_page_sets_who_may_answer(browser: Browser, site: Site) -> None:
+def test_the_form_s_page_sets_who_may_answer(windows: Windows, site: Site) -> None:
     form_id = publish(site, "Lunch poll")
-    for width, page in _contexts(browser):
+    for width, page in windows.at_each_width():
         page.goto(f"{site.url}/forms/{form_id}")
         page.get_by_label("Email").fill("owner@example.com")
         page.get_by_label("Password", exact=True).fill(PASSWORD)

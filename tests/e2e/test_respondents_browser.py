@@ -19,7 +19,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
+from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
+from tests.e2e.windows import LAPTOP, ON_PHONE, Windows
 from tests.servers import PASSWORD
 
 OWNER = "owner@example.com"
@@ -66,30 +67,20 @@ def _submit(site: Site, form_id: str, answers: dict[str, str]) -> str:
     return str(posted.json()["id"])
 
 
-def _signed_in(
-    browser: Browser, site: Site, phone: bool, path: str, *, bypass_csp: bool = False
-) -> Page:
-    options: dict[str, Any] = (
-        {"viewport": PHONE, "device_scale_factor": 2, "is_mobile": True}
-        if phone
-        else {"viewport": LAPTOP}
-    )
-    context = browser.new_context(accept_downloads=True, bypass_csp=bypass_csp, **options)
-    page = context.new_page()
+def _sign_in(page: Page, site: Site, path: str) -> None:
     page.goto(f"{site.url}{path}")
     page.get_by_label("Email").fill(OWNER)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(f"{site.url}{path}")
-    return page
 
 
-def test_an_owner_sets_a_forms_retention(browser: Browser, site: Site) -> None:
+def test_an_owner_sets_a_forms_retention(windows: Windows, site: Site) -> None:
     form_id = _publish(site)
-    for phone in (False, True):
-        page = _signed_in(browser, site, phone, f"/forms/{form_id}")
+    for width, page in windows.at_each_width():
+        _sign_in(page, site, f"/forms/{form_id}")
         days = page.get_by_role("spinbutton", name=re.compile("^Days"))
-        if not phone:
+        if not width:
             page.get_by_label("For a number of days").check()
             days.fill("90")
             days.locator("xpath=ancestor::form").get_by_role("button", name="Save").click()
@@ -97,13 +88,12 @@ def test_an_owner_sets_a_forms_retention(browser: Browser, site: Site) -> None:
         expect(page.get_by_label("For a number of days")).to_be_checked()
         expect(days).to_have_value("90")
         days.scroll_into_view_if_needed()
-        shoot(page, f"94-retention-settings{'-phone' if phone else ''}")
-        page.context.close()
+        shoot(page, f"94-retention-settings{width}")
 
     assert site.api("GET", f"/v1/forms/{form_id}").json()["retentionDays"] == 90
 
 
-def test_an_owner_finds_downloads_and_erases_a_respondent(browser: Browser, site: Site) -> None:
+def test_an_owner_finds_downloads_and_erases_a_respondent(windows: Windows, site: Site) -> None:
     form_id = _publish(site)
     theirs = [
         _submit(site, form_id, {"name": "Ada Lovelace", "email": ADA, "member_id": "M-1815"}),
@@ -111,9 +101,10 @@ def test_an_owner_finds_downloads_and_erases_a_respondent(browser: Browser, site
     ]
     kept = _submit(site, form_id, {"name": "Charles Babbage", "email": "cb@example.com"})
     downloaded: dict[str, Any] = {}
-    for phone in (True, False):  # the phone only finds: the laptop then erases
-        width = "-phone" if phone else ""
-        page = _signed_in(browser, site, phone, "/settings/respondents")
+    # The phone only finds; the laptop then erases.
+    for width, options in (("-phone", ON_PHONE), ("", {"viewport": LAPTOP})):
+        page = windows.open(accept_downloads=True, **options)
+        _sign_in(page, site, "/settings/respondents")
         expect(page.get_by_role("heading", name="Respondents' data")).to_be_visible()
         shoot(page, f"95-respondents-find{width}")
         page.get_by_label("Email address or value").fill(ADA)
@@ -124,8 +115,8 @@ def test_an_owner_finds_downloads_and_erases_a_respondent(browser: Browser, site
             expect(found.get_by_text(submission_id)).to_be_visible()
         expect(found.get_by_text(kept)).to_have_count(0)
         shoot(page, f"96-respondents-found{width}")
-        if phone:
-            page.context.close()
+        if width:
+            windows.close(page)
             continue
         with page.expect_download() as download:
             found.get_by_role("button", name="Download as JSON").click()
@@ -139,14 +130,12 @@ def test_an_owner_finds_downloads_and_erases_a_respondent(browser: Browser, site
         expect(audit.get_by_role("row").filter(has_text="Erased")).to_contain_text(OWNER)
         expect(audit.get_by_role("row").filter(has_text="Downloaded")).to_have_count(1)
         shoot(page, f"97-respondents-erased{width}")
-        phone_context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-        phone_context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
-        on_phone = phone_context.new_page()
+        on_phone = windows.open(**ON_PHONE)
+        on_phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
         on_phone.goto(page.url)
         expect(on_phone.get_by_role("region", name="Downloads and erasures")).to_be_visible()
         shoot(on_phone, "97-respondents-erased-phone")
-        phone_context.close()
-        page.context.close()
+        windows.close(on_phone)
 
     assert sorted(s["id"] for s in downloaded["submissions"]) == sorted(theirs)
     assert {s["answers"]["name"] for s in downloaded["submissions"]} == {"Ada Lovelace", "Ada L."}
@@ -156,12 +145,13 @@ def test_an_owner_finds_downloads_and_erases_a_respondent(browser: Browser, site
     assert again["submissions"] == []
 
 
-def test_the_respondents_page_passes_axe(browser: Browser, site: Site) -> None:
+def test_the_respondents_page_passes_axe(windows: Windows, site: Site) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     form_id = _publish(site)
     _submit(site, form_id, {"name": "Grace", "email": "grace@example.com"})
-    page = _signed_in(browser, site, False, "/settings/respondents", bypass_csp=True)
+    page = windows.open(viewport=LAPTOP, bypass_csp=True)
+    _sign_in(page, site, "/settings/respondents")
     assert axe_violations(page) == []
     page.get_by_label("Email address or value").fill("grace@example.com")
     page.get_by_role("button", name="Find").click()

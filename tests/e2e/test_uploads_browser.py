@@ -23,7 +23,8 @@ from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
-from tests.e2e.test_browser import AXE, LAPTOP, PHONE, axe_violations, chromium, shoot
+from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
+from tests.e2e.windows import LAPTOP, Windows
 
 MAX_SIZE = 200_000
 # A PDF of exactly the question's limit, and one a byte longer.
@@ -67,15 +68,6 @@ def _files(site: Site) -> int:
 def browser() -> Iterator[Browser]:
     with chromium("4[6-9]-upload*.png") as launched:
         yield launched
-
-
-def respondent(browser: Browser, phone: bool = False) -> Page:
-    """A respondent's new browser window, at a laptop's or a phone's width."""
-    if phone:
-        context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True)
-    else:
-        context = browser.new_context(viewport=LAPTOP)
-    return context.new_page()
 
 
 def publish(site: Site) -> str:
@@ -134,17 +126,16 @@ def _respond(page: Page, width: str) -> str:
 
 
 def test_a_file_of_exactly_the_limit_is_uploaded_and_sent_and_one_byte_more_is_not(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
     form_id = publish(site)
     url = f"{site.url}/f/{form_id}"
 
     ids = []
-    for phone in (False, True):
-        page = respondent(browser, phone)
+    for width, page in windows.at_each_width():
         page.goto(url)
-        ids.append(_respond(page, "-phone" if phone else ""))
-        page.context.close()
+        ids.append(_respond(page, width))
+        page.close()  # and its listener
 
     listed = site.api("GET", f"/v1/forms/{form_id}/submissions").json()["data"]
     assert sorted(s["answers"]["portfolio"] for s in listed) == sorted(ids)
@@ -161,10 +152,10 @@ def test_a_file_of_exactly_the_limit_is_uploaded_and_sent_and_one_byte_more_is_n
 
 
 def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypassed(
-    browser: Browser, site: Site
+    windows: Windows, site: Site
 ) -> None:
     form_id = publish(site)
-    page = respondent(browser)
+    page = windows.open(viewport=LAPTOP)
     page.goto(f"{site.url}/f/{form_id}")
     before = _files(site)
 
@@ -186,7 +177,7 @@ def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypass
         [MAX_SIZE],
     )
 
-    page.context.close()
+    windows.close(page)
 
     # And from outside a browser, without a length: cut where it runs over.
     def pieces() -> Iterator[bytes]:
@@ -215,9 +206,9 @@ def test_the_server_refuses_a_file_over_the_limit_when_the_pages_check_is_bypass
     assert _files(site) == before
 
 
-def test_the_page_may_send_a_picked_file_under_its_own_policy(browser: Browser, site: Site) -> None:
+def test_the_page_may_send_a_picked_file_under_its_own_policy(windows: Windows, site: Site) -> None:
     form_id = publish(site)
-    page = browser.new_context(viewport=LAPTOP).new_page()  # the policy as served
+    page = windows.open(viewport=LAPTOP)  # the policy as served
     page.goto(f"{site.url}/f/{form_id}")
 
     _pick(page, "portfolio.pdf", EXACT)
@@ -225,11 +216,11 @@ def test_the_page_may_send_a_picked_file_under_its_own_policy(browser: Browser, 
     expect(page.locator(".upload-status")).to_have_text("portfolio.pdf is uploaded.")
 
 
-def test_the_page_with_a_file_question_passes_axe(browser: Browser, site: Site) -> None:
+def test_the_page_with_a_file_question_passes_axe(windows: Windows, site: Site) -> None:
     if not AXE.exists():
         service_unavailable(f"axe-core is not installed at {AXE} (npm ci --prefix frontend)")
     form_id = publish(site)
-    checker = browser.new_context(viewport=LAPTOP, bypass_csp=True).new_page()
+    checker = windows.open(viewport=LAPTOP, bypass_csp=True)
     checker.goto(f"{site.url}/f/{form_id}")
 
     found = {"empty": axe_violations(checker)}
