@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from playwright.sync_api import Browser, Page, ViewportSize
+from playwright.sync_api import Error as PlaywrightError
 
 PHONE: ViewportSize = {"width": 390, "height": 844}
 LAPTOP: ViewportSize = {"width": 1280, "height": 860}
@@ -41,15 +42,19 @@ class Windows:
 
     def close(self, page: Page) -> None:
         """The window closed, and its browser with it: its cookies are gone."""
-        [(options, _)] = [(made, open_page) for made, open_page in self._open if open_page is page]
+        options = next(made for made, open_page in self._open if open_page is page)
         self._open.remove((options, page))
         if page.is_closed():
             page.context.close()
             return
-        page.goto("about:blank")
-        page.context.clear_cookies()
-        if "viewport" in options:  # as made, whatever the test set
-            page.set_viewport_size(options["viewport"])
+        try:
+            page.goto("about:blank")
+            page.context.clear_cookies()
+            if "viewport" in options:  # as made, whatever the test set
+                page.set_viewport_size(options["viewport"])
+        except PlaywrightError:  # a window that cannot be emptied (its page crashed)
+            page.context.close()
+            return
         self._kept.append((options, page))
 
     def at_each_width(self, **options: Any) -> Iterator[tuple[str, Page]]:
