@@ -139,6 +139,12 @@ def shoot_phone(windows: Windows, page: Page, name: str) -> None:
     windows.close(phone)
 
 
+def shoot_at_both_widths(windows: Windows, page: Page, name: str) -> None:
+    """The page at a laptop's width, and at a phone's in the same session."""
+    shoot(page, name)
+    shoot_phone(windows, page, name)
+
+
 def sign_in(page: Page, site: Site, email: str, password: str) -> None:
     page.goto(f"{site.url}/forms")
     expect(page).to_have_url(re.compile(r"/sign-in"))
@@ -204,8 +210,7 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
 ) -> None:
     page = windows.open(viewport=LAPTOP)
     page.goto(f"{site.url}/sign-in")
-    shoot(page, "01-sign-in")
-    shoot_phone(windows, page, "01-sign-in")
+    shoot_at_both_widths(windows, page, "01-sign-in")
 
     page.get_by_label("Email").fill(site.email)
     page.get_by_label("Password").fill("not the password")
@@ -215,8 +220,7 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
     sign_in(page, site, site.email, site.password)
     expect(page.get_by_role("heading", name="Forms")).to_be_visible()
     expect(page.get_by_text("Customer satisfaction survey")).to_be_visible()
-    shoot(page, "02-forms")
-    shoot_phone(windows, page, "02-forms")
+    shoot_at_both_widths(windows, page, "02-forms")
 
     # Switch to Globex: its forms, not Acme's.
     page.get_by_label("Organization").select_option(label="Globex (admin)")
@@ -335,8 +339,7 @@ def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
     expect(page.locator("svg[role=img] rect.bar").first).to_be_visible()
     expect(page.get_by_role("heading", name="Most recent submissions")).to_be_visible()
     responses = int(page.locator(".stats strong").first.inner_text().replace(",", ""))
-    shoot(page, "12-form")
-    shoot_phone(windows, page, "12-form")
+    shoot_at_both_widths(windows, page, "12-form")
 
     with page.expect_download() as download_info:
         page.get_by_role("link", name="Download CSV").click()
@@ -365,8 +368,7 @@ def test_an_owner_chooses_who_is_mailed_about_a_forms_responses(
     expect(page.get_by_label(site.email)).to_have_value("daily")
     expect(page.get_by_text("Mail is off on this server")).to_be_visible()  # the README's serve
     assert axe_violations(page) == []
-    shoot(page, "17-notifications")
-    shoot_phone(windows, page, "17-notifications")
+    shoot_at_both_widths(windows, page, "17-notifications")
 
 
 @contextlib.contextmanager
@@ -433,8 +435,7 @@ def test_a_form_shows_in_a_frame_only_on_the_sites_its_organization_lists(
         expect(page.get_by_text(elsewhere)).to_be_visible()
         preview = page.frame_locator(".embed-preview iframe")
         expect(preview.get_by_role("heading", name="Customer satisfaction survey")).to_be_visible()
-        shoot(page, "18-embed")
-        shoot_phone(windows, page, "18-embed")
+        shoot_at_both_widths(windows, page, "18-embed")
         audited = windows.open(viewport=LAPTOP, bypass_csp=True)  # for axe
         audited.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
         audited.goto(page.url)
@@ -857,14 +858,12 @@ def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
     sign_in(page, site, site.email, site.password)
     page.get_by_role("link", name="New form").click()
     expect(page.get_by_role("heading", name="New form")).to_be_visible()
-    shoot(page, "50-new-form")
-    shoot_phone(windows, page, "50-new-form")
+    shoot_at_both_widths(windows, page, "50-new-form")
 
     page.get_by_role("button", name="Use this template: Scored quiz").click()
     expect(page.get_by_role("heading", name=re.compile("Quick quiz"))).to_be_visible()
     expect(page.get_by_role("status")).to_contain_text("Draft “Quick quiz” created.")
-    shoot(page, "51-new-form-from-template")
-    shoot_phone(windows, page, "51-new-form-from-template")
+    shoot_at_both_widths(windows, page, "51-new-form-from-template")
     with page.expect_download() as download:
         page.get_by_role("link", name="Download JSON").click()
     exported = json.loads(Path(download.value.path()).read_text())
@@ -873,8 +872,7 @@ def test_a_new_form_from_a_template_and_from_pasted_json_in_a_few_clicks(
 
     page.get_by_role("button", name="Publish").click()
     expect(page.get_by_role("status")).to_contain_text("“Quick quiz” is published.")
-    shoot(page, "53-form-published")
-    shoot_phone(windows, page, "53-form-published")
+    shoot_at_both_widths(windows, page, "53-form-published")
     page.get_by_role("link", name="Public page", exact=True).click()
     page.get_by_label("Your name").fill("Ada")
     page.get_by_role("button", name="Next").click()

@@ -25,11 +25,10 @@ from tests.e2e.test_browser import (
     axe_violations,
     chromium,
     generate_key,
-    shoot_phone,
+    shoot_at_both_widths,
     sign_in,
     site,  # noqa: F401 - the module's server, as the settings area's tests have it
 )
-from tests.e2e.test_browser import shoot as shoot_laptop
 from tests.e2e.windows import LAPTOP, Windows
 
 
@@ -37,12 +36,6 @@ from tests.e2e.windows import LAPTOP, Windows
 def browser() -> Iterator[Browser]:
     with chromium("6?-builder*.png") as launched:
         yield launched
-
-
-def shoot(windows: Windows, page: Page, name: str) -> None:
-    """The page at laptop width, and at a phone's in the same session."""
-    shoot_laptop(page, name)
-    shoot_phone(windows, page, name)
 
 
 def keys_in_order(page: Page) -> list[str]:
@@ -64,7 +57,7 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
     ).to_be_visible()
     builder = page.url
     form_id = builder.split("/forms/")[1].split("/")[0]
-    shoot(windows, page, "60-builder")
+    shoot_at_both_widths(windows, page, "60-builder")
 
     # A block of every type, each added at the end and landing on its editor.
     for block_type in TYPE_NAMES:
@@ -73,7 +66,7 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
         page.get_by_role("button", name="Add block").click()
         expect(page.get_by_role("status")).to_contain_text("added")
         if block_type == "single_choice":
-            shoot(windows, page, "61-builder-block")
+            shoot_at_both_widths(windows, page, "61-builder-block")
     page.goto(builder)
     expect(page.locator("#builder-blocks > li")).to_have_count(3 + len(TYPE_NAMES))
 
@@ -90,7 +83,7 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
     expect(page.get_by_role("region", name="Show only when")).to_contain_text(
         '{">=":[{"var":"nps"},9]}'
     )
-    shoot(windows, page, "62-builder-condition")
+    shoot_at_both_widths(windows, page, "62-builder-condition")
 
     # Reordered from the keyboard: focus block 2's Up button and press Enter.
     page.goto(builder)
@@ -113,12 +106,12 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
     expect(email).to_be_hidden()
     page.locator("input[name=nps][value='9']").check()
     expect(email).to_be_visible()
-    shoot(windows, page, "63-builder-preview")
+    shoot_at_both_widths(windows, page, "63-builder-preview")
 
     page.goto(f"{site.url}/forms/{form_id}/publish")
     expect(page.get_by_text("Publishing makes version 2")).to_be_visible()
     expect(page.get_by_text("“New email question” added")).to_be_visible()
-    shoot(windows, page, "64-builder-publish")
+    shoot_at_both_widths(windows, page, "64-builder-publish")
     page.get_by_role("button", name="Publish the form").click()
     expect(page.get_by_role("status")).to_contain_text("Version 2 of “Net Promoter Score”")
 
@@ -141,7 +134,7 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
     expect(page.get_by_role("status")).to_contain_text("Version 3")
     page.goto(f"{site.url}/forms/{form_id}/versions")
     expect(page.get_by_role("link", name="Version 1")).to_be_visible()
-    shoot(windows, page, "65-builder-versions")
+    shoot_at_both_widths(windows, page, "65-builder-versions")
 
     # Translations side by side: French added, what is missing marked.
     page.get_by_role("link", name="Translations").click()
@@ -153,7 +146,7 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
     expect(page.get_by_role("status")).to_contain_text("Translation saved.")
     expect(page.get_by_label("Title in fr", exact=True)).to_have_value("Recommandation")
     expect(page.locator("tr.missing").first).to_contain_text("missing")
-    shoot(windows, page, "66-builder-translations")
+    shoot_at_both_widths(windows, page, "66-builder-translations")
 
     current = api(site, "GET", f"/v1/forms/{form_id}", secret).json()
     second_version = api(site, "GET", f"/v1/forms/{form_id}?version=2", secret).json()

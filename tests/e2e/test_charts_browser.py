@@ -31,11 +31,11 @@ from tests.e2e.test_browser import (
     chromium,
     generate_key,
     publish,
-    shoot_phone,
+    shoot,
+    shoot_at_both_widths,
     sign_in,
     site,  # noqa: F401 - the module's server, as the settings area's tests have it
 )
-from tests.e2e.test_browser import shoot as shoot_laptop
 from tests.e2e.windows import LAPTOP, Windows
 
 CHARTED = {
@@ -73,11 +73,6 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-def shoot(windows: Windows, page: Page, name: str) -> None:
-    shoot_laptop(page, name)
-    shoot_phone(windows, page, name)
-
-
 def _charted_form(page: Page, where: Site) -> str:
     secret = generate_key(page, where, "charts", "forms:write", "submissions:write")
     form_id = publish(where, secret, CHARTED)
@@ -106,13 +101,13 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     expect(page.locator(".sub", has_text="8 submissions match")).to_be_visible()
     for name in ("^Bar chart of 2 options: Team 6; Free 2", "^NPS gauge", "^Line chart .* hour"):
         expect(page.get_by_role("img", name=re.compile(name))).to_be_visible()
-    shoot(windows, page, "70-summary")
+    shoot_at_both_widths(windows, page, "70-summary")
     assert axe_violations(page) == []
     for table in page.locator("details.table-view summary").all():
         table.click()  # every table view opened: what a screen reader reads
     plan = page.get_by_role("region", name="Plan: answers per option")
     expect(plan.get_by_role("row", name=re.compile(r"Free 2 25%"))).to_be_visible()
-    shoot_laptop(page, "71-summary-tables")
+    shoot(page, "71-summary-tables")
     assert axe_violations(page) == []
 
     page.get_by_role("textbox", name=re.compile("^Answer")).fill("plan:free")
@@ -121,7 +116,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     page.get_by_role("textbox", name=re.compile("^Answer")).fill("notes:x")
     page.get_by_role("button", name="Apply").click()
     expect(page.get_by_role("alert")).to_contain_text("'notes' is answered with free text")
-    shoot_laptop(page, "72-summary-bad-filter")
+    shoot(page, "72-summary-bad-filter")
     page.get_by_role("link", name="Clear").click()
 
     page.get_by_role(
@@ -130,7 +125,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     page.get_by_role("button", name="Create link").click()
     link = page.get_by_role("textbox", name="Report link").input_value()
     assert re.fullmatch(rf"{re.escape(site.url)}/r/[A-Za-z0-9_-]{{43}}", link)
-    shoot_laptop(page, "73-summary-link")
+    shoot(page, "73-summary-link")
 
     anyone = windows.open(viewport=LAPTOP, bypass_csp=True)
     anyone.goto(link)
@@ -140,7 +135,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     expect(anyone.get_by_text("What to improve first")).to_have_count(0)
     expect(anyone.get_by_text("private note")).to_have_count(0)
     anyone.locator("details.table-view summary").first.click()
-    shoot(windows, anyone, "74-report")
+    shoot_at_both_widths(windows, anyone, "74-report")
     assert axe_violations(anyone) == []
 
     page.reload()
@@ -149,7 +144,7 @@ def test_a_forms_summary_is_charted_shared_withheld_and_revoked(
     anyone.goto(link)
     expect(anyone.get_by_role("heading", name="Report not found")).to_be_visible()
     expect(anyone.get_by_text("Team retro")).to_have_count(0)
-    shoot(windows, anyone, "75-report-revoked")
+    shoot_at_both_widths(windows, anyone, "75-report-revoked")
 
     # One made a week ago for six days, through the service: expired yesterday.
     # (In a thread of its own: Playwright's loop runs in this one.)
