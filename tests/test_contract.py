@@ -2,9 +2,11 @@
 through catches what would break a client generated from /v1/openapi.json."""
 
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from formsapi.app import create_app
 from formsapi.config import Settings
@@ -85,3 +87,75 @@ def test_a_delivery_is_held_to_its_type_s_webhook_payload_and_headers() -> None:
         "delivery evt_1: no webhook is declared for the type 'ping.pong'"
     ]
     assert "not JSON" in contract.delivery_problems(HEADERS, b"{")[0]
+
+
+# What lax Pydantic takes for each of JSON's scalar types and JSON Schema does not.
+_NOT_OF_TYPE = {"integer": [True, "5"], "number": [True, "1.5"], "boolean": [1, "true"]}
+
+
+def _scalars(schema: dict[str, Any], seen: set[str]) -> Iterator[tuple[str, str, str]]:
+    """(component, property, JSON type) for every integer, number and boolean
+    property reachable from `schema`."""
+    components = DOCUMENT["components"]["schemas"]
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[1]
+        if name not in seen:
+            seen.add(name)
+            for found in _scalars(components[name], seen):
+                yield (found[0] or name, *found[1:])
+        return
+    for key, property_ in schema.get("properties", {}).items():
+        for alternative in [property_, *property_.get("anyOf", [])]:
+            if alternative.get("type") in _NOT_OF_TYPE:
+                yield "", key, alternative["type"]
+        yield from _scalars(property_, seen)
+    for nested in [schema.get("items"), schema.get("additionalProperties")]:
+        if isinstance(nested, dict):
+            yield from _scalars(nested, seen)
+    for alternative in [
+        *schema.get("anyOf", []),
+        *schema.get("oneOf", []),
+        *schema.get("allOf", []),
+    ]:
+        yield from _scalars(alternative, seen)
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    found: dict[str, type[BaseModel]] = {}
+    waiting = [BaseModel]
+    while waiting:
+        model = waiting.pop()
+        waiting += model.__subclasses__()
+        if model.__module__.startswith("formsapi."):
+            found[model.__name__] = model
+    return found
+
+
+def test_every_number_and_flag_a_request_sends_is_taken_as_its_json_type_only() -> None:
+    """Lax Pydantic takes true for 1, "5" for 5 and 1 for true: the document
+    allows none of them (a fuzz run found `"count": true` making one link)."""
+    bodies = [
+        content["schema"]
+        for operations in DOCUMENT["paths"].values()
+        for operation in operations.values()
+        for content in operation.get("requestBody", {}).get("content", {}).values()
+    ]
+    scalars = {found for body in bodies for found in _scalars(body, set())}
+    models = _models()
+    assert ("InvitationCreate", "count", "integer") in scalars
+
+    taken = []
+    for component, key, kind in sorted(scalars):
+        model = models[component.removesuffix("-Input")]
+        field = next(f for name, f in model.model_fields.items() if key in (name, f.alias))
+        annotation: Any = field.annotation
+        adapter: TypeAdapter[Any] = TypeAdapter(
+            Annotated[annotation, *field.metadata] if field.metadata else annotation
+        )
+        for value in _NOT_OF_TYPE[kind]:
+            try:
+                adapter.validate_python(value)
+            except ValidationError:
+                continue
+            taken.append(f"{component}.{key} ({kind}) took {value!r}")
+    assert taken == []

@@ -212,8 +212,11 @@ async def test_bad_requests_for_links_are_problems(api: Api, session: AsyncSessi
     neither = await api.post(path, secret, json={})
     too_many = await api.post(path, secret, json={"count": 10_000})
     long_label = await api.post(path, secret, json={"recipients": [{"label": "x" * 201}]})
+    # JSON's true is not 1 (a fuzz run's find: it made a link).
+    flag = await api.post(path, secret, json={"recipients": None, "count": True})
 
-    assert [r.status_code for r in (both, neither, too_many, long_label)] == [422] * 4
+    assert [r.status_code for r in (both, neither, too_many, long_label, flag)] == [422] * 5
+    assert (await api.get(path, secret)).json()["data"] == []
 
 
 async def test_a_form_with_pages_carries_the_link_and_its_resume_link_too(

@@ -1,7 +1,7 @@
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictInt, model_validator
 
 from formsapi.kit.schemas import CleanStr, Schema
 
@@ -26,7 +26,7 @@ class InvitationCreate(Schema):
     """Send `count` for links that say nothing of whom they are for, or
     `recipients`, one link each."""
 
-    count: int | None = Field(default=None, ge=1, le=MAX_LINKS, description="Links to make.")
+    count: StrictInt | None = Field(default=None, ge=1, le=MAX_LINKS, description="Links to make.")
     recipients: list[Recipient] | None = Field(
         default=None, min_length=1, max_length=MAX_LINKS, description="One link for each."
     )

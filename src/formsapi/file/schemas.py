@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from formsapi.kit.schemas import Schema
 
@@ -28,7 +28,7 @@ class FileOut(Schema):
 
 
 class FileLinkCreate(Schema):
-    expires_in: int = Field(
+    expires_in: StrictInt = Field(
         default=3600,
         ge=60,
         description="Seconds the link works for; at most FORMSAPI_FILE_LINK_MAX_SECONDS "

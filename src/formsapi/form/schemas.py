@@ -6,6 +6,8 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     Field,
+    StrictBool,
+    StrictInt,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -107,7 +109,7 @@ class OneResponse(Schema):
         max_length=100,
         description="For `email`: the key of the email question whose answer may submit once.",
     )
-    hours: int | None = Field(
+    hours: StrictInt | None = Field(
         default=None,
         ge=1,
         le=MAX_WINDOW_HOURS,
@@ -195,7 +197,7 @@ class Quota(Schema):
 
     question: str = Field(min_length=1, max_length=100, description="The question's key.")
     option: str = Field(min_length=1, max_length=100, description="The option's value.")
-    limit: int = Field(ge=1, le=MAX_SUBMISSIONS, description="The places.")
+    limit: StrictInt = Field(ge=1, le=MAX_SUBMISSIONS, description="The places.")
     action: QuotaAction = Field(
         default=QuotaAction.close_option,
         description="`closeOption`: once full, the option shows as full and an answer "
@@ -343,17 +345,17 @@ class FormCreate(Schema):
     messages: dict[Message, MessageText] = Field(
         default_factory=dict, description=MESSAGES_DESCRIPTION
     )
-    resume_days: int = Field(
+    resume_days: StrictInt = Field(
         default=RESUME_DAYS, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
     embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
-    challenge: bool = Field(default=False, description=CHALLENGE_DESCRIPTION)
-    retention_days: int | None = Field(
+    challenge: StrictBool = Field(default=False, description=CHALLENGE_DESCRIPTION)
+    retention_days: StrictInt | None = Field(
         default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
     )
     opens_at: Moment | None = Field(default=None, description=OPENS_DESCRIPTION)
     closes_at: Moment | None = Field(default=None, description=CLOSES_DESCRIPTION)
-    max_submissions: int | None = Field(
+    max_submissions: StrictInt | None = Field(
         default=None, ge=1, le=MAX_SUBMISSIONS, description=MAX_DESCRIPTION
     )
     message_before_opening: LimitMessage | None = Field(
@@ -389,17 +391,17 @@ class FormUpdate(Schema):
     messages: dict[Message, MessageText] | None = Field(
         default=None, description=MESSAGES_DESCRIPTION
     )
-    resume_days: int | None = Field(
+    resume_days: StrictInt | None = Field(
         default=None, ge=1, le=MAX_RESUME_DAYS, description=RESUME_DESCRIPTION
     )
     embed_origins: EmbedOrigins | None = Field(default=None, description=EMBED_DESCRIPTION)
-    challenge: bool | None = Field(default=None, description=CHALLENGE_DESCRIPTION)
-    retention_days: int | None = Field(
+    challenge: StrictBool | None = Field(default=None, description=CHALLENGE_DESCRIPTION)
+    retention_days: StrictInt | None = Field(
         default=None, ge=1, le=MAX_RETENTION_DAYS, description=RETENTION_DESCRIPTION
     )
     opens_at: Moment | None = Field(default=None, description=OPENS_DESCRIPTION)
     closes_at: Moment | None = Field(default=None, description=CLOSES_DESCRIPTION)
-    max_submissions: int | None = Field(
+    max_submissions: StrictInt | None = Field(
         default=None, ge=1, le=MAX_SUBMISSIONS, description=MAX_DESCRIPTION
     )
     message_before_opening: LimitMessage | None = Field(

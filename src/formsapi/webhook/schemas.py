@@ -1,7 +1,7 @@
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from formsapi.kit.schemas import CleanStr, Schema
 from formsapi.models import EventType
@@ -27,7 +27,7 @@ class WebhookEndpointCreate(Schema):
         max_length=100,
         description="Only these forms' events; empty (the default) for every form.",
     )
-    enabled: bool = True
+    enabled: StrictBool = True
 
 
 class WebhookEndpointUpdate(Schema):
@@ -35,7 +35,7 @@ class WebhookEndpointUpdate(Schema):
     description: CleanStr | None = Field(default=None, max_length=500)
     event_types: list[EventType] | None = Field(default=None, max_length=len(EventType))
     form_ids: list[str] | None = Field(default=None, max_length=100)
-    enabled: bool | None = Field(
+    enabled: StrictBool | None = Field(
         default=None, description="true re-enables a disabled endpoint; false pauses it."
     )
 
