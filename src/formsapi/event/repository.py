@@ -140,9 +140,8 @@ def settled(session: AsyncSession) -> ColumnElement[bool]:
 
 
 def _after(position: Position) -> ColumnElement[bool]:
-    return tuple_(Event.xid, Event.seq) > tuple_(
-        literal(position[0], BigInteger), literal(position[1], BigInteger)
-    )
+    xid, seq = position
+    return tuple_(Event.xid, Event.seq) > tuple_(literal(xid, BigInteger), literal(seq, BigInteger))
 
 
 async def position_of(

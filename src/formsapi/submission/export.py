@@ -88,7 +88,7 @@ async def _chunks(
         while True:
             rows, more = await reading
             if more:
-                reading = asyncio.create_task(read(rows[-1][5]))
+                reading = asyncio.create_task(read(rows[-1][repository.ROW_CHANGE_SEQ]))
             if rows:
                 yield rows
             if not more:

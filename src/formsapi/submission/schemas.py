@@ -108,8 +108,9 @@ def change_wire(form_id: str, row: Sequence[Any]) -> dict[str, Any]:
     """A row of the change feed's query (repository.ChangeRow) as the feed
     and the export show it: the submission, its answers embedded as stored,
     or its tombstone."""
-    id_, form_version, submitted, updated, version, seq, answers, ending, language = row[:9]
-    deleted_at = row[9]
+    id_, form_version, submitted, updated, version, seq, answers, ending, language, deleted_at = (
+        row[:10]
+    )
     if deleted_at is not None:
         return deleted_wire(id_, seq, deleted_at)
     fragment = orjson.Fragment(answers)

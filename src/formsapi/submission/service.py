@@ -63,7 +63,7 @@ async def page_document(
             session, organization_id, form_id, since, offset, page.limit, before
         )
     if rows:
-        total = rows[0][5]
+        *_, total = rows[0]
     else:
         # An empty page: tell a missing form (404) from one with fewer rows.
         await form_service.get(session, organization_id, form_id)
@@ -123,7 +123,8 @@ async def changes_document(
             changeSeq=latest,
         )
     data = [change_wire(form_id, row) for row in page]
-    return orjson.dumps({"data": data, "next": page[-1][5] if page else after, "hasMore": more})
+    last = page[-1][repository.ROW_CHANGE_SEQ] if page else after
+    return orjson.dumps({"data": data, "next": last, "hasMore": more})
 
 
 class SubmissionNotFound(NotFound):

@@ -31,7 +31,7 @@ from sqlalchemy import Row
 from formsapi.db import ReadSession
 from formsapi.form.compiled import Counted
 from formsapi.submission import repository as submission_repository
-from formsapi.submission.repository.changes import ChangeRow
+from formsapi.submission.repository.changes import ROW_CHANGE_SEQ, ROW_ID, ChangeRow
 from formsapi.submission.repository.tallies import ENDING, VALUE_MAX
 from formsapi.summary import stored
 from formsapi.summary.figures import Tallies
@@ -169,21 +169,20 @@ class _Rows:
         """Apply a page of the form's change feed (changes.changes_after, with
         times): an edit's or a delete's submission leaves its slot, a new or
         edited one takes a new slot."""
-        # id, form_version, submitted_at, _, version, change_seq, answers, ending, ..., deleted_at
-        identity = self.identity
+        identity, fresh = self.identity, self.fresh
         replaced = {
-            identity(row[0])
-            for row in page
-            if row[5] > self.fresh and (row[9] is not None or row[4] > 1)
+            identity(id_)
+            for id_, _, _, _, version, seq, _, _, _, deleted_at, *_ in page
+            if seq > fresh and (deleted_at is not None or version > 1)
         }
         if replaced:
             self._kill(replaced)
-        for row in page:
-            if row[9] is None:
-                self._add(row[1], row[2], orjson.loads(row[6]), row[7], identity(row[0]))
+        for id_, form_version, submitted_at, _, _, _, answers, ending, _, deleted_at, *_ in page:
+            if deleted_at is None:
+                self._add(form_version, submitted_at, orjson.loads(answers), ending, identity(id_))
         if page:
-            self.seq = page[-1][5]
-            self.last = identity(page[-1][0])
+            self.seq = page[-1][ROW_CHANGE_SEQ]
+            self.last = identity(page[-1][ROW_ID])
 
     def _kill(self, identities: set[Identity]) -> None:
         """Their live slots are dead: one walk over the slots."""
@@ -317,17 +316,17 @@ async def _follow(
         position = await submission_repository.positions(session, organization_id, form_id)
         if position is None:
             return False
-        rows.fresh = rows.known = position[0]
+        rows.fresh = rows.known = position.change_seq
     fetching = asyncio.ensure_future(_page(session, organization_id, form_id, rows.seq))
     try:
         for left in range(pages - 1, -1, -1):
             page, more, position = await fetching
-            if position is None or position[1] > max(rows.seq, rows.fresh):
+            if position is None or position.tombstone_horizon > max(rows.seq, rows.fresh):
                 return False
             if more and left and not stopped():
                 # The database reads the next page while this one is applied.
                 fetching = asyncio.ensure_future(
-                    _page(session, organization_id, form_id, page[-1][5])
+                    _page(session, organization_id, form_id, page[-1][ROW_CHANGE_SEQ])
                 )
             await asyncio.sleep(0)  # the read sent, and other requests run between pages
             rows.apply(page)
@@ -355,15 +354,17 @@ async def _numbered_alike(session: ReadSession, name: stored.Name, rows: _Rows) 
     number in both histories)."""
     known = max(rows.known, rows.fresh)
     position = await submission_repository.positions(session, *name)
-    if position is None or position[0] < max(known, rows.seq):
+    if position is None or position.change_seq < max(known, rows.seq):
         return False
     changes = submission_repository.changes_after
     page, _ = await changes(session, *name, rows.seq - 1, 1, times=True)
-    if not page or page[0][5] != rows.seq or rows.identity(page[0][0]) != rows.last:
+    if not page or page[0][ROW_CHANGE_SEQ] != rows.seq:
+        return False
+    if rows.identity(page[0][ROW_ID]) != rows.last:
         return False
     if known > rows.seq:
         after, _ = await changes(session, *name, rows.seq, 1, times=True)
-        return not after or after[0][5] > known
+        return not after or after[0][ROW_CHANGE_SEQ] > known
     return True
 
 

@@ -1,6 +1,7 @@
 """The SQL of submissions, by what it serves: rows, counts, pages."""
 
 from formsapi.submission.repository.changes import (
+    ROW_CHANGE_SEQ,
     ChangeRow,
     bury,
     changes_after,
@@ -30,6 +31,7 @@ from formsapi.submission.repository.tallies import (
 )
 
 __all__ = [
+    "ROW_CHANGE_SEQ",
     "ChangeRow",
     "Deleted",
     "PageRow",

@@ -42,6 +42,8 @@ from formsapi.tenancy import scoped, unscoped
 # for times (submitted_at a datetime when asked); deleted_at NULL for a live
 # submission, the middle ones NULL for a tombstone.
 ChangeRow = Sequence[Any]
+# Where a reader that takes one field of a ChangeRow finds it.
+ROW_ID, ROW_CHANGE_SEQ = 0, 5
 
 # About this many bytes of answers at most in one read, past the first row: a
 # page of 1,000 submissions of a megabyte each would otherwise be read whole
