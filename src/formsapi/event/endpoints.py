@@ -11,7 +11,7 @@ from formsapi.event.schemas import Events
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.models import EventType
 
-router = APIRouter(prefix="/events", tags=["Events"], route_class=GuardedRoute)
+router = APIRouter(prefix="/v1/events", tags=["Events"], route_class=GuardedRoute)
 
 _TYPES = frozenset(EventType)
 

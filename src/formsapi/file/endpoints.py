@@ -21,7 +21,7 @@ from formsapi.kit.time import utcnow
 from formsapi.models import File, Form
 from formsapi.request_body import streamed
 
-router = APIRouter(tags=["Files"], route_class=GuardedRoute)
+router = APIRouter(prefix="/v1", tags=["Files"], route_class=GuardedRoute)
 # Signed links carry their own authority: no key.
 links_router = APIRouter(tags=["Files"])
 

@@ -20,7 +20,7 @@ from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page, PageParams, page_params
 
-router = APIRouter(prefix="/forms", tags=["Forms"], route_class=GuardedRoute)
+router = APIRouter(prefix="/v1/forms", tags=["Forms"], route_class=GuardedRoute)
 
 FormId = Annotated[
     str, Path(alias="formId", pattern=ID_PATTERN, max_length=64, description="A form id.")

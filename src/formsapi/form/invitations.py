@@ -17,7 +17,9 @@ from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import utcnow
 
-router = APIRouter(prefix="/forms/{formId}/invitations", tags=["Forms"], route_class=GuardedRoute)
+router = APIRouter(
+    prefix="/v1/forms/{formId}/invitations", tags=["Forms"], route_class=GuardedRoute
+)
 
 InvitationId = Annotated[
     str,

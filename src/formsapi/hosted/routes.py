@@ -17,13 +17,14 @@ from typing import Annotated, Any
 from urllib.parse import parse_qs, quote
 
 import orjson
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.datastructures import FormData, MultiDict, MutableHeaders
+from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formsapi.admission import service as admission_service
@@ -1065,11 +1066,8 @@ class HostedPageHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def install(app: FastAPI) -> None:
+def routes() -> list[BaseRoute]:
     """The routes and their stylesheet. HostedPageHeaders is put on by the app,
     outside every layer that may answer on its own (a 413 before any route)."""
-    app.include_router(router)
-    app.include_router(guard.router)
-    app.mount(
-        "/f/static", StaticFiles(directory=Path(__file__).parent / "static"), name="form-static"
-    )
+    static = StaticFiles(directory=Path(__file__).parent / "static")
+    return [*router.routes, *guard.router.routes, Mount("/f/static", static, name="form-static")]

@@ -15,7 +15,9 @@ from formsapi.kit.time import utcnow
 from formsapi.partial import repository, service
 from formsapi.partial.schemas import PartialOut
 
-router = APIRouter(prefix="/forms/{formId}/partials", tags=["Partials"], route_class=GuardedRoute)
+router = APIRouter(
+    prefix="/v1/forms/{formId}/partials", tags=["Partials"], route_class=GuardedRoute
+)
 
 PartialId = Annotated[
     str,

@@ -13,7 +13,7 @@ from formsapi.form.endpoints import json
 from formsapi.respondent import service
 from formsapi.respondent.schemas import RespondentData, RespondentErased, RespondentQuery
 
-router = APIRouter(tags=["Respondents"], route_class=GuardedRoute)
+router = APIRouter(prefix="/v1", tags=["Respondents"], route_class=GuardedRoute)
 
 ERRORS = problem_responses(400, 401, 403, 429)
 BODY_ERRORS = problem_responses(400, 401, 403, 408, 413, 415, 422, 429)

@@ -9,7 +9,7 @@ from formsapi.form.endpoints import ERRORS_404, FormId, json
 from formsapi.spam import service
 from formsapi.spam.schemas import RefusalCounts
 
-router = APIRouter(prefix="/forms/{formId}/refusals", tags=["Forms"], route_class=GuardedRoute)
+router = APIRouter(prefix="/v1/forms/{formId}/refusals", tags=["Forms"], route_class=GuardedRoute)
 
 
 @router.get(

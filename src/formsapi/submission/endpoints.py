@@ -36,7 +36,7 @@ from formsapi.submission.schemas import Changes, SubmissionDetail, SubmissionOut
 T = TypeVar("T")
 
 router = APIRouter(
-    prefix="/forms/{formId}/submissions", tags=["Submissions"], route_class=GuardedRoute
+    prefix="/v1/forms/{formId}/submissions", tags=["Submissions"], route_class=GuardedRoute
 )
 
 

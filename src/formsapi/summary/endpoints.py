@@ -14,7 +14,9 @@ from formsapi.summary import service
 from formsapi.summary.buckets import Interval
 from formsapi.summary.schemas import FormAnswerSummary, TimeSeries
 
-router = APIRouter(prefix="/forms/{formId}/summary", tags=["Summaries"], route_class=GuardedRoute)
+router = APIRouter(
+    prefix="/v1/forms/{formId}/summary", tags=["Summaries"], route_class=GuardedRoute
+)
 
 
 @router.get(

@@ -3,8 +3,9 @@
 import logging
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import BaseRoute, Mount
 
 from formsapi.kit.redact import redact_link_tokens
 from formsapi.web import (
@@ -25,8 +26,7 @@ from formsapi.web import (
     webhooks,
 )
 
-router = APIRouter(include_in_schema=False)
-for module in (
+_MODULES = (
     account,
     builder,
     embed,
@@ -41,8 +41,7 @@ for module in (
     respondents,
     summary,
     webhooks,
-):
-    router.include_router(module.router)
+)
 
 
 class RedactLinkTokens(logging.Filter):
@@ -56,9 +55,13 @@ class RedactLinkTokens(logging.Filter):
         return True
 
 
-def install_routes(app: FastAPI) -> None:
-    app.include_router(router)
-    app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="web-static")
+def routes() -> list[BaseRoute]:
+    """The pages' routes, each router's in turn, and their static files."""
+    static = StaticFiles(directory=Path(__file__).parent / "static")
+    return [
+        *(route for module in _MODULES for route in module.router.routes),
+        Mount("/static", static, name="web-static"),
+    ]
 
 
 def install(app: FastAPI) -> None:

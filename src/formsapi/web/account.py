@@ -40,7 +40,7 @@ AccountDep = Annotated[Viewer, Depends(SECTION.signed_in)]
 # The organization chooser of the top bar, on every page: refused, it goes to the forms.
 ChooserDep = Annotated[Viewer, Depends(FORMS.signed_in)]
 
-router = APIRouter(route_class=PageRoute)
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 INCORRECT = "Email or password is incorrect."
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

@@ -44,7 +44,7 @@ from formsapi.web.forms import (
 )
 from formsapi.web.pages import Managed, PageRoute, keep
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 # Every block type's model, by its `type`, in the order the API lists them.
 MODELS: dict[str, type[BaseModel]] = {

@@ -12,7 +12,7 @@ from formsapi.web.context import PathId, ReadDep, public_link, render
 from formsapi.web.forms import PAGE, SECTION, OrganizationDep
 from formsapi.web.pages import PageRoute
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 # The frame's height in the snippet: a page of a few questions shows whole;
 # a longer one scrolls inside the frame.

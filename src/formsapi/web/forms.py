@@ -100,7 +100,7 @@ SECTION = Section(
 )
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 PER_PAGE = 50
 MAX_JSON = 500_000  # characters of a form's JSON (the API's body limit is 1 MiB)

@@ -30,7 +30,7 @@ from formsapi.web.pages import PageRoute
 from formsapi.web_session import service as web_session_service
 from formsapi.web_session.service import SignedIn
 
-router = APIRouter(prefix="/invitations", route_class=PageRoute)
+router = APIRouter(prefix="/invitations", route_class=PageRoute, include_in_schema=False)
 
 
 async def _page(

@@ -15,7 +15,7 @@ PAGE = "/settings/keys"
 SECTION = Section("keys", "API keys", PAGE)
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 SCOPE_HELP = {
     Scope.forms_read: "List forms, read their blocks and schemas",

@@ -36,7 +36,7 @@ PAGE = "/settings/members"
 SECTION = Section("members", "Members", PAGE)
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 
 @router.get("")

@@ -36,7 +36,7 @@ SECTION = Section(
 )
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 
 @router.get("/{form_id}/notifications")

@@ -14,7 +14,7 @@ PAGE = "/settings/org"
 SECTION = Section("organization", "Organization", PAGE)
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 
 @router.get("")

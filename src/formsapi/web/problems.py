@@ -11,7 +11,7 @@ from formsapi.errors import registry
 from formsapi.web.context import render
 from formsapi.web.pages import PageRoute
 
-router = APIRouter(prefix="/problems", route_class=PageRoute)
+router = APIRouter(prefix="/problems", route_class=PageRoute, include_in_schema=False)
 _STATUSES = frozenset(status.value for status in HTTPStatus)
 
 

@@ -38,7 +38,7 @@ SECTION = Section(
 )
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 By = Annotated[str, Form(max_length=10)]
 Value = Annotated[CleanStr, Form(max_length=HIDDEN_VALUE_MAX)]

@@ -24,7 +24,7 @@ from formsapi.web.context import DbDep, PathId, ReadDep, back_with, render, show
 from formsapi.web.forms import PAGE, SECTION, OrganizationDep
 from formsapi.web.pages import Managed, PageRoute, keep
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 FILTER_MAX = 400  # characters of a filter, as the API's query
 Filter = Annotated[str | None, Query(max_length=FILTER_MAX)]

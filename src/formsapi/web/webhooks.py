@@ -85,7 +85,7 @@ SECTION = Section(
 )
 OrganizationDep = Annotated[Managed, Depends(SECTION.organization)]
 
-router = APIRouter(prefix=PAGE, route_class=PageRoute)
+router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 
 
 def breakable(url: str) -> Markup:

@@ -32,7 +32,7 @@ from formsapi.webhook.schemas import (
     WebhookEndpointUpdate,
 )
 
-router = APIRouter(prefix="/webhook-endpoints", tags=["Webhooks"], route_class=GuardedRoute)
+router = APIRouter(prefix="/v1/webhook-endpoints", tags=["Webhooks"], route_class=GuardedRoute)
 MANAGE = requires(Scope.webhooks_manage)
 ERRORS = problem_responses(
     400, 401, 403, 404, 429, _404="No such webhook endpoint (or delivery) in this organization."
