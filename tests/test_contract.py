@@ -93,9 +93,16 @@ def test_a_delivery_is_held_to_its_type_s_webhook_payload_and_headers() -> None:
 _NOT_OF_TYPE = {"integer": [True, "5"], "number": [True, "1.5"], "boolean": [1, "true"]}
 
 
-def _scalars(schema: dict[str, Any], seen: set[str]) -> Iterator[tuple[str, str, str]]:
-    """(component, property, JSON type) for every integer, number and boolean
-    property reachable from `schema`."""
+def _kinds(schema: dict[str, Any]) -> list[str]:
+    """The scalar JSON types among `schema`'s own (a type or a list of types)."""
+    types = schema.get("type", [])
+    return [kind for kind in ([types] if isinstance(types, str) else types) if kind in _NOT_OF_TYPE]
+
+
+def _scalars(schema: dict[str, Any], seen: set[str]) -> Iterator[tuple[str, str, str, str]]:
+    """(component, property, JSON type, where) for every integer, number and
+    boolean a property of a schema reachable from `schema` takes: as its
+    value, as an item of its list or as a value of its object."""
     components = DOCUMENT["components"]["schemas"]
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[1]
@@ -105,9 +112,14 @@ def _scalars(schema: dict[str, Any], seen: set[str]) -> Iterator[tuple[str, str,
                 yield (found[0] or name, *found[1:])
         return
     for key, property_ in schema.get("properties", {}).items():
-        for alternative in [property_, *property_.get("anyOf", [])]:
-            if alternative.get("type") in _NOT_OF_TYPE:
-                yield "", key, alternative["type"]
+        for alternative in [property_, *property_.get("anyOf", []), *property_.get("oneOf", [])]:
+            for where, part in [
+                ("value", alternative),
+                ("item", alternative.get("items")),
+                ("entry", alternative.get("additionalProperties")),
+            ]:
+                if isinstance(part, dict):
+                    yield from (("", key, kind, where) for kind in _kinds(part))
         yield from _scalars(property_, seen)
     for nested in [schema.get("items"), schema.get("additionalProperties")]:
         if isinstance(nested, dict):
@@ -118,6 +130,24 @@ def _scalars(schema: dict[str, Any], seen: set[str]) -> Iterator[tuple[str, str,
         *schema.get("allOf", []),
     ]:
         yield from _scalars(alternative, seen)
+
+
+def test_the_walk_finds_scalars_in_lists_maps_and_alternatives() -> None:
+    schema = {
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "integer"}},
+            "flags": {"type": "object", "additionalProperties": {"type": "boolean"}},
+            "either": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+            "maybe": {"type": ["integer", "null"]},
+            "text": {"type": "string"},
+        }
+    }
+    assert sorted(_scalars(schema, set())) == [
+        ("", "either", "number", "value"),
+        ("", "flags", "boolean", "entry"),
+        ("", "ids", "integer", "item"),
+        ("", "maybe", "integer", "value"),
+    ]
 
 
 def _models() -> dict[str, type[BaseModel]]:
@@ -142,10 +172,10 @@ def test_every_number_and_flag_a_request_sends_is_taken_as_its_json_type_only() 
     ]
     scalars = {found for body in bodies for found in _scalars(body, set())}
     models = _models()
-    assert ("InvitationCreate", "count", "integer") in scalars
+    assert ("InvitationCreate", "count", "integer", "value") in scalars
 
     taken = []
-    for component, key, kind in sorted(scalars):
+    for component, key, kind, where in sorted(scalars):
         model = models[component.removesuffix("-Input")]
         field = next(f for name, f in model.model_fields.items() if key in (name, f.alias))
         annotation: Any = field.annotation
@@ -153,9 +183,10 @@ def test_every_number_and_flag_a_request_sends_is_taken_as_its_json_type_only() 
             Annotated[annotation, *field.metadata] if field.metadata else annotation
         )
         for value in _NOT_OF_TYPE[kind]:
+            sent = {"value": value, "item": [value], "entry": {"k": value}}[where]
             try:
-                adapter.validate_python(value)
+                adapter.validate_python(sent)
             except ValidationError:
                 continue
-            taken.append(f"{component}.{key} ({kind}) took {value!r}")
+            taken.append(f"{component}.{key} ({kind}) took {sent!r}")
     assert taken == []
