@@ -108,11 +108,9 @@ def change_wire(form_id: str, row: Sequence[Any]) -> dict[str, Any]:
     """A row of the change feed's query (repository.ChangeRow) as the feed
     and the export show it: the submission, its answers embedded as stored,
     or its tombstone."""
-    id_, form_version, submitted, updated, version, seq, answers, ending, language, deleted_at = (
-        row[:10]
-    )
-    if deleted_at is not None:
-        return deleted_wire(id_, seq, deleted_at)
+    id_, form_version, submitted, updated, version, seq, answers, ending, language, deleted, _ = row
+    if deleted is not None:
+        return deleted_wire(id_, seq, deleted)
     fragment = orjson.Fragment(answers)
     return detail_wire(
         id_, form_id, form_version, submitted, updated, version, seq, fragment, ending, language

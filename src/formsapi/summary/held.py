@@ -172,12 +172,12 @@ class _Rows:
         identity, fresh = self.identity, self.fresh
         replaced = {
             identity(id_)
-            for id_, _, _, _, version, seq, _, _, _, deleted_at, *_ in page
+            for id_, _, _, _, version, seq, _, _, _, deleted_at, _ in page
             if seq > fresh and (deleted_at is not None or version > 1)
         }
         if replaced:
             self._kill(replaced)
-        for id_, form_version, submitted_at, _, _, _, answers, ending, _, deleted_at, *_ in page:
+        for id_, form_version, submitted_at, _, _, _, answers, ending, _, deleted_at, _ in page:
             if deleted_at is None:
                 self._add(form_version, submitted_at, orjson.loads(answers), ending, identity(id_))
         if page:
