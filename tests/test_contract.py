@@ -150,14 +150,16 @@ def test_the_walk_finds_scalars_in_lists_maps_and_alternatives() -> None:
     ]
 
 
-def _models() -> dict[str, type[BaseModel]]:
-    found: dict[str, type[BaseModel]] = {}
+def _models() -> dict[str, list[type[BaseModel]]]:
+    """The service's models by name: a name two of them share is looked up
+    as a list of two, never as whichever was met last."""
+    found: dict[str, list[type[BaseModel]]] = {}
     waiting = [BaseModel]
     while waiting:
         model = waiting.pop()
         waiting += model.__subclasses__()
         if model.__module__.startswith("formsapi."):
-            found[model.__name__] = model
+            found.setdefault(model.__name__, []).append(model)
     return found
 
 
@@ -176,7 +178,7 @@ def test_every_number_and_flag_a_request_sends_is_taken_as_its_json_type_only() 
 
     taken = []
     for component, key, kind, where in sorted(scalars):
-        model = models[component.removesuffix("-Input")]
+        [model] = models[component.removesuffix("-Input")]
         field = next(f for name, f in model.model_fields.items() if key in (name, f.alias))
         annotation: Any = field.annotation
         adapter: TypeAdapter[Any] = TypeAdapter(
