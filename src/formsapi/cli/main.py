@@ -5,6 +5,7 @@ that commits when the command succeeds. Errors print one line and exit non-zero.
 """
 
 import asyncio
+import importlib
 import os
 import secrets
 import signal
@@ -21,6 +22,7 @@ from formsapi import demo as demo_data
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.scopes import Scope
+from formsapi.cli.launch import uncollected
 from formsapi.config import get_settings
 from formsapi.db import (
     SchemaNotCurrent,
@@ -121,7 +123,10 @@ def serve(
     access_log: Annotated[bool, typer.Option(help="Log every request.")] = True,
 ) -> None:
     """Serve the API (migrating the database first)."""
-    import uvicorn
+    with uncollected():
+        import uvicorn
+
+        importlib.import_module("formsapi.app")  # which uvicorn then finds imported
 
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"  # noqa: S104
     if not os.environ.get("FORMSAPI_PUBLIC_URL"):

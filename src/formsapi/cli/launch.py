@@ -1,0 +1,31 @@
+"""The `formsapi` command's entry point: the command line, and for `serve`
+the service, imported with the cyclic garbage collector paused.
+
+An import builds objects that live as long as the process, hundreds of
+thousands of them; the collector, run every few hundred allocations, walks
+them again and again while they are made and frees nothing (a third of the
+CPU of importing the service, bench/RESULTS.md). What the imports built is
+then left out of later collections, as a forked server's is (gc.freeze)."""
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def uncollected() -> Iterator[None]:
+    """Imports made inside run uncollected, and what they built is frozen."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.freeze()
+
+
+def main() -> None:
+    with uncollected():
+        from formsapi.cli.main import main as run
+    run()
