@@ -1,3 +1,4 @@
+# ruff: noqa: E402 - the garbage collector is paused before the imports (gc.disable below)
 """Fixtures: real SQLite and PostgreSQL databases, a real Redis, an ASGI client.
 
 Every API test runs once per engine. A service that is not reachable skips its
@@ -6,6 +7,7 @@ tests locally and fails them when CI is set.
 
 import asyncio
 import compileall
+import gc
 import os
 import re
 import signal
@@ -17,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
+
+# Paused before the imports below, until the tests are collected (pytest_collection).
+gc.disable()
 
 import asyncpg  # type: ignore[import-untyped]
 import httpx
@@ -127,6 +132,24 @@ def pytest_configure(config: pytest.Config) -> None:
         root = Path(__file__).resolve().parents[1]
         for source in (root / "src", root / "client" / "src"):
             compileall.compile_dir(source, quiet=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection() -> Iterator[None]:
+    """The run imports the service and every test module with the cyclic
+    garbage collector paused (above). What those imports build lives as long
+    as the run, and the collector, run every few hundred allocations, walks
+    it again and again while it is made and frees nothing: a third of the CPU
+    of collecting the suite, in each worker (bench/RESULTS.md). Once the
+    tests are collected, it is left out of later collections (gc.freeze), as
+    in a forked server; on xdist's controller, which collects nothing, the
+    collector just starts again."""
+    try:
+        return (yield)
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.enable()
 
 
 def pytest_sessionfinish() -> None:
