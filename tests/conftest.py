@@ -139,11 +139,11 @@ def pytest_collection() -> Iterator[None]:
     """The run imports the service and every test module with the cyclic
     garbage collector paused (above). What those imports build lives as long
     as the run, and the collector, run every few hundred allocations, walks
-    it again and again while it is made and frees nothing: a third of the CPU
-    of collecting the suite, in each worker (bench/RESULTS.md). Once the
-    tests are collected, it is left out of later collections (gc.freeze), as
-    in a forked server; on xdist's controller, which collects nothing, the
-    collector just starts again."""
+    it again and again while it is made and frees next to nothing: a third of
+    the CPU of collecting the suite, in each worker (bench/RESULTS.md). Once
+    the tests are collected, the garbage among it is freed and the rest left
+    out of later collections (gc.freeze), as in a forked server; on xdist's
+    controller, which collects nothing, the collector just starts again."""
     try:
         return (yield)
     finally:
