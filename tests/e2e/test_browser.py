@@ -112,18 +112,24 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
+# Chromium's compositor now and then refuses a screenshot ("Unable to capture
+# screenshot", puppeteer#5341), once seen twice in a row: asked again after
+# the page's next frame, up to this many times in all.
+_SCREENSHOT_TRIES = 4
+
+
 def capture(page: Page, path: Path) -> None:
     """A full-page screenshot, one image pixel to a CSS pixel: a phone's page,
     laid out at twice the density, is saved at its width in CSS pixels (a third
-    of the time of a full-density image). Chromium's compositor now and then
-    refuses one ("Unable to capture screenshot", puppeteer#5341); the next is
-    taken."""
-    try:
-        page.screenshot(path=path, full_page=True, scale="css")
-    except PlaywrightError as error:
-        if "Unable to capture screenshot" not in error.message:
-            raise
-        page.screenshot(path=path, full_page=True, scale="css")
+    of the time of a full-density image)."""
+    for tries_left in reversed(range(_SCREENSHOT_TRIES)):
+        try:
+            page.screenshot(path=path, full_page=True, scale="css")
+            return
+        except PlaywrightError as error:
+            if "Unable to capture screenshot" not in error.message or not tries_left:
+                raise
+        page.evaluate("() => new Promise(requestAnimationFrame)")
 
 
 def shoot(page: Page, name: str) -> None:
