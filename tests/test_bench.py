@@ -107,17 +107,20 @@ def test_the_form_language_benchmark_runs_and_reports(redis_url: str) -> None:
     assert "| hosted page with logic, sqlite, GET" in done.stdout
 
 
-def test_the_request_cpu_measure_runs_on_requests_that_stop_early() -> None:
+def test_the_request_cpu_measure_runs_on_early_stops_and_keyed_reads() -> None:
     done = kit("request_cpu", "--requests", "5", timeout=120)
 
     assert done.returncode == 0, done.stderr[-3000:]
-    answered = [line.split()[:2] for line in done.stdout.splitlines()]
+    answered = [(line.split()[0], line.split()[-6]) for line in done.stdout.splitlines()]
     assert answered == [
-        ["/v1/forms", "401"],
-        ["/v1/webhook-endpoints", "401"],
-        ["/settings/keys", "303"],
-        ["/settings/webhooks", "303"],
-        ["/f/frm_missing", "404"],
-        ["/nothing", "404"],
+        ("/v1/forms", "401"),
+        ("/v1/webhook-endpoints", "401"),
+        ("/settings/keys", "303"),
+        ("/settings/webhooks", "303"),
+        ("/f/frm_missing", "404"),
+        ("/nothing", "404"),
+        ("/v1/forms", "200"),
+        ("/v1/forms/{id}", "200"),
+        ("/v1/forms/{id}/submissions", "200"),
     ]
     assert all(line.endswith("µs CPU a request") for line in done.stdout.splitlines())

@@ -30,6 +30,7 @@ from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.last_use import LastUse
 from formsapi.config import Settings, get_settings
 from formsapi.db import (
+    autocommit,
     create_engine,
     create_read_sessionmaker,
     create_write_sessionmaker,
@@ -205,7 +206,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     app.state.sessionmaker = create_write_sessionmaker(engine)
     # Read endpoints answer from one statement (deep pages from two, whose
     # second only narrows what the first found): each runs in autocommit.
-    app.state.read_engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+    app.state.read_engine = autocommit(engine)
     app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
     app.state.last_use = LastUse(app.state.read_sessionmaker)
     app.state.secret_box = secret_box(settings)

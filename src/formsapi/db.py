@@ -156,7 +156,7 @@ def _sqlite_begin(connection: Connection) -> None:
     # Reads run in autocommit and need no transaction. Writes take the write
     # lock up front (IMMEDIATE): a concurrent writer then waits its turn
     # (busy_timeout) instead of failing to upgrade a read lock mid-transaction.
-    if connection.get_execution_options().get("isolation_level") != "AUTOCOMMIT":
+    if not _reads_only(connection.get_execution_options()):
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
@@ -169,7 +169,7 @@ class _Gated:
         self.gate = gate
 
     def begin(self, connection: Connection) -> None:
-        if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        if _reads_only(connection.get_execution_options()):
             return
         try:
             await_only(self.gate.enter())
@@ -300,9 +300,29 @@ def create_write_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[WriteSe
 
 def create_read_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[ReadSession]:
     """ReadSessions on `engine` in autocommit (made so here if it is not already)."""
-    if not _autocommit(engine):
-        engine = engine.execution_options(isolation_level="AUTOCOMMIT")
-    return async_sessionmaker(engine, expire_on_commit=False, class_=ReadSession)
+    return async_sessionmaker(autocommit(engine), expire_on_commit=False, class_=ReadSession)
+
+
+# SQLite's connections are in the driver's autocommit from the start
+# (_sqlite_pragmas): a read differs from a write only in that no BEGIN
+# IMMEDIATE is sent for it (_sqlite_begin), which this option says.
+# SQLAlchemy's isolation_level="AUTOCOMMIT" would also set the driver's level
+# as each read checks a connection out and put it back at check-in, five
+# calls into aiosqlite's thread around every read session (bench/RESULTS.md).
+_READS_ONLY = "formsapi_reads_only"
+
+
+def autocommit(engine: AsyncEngine) -> AsyncEngine:
+    """`engine` with each statement in autocommit, never in a transaction."""
+    if _autocommit(engine):
+        return engine
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(**{_READS_ONLY: True})
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def _reads_only(options: Mapping[str, Any]) -> bool:
+    return bool(options.get(_READS_ONLY)) or options.get("isolation_level") == "AUTOCOMMIT"
 
 
 AfterCommit = Callable[[AsyncSession], Awaitable[None]]
@@ -602,7 +622,7 @@ class HotStatement:
 
 
 def _autocommit(engine: AsyncEngine) -> bool:
-    return engine.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+    return _reads_only(engine.get_execution_options())
 
 
 async def _fetch_pooled(engine: AsyncEngine, sql: str, values: list[object]) -> list[Any]:
