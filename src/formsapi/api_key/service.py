@@ -158,11 +158,10 @@ async def authenticate(
 
 
 async def _load(session: ReadSession, secret_hash: str) -> Principal:
-    row = await repository.find_for_request(session, secret_hash)
+    key = await repository.find_for_request(session, secret_hash)
     # Unknown keys and keys of removed members read alike: nothing to learn by probing.
-    if row is None:
+    if key is None:
         raise Unauthorized("The API key is not valid.")
-    key, plan, role = row
     if not hmac.compare_digest(key.secret_hash, secret_hash):
         raise Unauthorized("The API key is not valid.")
     if key.revoked_at is not None:
@@ -171,8 +170,8 @@ async def _load(session: ReadSession, secret_hash: str) -> Principal:
     return Principal(
         key_id=key.id,
         organization_id=key.organization_id,
-        plan=plan if plan in Plan.__members__ else Plan.standard,
-        scopes=effective_scopes(key.scopes, role),
+        plan=key.plan if key.plan in Plan.__members__ else Plan.standard,
+        scopes=effective_scopes(key.scopes, key.role),
     )
 
 
