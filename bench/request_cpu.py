@@ -26,7 +26,7 @@ from formsapi import demo
 from formsapi.api_key import service as api_key_service
 from formsapi.app import create_app
 from formsapi.config import Settings
-from formsapi.db import create_write_sessionmaker, migrate, session_scope
+from formsapi.db import migrate, session_scope
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service
@@ -44,7 +44,7 @@ PATHS = [
 
 async def _read_key(app: FastAPI) -> tuple[str, str]:
     """A read key of a new organization holding demo forms, and one of its forms."""
-    async with session_scope(create_write_sessionmaker(app.state.engine)) as session:
+    async with session_scope(app.state.sessionmaker) as session:
         organization = await organization_service.create(session, "Bench", Plan.standard)
         user = await user_service.create(session, "bench@example.com", "correct horse battery")
         await member_service.add_directly(session, organization.id, user, Role.owner)

@@ -314,7 +314,7 @@ _READS_ONLY = "formsapi_reads_only"
 
 def autocommit(engine: AsyncEngine) -> AsyncEngine:
     """`engine` with each statement in autocommit, never in a transaction."""
-    if _autocommit(engine):
+    if _is_autocommit(engine):
         return engine
     if engine.dialect.name == "sqlite":
         return engine.execution_options(**{_READS_ONLY: True})
@@ -566,7 +566,7 @@ class HotStatement:
         engine = session.bind
         if not isinstance(engine, AsyncEngine):
             raise TypeError("HotStatement needs a session bound to an engine")
-        if session.in_transaction() or not _autocommit(engine):
+        if session.in_transaction() or not _is_autocommit(engine):
             # A session with a transaction of its own: SQLAlchemy's ordinary
             # execution, inside that transaction.
             connection = await session.connection()
@@ -621,7 +621,7 @@ class HotStatement:
         raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def _autocommit(engine: AsyncEngine) -> bool:
+def _is_autocommit(engine: AsyncEngine) -> bool:
     return _reads_only(engine.get_execution_options())
 
 

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker
+from formsapi.db import create_read_sessionmaker
 from formsapi.submission import export
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
@@ -140,7 +140,7 @@ async def test_an_export_and_the_feed_after_it_copy_a_form_changing_meanwhile(
     form_id, secret, ids, organization_id = await _form_with(api, session, 6)
     url = f"/v1/forms/{form_id}/submissions"
     upto = (await api.get(f"/v1/forms/{form_id}", secret)).json()["changeSeq"]
-    sessionmaker = create_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
+    sessionmaker = create_read_sessionmaker(engine)  # as the endpoint streams from
 
     copy: dict[str, dict[str, Any]] = {}
     chunks = export.ndjson_chunks(sessionmaker, organization_id, form_id, upto)

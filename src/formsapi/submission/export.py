@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from formsapi.db import ReadSession
 from formsapi.form import repository as form_repository
 from formsapi.form.blocks import BlockList
 from formsapi.form.definition import Definition, answer_keys
@@ -71,7 +72,7 @@ _SKIPPED = re.compile(r"[\s\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]*
 
 
 async def _chunks(
-    sessionmaker: async_sessionmaker[AsyncSession], organization_id: str, form_id: str, upto: int
+    sessionmaker: async_sessionmaker[ReadSession], organization_id: str, form_id: str, upto: int
 ) -> AsyncIterator[Sequence[ChangeRow]]:
     """The chunks in order, the next one read while this one is encoded and
     sent (the database and the encoding run side by side), never more than
@@ -100,7 +101,7 @@ async def _chunks(
 
 
 async def ndjson_chunks(
-    sessionmaker: async_sessionmaker[AsyncSession], organization_id: str, form_id: str, upto: int
+    sessionmaker: async_sessionmaker[ReadSession], organization_id: str, form_id: str, upto: int
 ) -> AsyncIterator[bytes]:
     """One submission a line, as the change feed shows it, then a last line
     `{"end": true, "changeSeq": upto, "count": n}`: without it, the download
@@ -117,7 +118,7 @@ async def ndjson_chunks(
 
 
 async def csv_chunks(
-    sessionmaker: async_sessionmaker[AsyncSession],
+    sessionmaker: async_sessionmaker[ReadSession],
     organization_id: str,
     form_id: str,
     upto: int,
