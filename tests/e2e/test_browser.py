@@ -1,5 +1,6 @@
-"""The settings area as a person uses it: Debian's Chromium driven by Playwright
-against a real `formsapi serve --demo` process, the API called over real HTTP.
+"""The settings area as a person uses it: Debian's Chromium (its headless
+shell) driven by Playwright against a real `formsapi serve --demo` process,
+the API called over real HTTP.
 
 Every page visited is saved as a screenshot under test-artifacts/screenshots/
 (laptop and phone widths), to be looked at: a page that works but looks broken
@@ -34,7 +35,10 @@ from tests.e2e.windows import LAPTOP, ON_PHONE, PHONE, Windows
 from tests.receiver import Answer, Received, Receiver
 from tests.servers import TLS, Server, clean_env, cli, in_thread, start_server, stop_servers
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's headless shell (Chromium's old headless mode, a build of its own)
+# renders the same pages, scripts and screenshots as the whole browser for
+# much less CPU (bench/RESULTS.md).
+CHROMIUM = Path("/usr/bin/chromium-headless-shell")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 DEMO_LOGIN = re.compile(r"email: (\S+)\s+password: (\S+)")
 
@@ -93,7 +97,9 @@ def chromium(*old_screenshots: str) -> Iterator[Browser]:
     (globs in SCREENSHOTS) from an earlier run are gone: each file of
     browser tests clears its own, running beside the others."""
     if not CHROMIUM.exists():
-        service_unavailable(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+        service_unavailable(
+            f"Chromium is not installed at {CHROMIUM} (apt-get install chromium-headless-shell)"
+        )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for pattern in old_screenshots:
         for old in SCREENSHOTS.glob(pattern):
