@@ -8,6 +8,7 @@ tests locally and fails them when CI is set.
 import asyncio
 import compileall
 import gc
+import itertools
 import os
 import re
 import signal
@@ -150,6 +151,24 @@ def pytest_collection() -> Iterator[None]:
         gc.collect()
         gc.freeze()
         gc.enable()
+
+
+# Tests between two freezes of what the run holds (pytest_runtest_teardown).
+_TESTS_PER_FREEZE = 25
+_tests_done = itertools.count(1)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown() -> None:
+    """What outlives a test (engines, caches, compiled statements, the
+    collector's own survivors) grows as the run goes, and each of the
+    collector's full collections walks all of it again. Every few tests,
+    after the test's fixtures are gone, the garbage is collected and what
+    remains is frozen too: a full collection then walks only what the last
+    few tests left (bench/RESULTS.md)."""
+    if next(_tests_done) % _TESTS_PER_FREEZE == 0:
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_sessionfinish() -> None:
