@@ -50,7 +50,7 @@ _FOR_REQUEST = HotStatement(
 async def find_for_request(session: ReadSession, secret_hash: str) -> KeyForRequest | None:
     """The key, its organization's plan and its creator's role, in one indexed query."""
     rows = await _FOR_REQUEST.all(session, {"secret_hash": secret_hash})
-    return KeyForRequest(*rows[0]) if rows else None
+    return KeyForRequest._make(rows[0]) if rows else None
 
 
 async def touch(

@@ -33,7 +33,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import autocommit, session_scope, unreachable
+from formsapi.db import create_read_sessionmaker, session_scope, unreachable
 from formsapi.event import service as event_service
 from formsapi.kit import egress
 from formsapi.kit.ids import new_id
@@ -128,7 +128,7 @@ class Worker:
         self.idle_poll_max = WOKEN_IDLE_POLL if woken else IDLE_POLL
         # Reads run a statement each, in autocommit: no BEGIN and ROLLBACK around them.
         engine = sessionmaker.kw["bind"]
-        self.reader = async_sessionmaker(autocommit(engine), expire_on_commit=False)
+        self.reader = create_read_sessionmaker(engine)
         self.settings = settings
         self.box = box
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not a secret
