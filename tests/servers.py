@@ -2,6 +2,7 @@
 imported the service (tests/forks.py), on a free local port, their output in
 log files, stopped (killed if need be) at teardown."""
 
+import contextlib
 import http.server
 import os
 import socket
@@ -9,7 +10,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +46,7 @@ def cli(cwd: Path, database_url: str, *args: str, stdin: str = "", **settings: s
     return result.stdout.strip()
 
 
-@contextmanager
+@contextlib.contextmanager
 def in_thread(server: http.server.HTTPServer) -> Iterator[int]:
     """`server`, bound on loopback, answering from a thread of this process
     until the block ends; its port."""
@@ -63,6 +63,30 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _holds_listener(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds a socket listening on `port`, read from
+    Linux's /proc; None where there is no /proc to read."""
+    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
+    if not tables[0].exists():
+        return None
+    listeners = set()
+    for table in tables:
+        with contextlib.suppress(OSError):
+            for line in table.read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                    listeners.add(f"socket:[{fields[9]}]")
+    try:
+        descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:  # gone already
+        return False
+    for fd in descriptors:
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) in listeners:
+                return True
+    return False
 
 
 Process = Forked | subprocess.Popen[bytes]
@@ -86,11 +110,21 @@ class Server:
                     pytest.fail(f"server exited with {self.process.returncode}:\n{self.stderr}")
                 try:
                     if client.get(f"{self.base_url}/healthz").status_code == 200:
+                        self._check_listening()
                         return
                 except httpx.TransportError:
                     pass
                 time.sleep(0.05)
         pytest.fail(f"server not healthy after {STARTUP_SECONDS} s:\n{self.stderr}")
+
+    def _check_listening(self) -> None:
+        """Fail unless the healthy answer came from this server. The port was
+        free when free_port() found it, and another process may have bound
+        it first: this one then exits, and the tests would talk to a server
+        on another database (401s for keys that exist)."""
+        port = int(self.base_url.rsplit(":", 1)[1])
+        if _holds_listener(self.process.pid, port) is False:
+            pytest.fail(f"port {port} is answered by another process:\n{self.stderr}")
 
 
 def start_server(

@@ -6,7 +6,9 @@ does not stop in time.
 """
 
 import contextlib
+import http.server
 import re
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +18,15 @@ import httpx
 import pytest
 
 from tests.conftest import scratch_postgres
-from tests.servers import PASSWORD, Server, clean_env, cli, start_server, stop_servers
+from tests.servers import (
+    PASSWORD,
+    Server,
+    clean_env,
+    cli,
+    in_thread,
+    start_server,
+    stop_servers,
+)
 
 CURL_LINE = re.compile(r"curl -H 'Authorization: Bearer (fapi_[0-9A-Za-z]+)' (\S+)/v1/forms")
 CLIENT_IP = "203.0.113.7"
@@ -305,3 +315,29 @@ def test_the_hosted_page_takes_a_real_form_post(pair: Pair, tenant: Tenant, tmp_
     assert posted.status_code == 303
     assert thanks.status_code == 200
     assert [s["answers"] for s in stored["data"]] == [{"name": "Ada L.", "days": "mon,tue"}]
+
+
+def test_a_server_is_not_taken_for_another_process_answering_on_its_port(tmp_path: Path) -> None:
+    """The port free_port() found may be bound by another process first; the
+    server started on it then exits. Its health check must not be satisfied
+    by the other process's answers (its tests would run against a server on
+    another database)."""
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Healthy)
+    (tmp_path / "server.err").write_text("")
+    with in_thread(other) as port, subprocess.Popen(["sleep", "60"]) as ours:
+        server = Server(ours, f"http://127.0.0.1:{port}", tmp_path / "server.err")
+        try:
+            with pytest.raises(pytest.fail.Exception, match="answered by another process"):
+                server.wait_until_healthy()
+        finally:
+            ours.kill()

@@ -6,7 +6,7 @@ do everything. Never a mock transport: tests make the forms they count."""
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from formsapi_client import Client
 from formsapi_client.models import FormDetail
 from tests.conftest import scratch_postgres
 from tests.factories import BLOCKS
-from tests.servers import clean_env, start_server, stop_servers
+from tests.servers import Server, clean_env, start_server, stop_servers
 from tests.shared_database import Setup, shared_database, tenant
 
 # Rate limits off unless a test file turns them on; webhooks may go to a
@@ -33,6 +33,7 @@ class Live:
     base_url: str
     secret: str
     database_url: str
+    server: Server | None = field(default=None, compare=False, repr=False)
 
 
 @contextlib.contextmanager
@@ -44,7 +45,7 @@ def live_server(request: pytest.FixtureRequest, directory: Path, **settings: str
         server = start_server(directory, env, "server", ("--no-access-log",))
         try:
             server.wait_until_healthy()
-            yield Live(server.base_url, setup.secret, url)
+            yield Live(server.base_url, setup.secret, url, server)
         finally:
             stop_servers([server])
 
@@ -69,7 +70,12 @@ def live(
     if request.param not in started:
         directory = tmp_path_factory.mktemp("client")
         started[request.param] = stack.enter_context(live_server(request, directory))
-    return started[request.param]
+    live = started[request.param]
+    # A server gone mid-run frees its port for another's: say so, rather
+    # than let the tests talk to whichever server has the port now.
+    if live.server is not None and live.server.process.poll() is not None:
+        pytest.fail(f"the {request.param} server exited mid-run:\n{live.server.stderr}")
+    return live
 
 
 @pytest.fixture
