@@ -33,7 +33,7 @@ class Live:
     base_url: str
     secret: str
     database_url: str
-    server: Server | None = field(default=None, compare=False, repr=False)
+    server: Server = field(compare=False, repr=False)
 
 
 @contextlib.contextmanager
@@ -73,7 +73,7 @@ def live(
     live = started[request.param]
     # A server gone mid-run frees its port for another's: say so, rather
     # than let the tests talk to whichever server has the port now.
-    if live.server is not None and live.server.process.poll() is not None:
+    if live.server.process.poll() is not None:
         pytest.fail(f"the {request.param} server exited mid-run:\n{live.server.stderr}")
     return live
 
