@@ -130,6 +130,37 @@ async def test_a_method_a_forms_submissions_do_not_take_names_the_two_they_do(
     assert (await api.get(path, secret)).status_code == 200
 
 
+async def test_a_method_a_path_does_not_take_is_refused_naming_every_one_it_does(
+    api: Api, secret_and_form: tuple[str, str]
+) -> None:
+    """A 405's Allow names every method the path takes, as the OpenAPI
+    document does (RFC 9110), though several routes serve them: the router
+    named only the first route it met (PUT /v1/forms answered `Allow: GET`)."""
+    secret, _ = secret_and_form
+    verbs = ("get", "post", "put", "patch", "delete")
+    paths = api.contract.document["paths"]
+    for template, operations in paths.items():
+        documented = [verb.upper() for verb in verbs if verb in operations]
+        path = re.sub(r"\{[^}]+\}", "x_1", template)
+        # A method no template matching the path takes (DELETE .../submissions/changes
+        # is a deletion of the submission "changes").
+        taken = {
+            verb
+            for other, others in paths.items()
+            if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", other), path)
+            for verb in others
+        }
+        refused_with = next(verb.upper() for verb in verbs if verb not in taken)
+
+        refused = await api.client.request(
+            refused_with, path, headers={"Authorization": f"Bearer {secret}"}
+        )
+
+        assert refused.status_code == 405, (refused_with, template, refused.text)
+        assert refused.headers["allow"] == ", ".join(documented), (refused_with, template)
+        assert refused.json()["type"] == "/problems/method-not-allowed"
+
+
 async def test_unknown_ids_are_404_and_ids_that_cannot_exist_400_never_500(
     api: Api, secret_and_form: tuple[str, str]
 ) -> None:

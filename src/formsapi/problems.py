@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from formsapi.db import locked, unreachable
 from formsapi.errors import (
@@ -162,6 +163,28 @@ def _logged(request: Request) -> str:
     return redact_link_tokens(request.url.path)
 
 
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method the request's resource takes, for a 405's `Allow` (RFC 9110
+    asks for all of them). Starlette's router names only the methods of the
+    first route whose path matched, and a resource's methods are often spread
+    over several routes (GET lists, POST adds): those of the same path as that
+    first one."""
+    methods: set[str] = set()
+    first: str | None = None
+    for route in request.app.router.routes:
+        taken = getattr(route, "methods", None)
+        if not taken or first not in (None, getattr(route, "path", None)):
+            continue
+        if route.matches(request.scope)[0] is not Match.NONE:
+            first = getattr(route, "path", None)
+            methods |= taken
+    order = {method: index for index, method in enumerate(_METHOD_ORDER)}
+    return ", ".join(sorted(methods, key=lambda method: (order.get(method, len(order)), method)))
+
+
 def install_handlers(app: FastAPI) -> None:
     async def on_formsapi_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, FormsAPIError)
@@ -186,13 +209,16 @@ def install_handlers(app: FastAPI) -> None:
         slug = kind.slug if kind else f"http-{exc.status_code}"
         title = kind.title if kind else "HTTP Error"
         detail = exc.detail if isinstance(exc.detail, str) else title
+        headers = exc.headers
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            headers = {**(headers or {}), "Allow": allowed}
         return problem_response(
             exc.status_code,
             title,
             detail,
             slug=slug,
             instance=request.url.path,
-            headers=exc.headers,
+            headers=headers,
         )
 
     async def on_pool_timeout(request: Request, exc: Exception) -> Response:

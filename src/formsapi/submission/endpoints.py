@@ -7,7 +7,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
-from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from formsapi.api_key.principal import Principal
@@ -255,8 +254,6 @@ async def submit(request: Request) -> Response:
     and those cost a fifth of its rate (bench/RESULTS.md). It admits the
     caller as every /v1 route does, and validates what create_submission
     declares, as FastAPI would, before anything else."""
-    if request.method != "POST":
-        raise HTTPException(405, headers={"Allow": "GET, POST"})
     document = await admit(request, Scope.submissions_write, takes_body=True)
     errors: list[Any] = []
     form_id = _validated(_FORM_ID, request.path_params["formId"], ("path", "formId"), errors)
@@ -279,14 +276,8 @@ async def submit(request: Request) -> Response:
     )
 
 
-# Ahead of every other route of the app. It takes every method but GET (the
-# listing's FastAPI route): one the path has no route for is refused here
-# naming both, where the router named only the route it met first.
-SUBMIT = Route(
-    "/v1/forms/{formId}/submissions",
-    submit,
-    methods=["POST", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"],
-)
+# Ahead of every other route of the app.
+SUBMIT = Route("/v1/forms/{formId}/submissions", submit, methods=["POST"])
 
 
 @router.get(
