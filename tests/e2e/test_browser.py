@@ -233,6 +233,17 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
     expect(page.get_by_role("heading", name="Forms")).to_be_visible()
     expect(page.get_by_text("Customer satisfaction survey")).to_be_visible()
     shoot_at_both_widths(windows, page, "02-forms")
+    # On a phone each form's id shows whole, under its title, inside its card.
+    phone = windows.open(**ON_PHONE)
+    phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
+    phone.goto(page.url)
+    card = phone.locator(".table-wrap").bounding_box()
+    assert card is not None
+    for form_id in phone.locator("td .mono").all():
+        box = form_id.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= card["x"] + card["width"], form_id.text_content()
+    windows.close(phone)
 
     # Switch to Globex: its forms, not Acme's.
     page.get_by_label("Organization").select_option(label="Globex (admin)")
