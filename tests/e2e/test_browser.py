@@ -237,12 +237,12 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
     phone = windows.open(**ON_PHONE)
     phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
     phone.goto(page.url)
-    card = phone.locator(".table-wrap").bounding_box()
-    assert card is not None
+    edge = phone.locator(".table-wrap").bounding_box()
+    assert edge is not None
     for form_id in phone.locator("td .mono").all():
-        box = form_id.bounding_box()
-        assert box is not None
-        assert box["x"] + box["width"] <= card["x"] + card["width"], form_id.text_content()
+        place = form_id.bounding_box()
+        assert place is not None
+        assert place["x"] + place["width"] <= edge["x"] + edge["width"], form_id.text_content()
     windows.close(phone)
 
     # Switch to Globex: its forms, not Acme's.
