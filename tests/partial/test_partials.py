@@ -4,7 +4,7 @@ purged without a trace."""
 
 import asyncio
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,6 +50,10 @@ def _link(page: str) -> str:
     match = re.search(r'href="(https://forms\.test/f/[^"]+/resume/[^"]+)"', page)
     assert match, page
     return urlsplit(match.group(1)).path
+
+
+def _at(shown: str) -> datetime:
+    return datetime.fromisoformat(shown.replace("Z", "+00:00"))
 
 
 async def _rows(session: AsyncSession) -> int:
@@ -177,6 +181,45 @@ async def test_an_expired_link_is_refused_and_purged_with_its_answers(
         assert (await api.get(f"/v1/forms/{form_id}/partials", secret)).json()["data"] == []
         assert await purge_partials(create_sessionmaker(engine)) == 1
     assert await _rows(session) == 0
+
+
+async def test_a_changed_resume_time_holds_for_partials_saved_before_it(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    """Kept for `resumeDays` after their last change: a shorter time set
+    later expires what was saved before it too (what a privacy policy asks),
+    and a longer one keeps it for as long as it keeps new ones."""
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    url = f"/f/{form_id}"
+    first = await api.get(url)
+    saved = await api.post(url, data=_post(first.text, {"name": "Ed"}, go="save"))
+    link = _link(saved.text)
+    listed = f"/v1/forms/{form_id}/partials"
+    [before] = (await api.get(listed, secret)).json()["data"]
+
+    shortened = await api.patch(f"/v1/forms/{form_id}", secret, json={"resumeDays": 2})
+    assert shortened.status_code == 200, shortened.text
+    [after] = (await api.get(listed, secret)).json()["data"]
+    assert after["updatedAt"] == before["updatedAt"]
+    assert _at(before["expiresAt"]) - _at(before["updatedAt"]) == timedelta(days=7)
+    assert _at(after["expiresAt"]) - _at(after["updatedAt"]) == timedelta(days=2)
+    with shift(timedelta(days=2, minutes=1)):
+        assert (await api.get(link)).status_code == 404
+        assert (await api.get(listed, secret)).json()["data"] == []
+        assert await purge_partials(create_sessionmaker(engine)) == 1
+    assert await _rows(session) == 0
+    await session.rollback()  # the session's transaction holds SQLite's write lock
+
+    # Longer: saved again, then kept 10 days from its change, not 2.
+    first = await api.get(url)
+    saved = await api.post(url, data=_post(first.text, {"name": "Flo"}, go="save"))
+    link = _link(saved.text)
+    lengthened = await api.patch(f"/v1/forms/{form_id}", secret, json={"resumeDays": 10})
+    assert lengthened.status_code == 200, lengthened.text
+    with shift(timedelta(days=9, hours=23)):
+        assert (await api.get(link)).status_code == 200
+    with shift(timedelta(days=10, minutes=1)):
+        assert (await api.get(link)).status_code == 404
 
 
 async def test_an_erased_partial_leaves_nothing_and_its_link_stops(

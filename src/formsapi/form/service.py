@@ -36,6 +36,7 @@ from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
+from formsapi.partial import repository as partial_repository
 from formsapi.user import service as user_service
 
 # Hours before one address may answer again, for a form taking one response per IP.
@@ -594,6 +595,11 @@ async def update(
             form.blocks, form.definition = blocks, stored
             form.version += 1
             new_version = True
+        if definition.resume_days != current.resume_days:
+            # Partials already saved are kept for the new time too, a shorter one included.
+            await partial_repository.keep_for(
+                session, organization_id, form.id, definition.resume_days, utcnow()
+            )
     bounds_after = tuple(getattr(form, name) for name in LIMIT_FIELDS)
     if new_version or bounds_after != bounds_before:  # quotas checked against its blocks
         check_limits(form, BlockList.validate_python(form.blocks))

@@ -95,3 +95,25 @@ def _byte_length_default(element: byte_length, compiler: SQLCompiler, **kw: Any)
 def _byte_length_sqlite(element: byte_length, compiler: SQLCompiler, **kw: Any) -> str:
     # octet_length() arrived in SQLite 3.43; a blob's length is its size.
     return f"length(CAST({compiler.process(element.clauses, **kw)} AS BLOB))"
+
+
+class days_after(FunctionElement[datetime]):
+    """A UTCDateTime column moved by a whole number of days (a bound
+    parameter), in the column's own stored form."""
+
+    type = UTCDateTime()
+    inherit_cache = True
+
+
+@compiles(days_after)
+def _days_after_postgresql(element: days_after, compiler: SQLCompiler, **kw: Any) -> str:
+    column, days = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"({column} + make_interval(days => {days}))"
+
+
+@compiles(days_after, "sqlite")
+def _days_after_sqlite(element: days_after, compiler: SQLCompiler, **kw: Any) -> str:
+    # The text UTCDateTime writes, 'YYYY-MM-DD HH:MM:SS.ffffff': the date and
+    # time moved by SQLite, the microseconds carried over as they were.
+    column, days = (compiler.process(clause, **kw) for clause in element.clauses)
+    return f"(strftime('%Y-%m-%d %H:%M:%S', {column}, ({days}) || ' days') || substr({column}, 20))"
