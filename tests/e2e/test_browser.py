@@ -142,13 +142,30 @@ def shoot(page: Page, name: str) -> None:
     capture(page, SCREENSHOTS / f"{name}.png")
 
 
-def shoot_phone(windows: Windows, page: Page, name: str) -> None:
+def on_phone(windows: Windows, page: Page) -> Page:
     """The same page at a phone's width, in the same session."""
     phone = windows.open(**ON_PHONE)
     phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
     phone.goto(page.url)
+    return phone
+
+
+def shoot_phone(windows: Windows, page: Page, name: str) -> None:
+    phone = on_phone(windows, page)
     shoot(phone, f"{name}-phone")
+    assert_tables_fit(phone)
     windows.close(phone)
+
+
+def assert_tables_fit(page: Page) -> None:
+    """No table of the page runs past its card (where it would scroll
+    sideways, its last columns hidden, a phone's cells cut off), but those
+    made to scroll: a region the keyboard can scroll (the charts' tables)."""
+    wider = page.locator(".table-wrap:not([role=region])").evaluate_all(
+        "wraps => wraps.filter(w => w.scrollWidth > w.clientWidth)"
+        ".map(w => w.innerText.slice(0, 80))"
+    )
+    assert not wider, wider
 
 
 def shoot_at_both_widths(windows: Windows, page: Page, name: str) -> None:
@@ -232,18 +249,7 @@ def test_sign_in_switch_organization_and_make_a_key_that_works_once_shown(
     sign_in(page, site, site.email, site.password)
     expect(page.get_by_role("heading", name="Forms")).to_be_visible()
     expect(page.get_by_text("Customer satisfaction survey")).to_be_visible()
-    shoot_at_both_widths(windows, page, "02-forms")
-    # On a phone each form's id shows whole, under its title, inside its card.
-    phone = windows.open(**ON_PHONE)
-    phone.context.add_cookies(page.context.cookies())  # type: ignore[arg-type]
-    phone.goto(page.url)
-    edge = phone.locator(".table-wrap").bounding_box()
-    assert edge is not None
-    for form_id in phone.locator("td .mono").all():
-        place = form_id.bounding_box()
-        assert place is not None
-        assert place["x"] + place["width"] <= edge["x"] + edge["width"], form_id.text_content()
-    windows.close(phone)
+    shoot_at_both_widths(windows, page, "02-forms")  # on a phone, each id under its form's title
 
     # Switch to Globex: its forms, not Acme's.
     page.get_by_label("Organization").select_option(label="Globex (admin)")
@@ -312,7 +318,7 @@ def test_a_demoted_member_key_loses_write_access_and_a_removed_one_stops(
     link = owner.get_by_label("Invitation link").input_value()
     assert "/invitations/" in link
     shoot(owner, "09-members-invitation")
-    shoot_phone(windows, owner, "09-members")
+    shoot_phone(windows, owner, "09-members")  # "(you)" beside the email, not cut off
 
     # The new member follows the link in their own browser.
     member = windows.open(viewport=LAPTOP)
@@ -361,8 +367,18 @@ def test_a_form_page_shows_its_chart_and_downloads_every_submission_as_csv(
     expect(page.get_by_role("heading", name="Submissions per day, last 90 days")).to_be_visible()
     expect(page.locator("svg[role=img] rect.bar").first).to_be_visible()
     expect(page.get_by_role("heading", name="Most recent submissions")).to_be_visible()
+    assert_tables_fit(page)  # at a laptop's width, long questions as column heads included
     responses = int(page.locator(".stats strong").first.inner_text().replace(",", ""))
     shoot_at_both_widths(windows, page, "12-form")
+    # On a phone the chart of its own shape: as tall as a thumb, labels readable.
+    phone = on_phone(windows, page)
+    chart = phone.locator("#chart-heading ~ svg:visible")
+    chart_box = chart.bounding_box()
+    assert chart_box is not None
+    assert chart_box["height"] > 150, chart_box
+    scale = chart_box["width"] / float(chart.evaluate("svg => svg.viewBox.baseVal.width"))
+    assert chart.locator("text").first.evaluate("label => label.getBBox().height") * scale >= 10
+    windows.close(phone)
 
     with page.expect_download() as download_info:
         page.get_by_role("link", name="Download CSV").click()

@@ -8,7 +8,8 @@ from formsapi.web.chart import daily_bars
 
 
 @pytest.mark.parametrize(
-    ("busiest", "labels"), [(0, ["0", "1"]), (1, ["0", "1"]), (7, ["0", "5", "10"])]
+    ("busiest", "labels"),
+    [(0, ["0", "1"]), (1, ["0", "1"]), (3, ["0", "2.5", "5"]), (7, ["0", "5", "10"])],
 )
 def test_the_y_axis_labels_each_value_once(busiest: int, labels: list[str]) -> None:
     today = date(2026, 11, 27)

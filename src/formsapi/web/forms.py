@@ -27,7 +27,7 @@ from formsapi.organization.service import parse_origins
 from formsapi.spam import service as spam_service
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
-from formsapi.web.chart import daily_bars
+from formsapi.web.chart import PHONE, daily_bars
 from formsapi.web.context import (
     SECURITY_HEADERS,
     DbDep,
@@ -603,6 +603,7 @@ async def form_page(
         more_columns=max(0, len(asked) - TABLE_COLUMNS),
         recent=recent,
         chart=daily_bars(days),
+        phone_chart=daily_bars(days, *PHONE),
         public_url=f"/f/{form.id}" if form.status in ("published", "closed") else None,
         file_keys={q.key for q in asked if isinstance(q, FileUpload)},
         files={file.id: file for file in files},
