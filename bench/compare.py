@@ -24,6 +24,7 @@ from bench.dataset import ORG_ID
 from bench.report import publish, section
 from bench.run import (
     BIG_FORM,
+    KEYED,
     POST_BODIES,
     ROOT,
     SCENARIOS,
@@ -100,9 +101,10 @@ def compare(engine: str, urls: dict[str, str], args: argparse.Namespace) -> list
                     server, headers = servers[build]
                     url = f"http://127.0.0.1:{server.port}{path}"
                     body = POST_BODIES.get(scenario)
+                    keyed = scenario in KEYED
                     if args.warmup:
-                        wrk(url, args.connections, args.warmup, headers, body)
-                    result = wrk(url, args.connections, args.duration, headers, body)
+                        wrk(url, args.connections, args.warmup, headers, body, keyed)
+                    result = wrk(url, args.connections, args.duration, headers, body, keyed)
                     assert result["non_2xx"] == 0, (build, scenario, result)
                     rates[build].append(result["rps"])
                     p99s[build].append(result["p99_ms"])

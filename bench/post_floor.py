@@ -182,7 +182,7 @@ def at_once(organization_id: str, form_id: str, answers: dict[str, Any], size: i
         "funnel_steps": "ARRAY[]::text[]",
         "funnel_counts": "ARRAY[]::int[]",
     }
-    statement = submission_repository.created_statement()
+    statement = submission_repository.created_statement(keyed=False)
     return "BEGIN;\n" + _compiled(statement, values) + ";\nCOMMIT;\n"
 
 

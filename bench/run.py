@@ -55,6 +55,8 @@ SCENARIOS: dict[str, tuple[str, bool]] = {  # name: (path, authenticated)
     "page1000": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&page=1000", True),
     "since_9pct": (f"/v1/forms/{BIG_FORM}/submissions?limit=50&since={SINCE}", True),
     "post_submission": (f"/v1/forms/{BIG_FORM}/submissions", True),
+    # The same post with an Idempotency-Key of its own, as the Python client sends.
+    "post_submission_keyed": (f"/v1/forms/{BIG_FORM}/submissions", True),
     # A sync client's page of the change feed, from the middle of the big form.
     "changes_1000": (f"/v1/forms/{BIG_FORM}/submissions/changes?after=250000&limit=1000", True),
     # Answer summaries of the big form: all of it, its last 30 days (kept
@@ -90,6 +92,9 @@ POST_BODIES = {
         }
     },
 }
+POST_BODIES["post_submission_keyed"] = POST_BODIES["post_submission"]
+# Scenarios whose every request carries a new Idempotency-Key.
+KEYED = {"post_submission_keyed"}
 
 
 @dataclass
@@ -317,7 +322,12 @@ def _ms(text: str) -> float:
 
 
 def wrk(
-    url: str, connections: int, seconds: float, headers: dict[str, str], body: Any = None
+    url: str,
+    connections: int,
+    seconds: float,
+    headers: dict[str, str],
+    body: Any = None,
+    keyed: bool = False,
 ) -> dict[str, Any]:
     threads = min(2, connections)
     argv = [
@@ -337,6 +347,19 @@ def wrk(
                 f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n'
                 'wrk.headers["Content-Type"] = "application/json"\n'
             )
+            if keyed:
+                # Each thread numbers its requests; the run's nonce keeps
+                # keys of earlier runs on the same database from replaying.
+                script.write(
+                    "local threads = 0\n"
+                    "function setup(thread) threads = threads + 1; thread:set('id', threads) end\n"
+                    "local sent = 0\n"
+                    "function request()\n"
+                    "  sent = sent + 1\n"
+                    f"  wrk.headers['Idempotency-Key'] = '{uuid.uuid4().hex}-' .. id .. '-' .. sent\n"
+                    "  return wrk.format()\n"
+                    "end\n"
+                )
         argv += ["-s", script.name]
     out = subprocess.run([*argv, url], capture_output=True, text=True, check=True).stdout
     result: dict[str, Any] = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}  # type: ignore[union-attr]
@@ -418,10 +441,24 @@ class Bench:
     ) -> Measure:
         url = f"http://127.0.0.1:{server.port}{path}"
         if self.args.warmup:
-            wrk(url, connections, self.args.warmup, headers, POST_BODIES.get(scenario))
+            wrk(
+                url,
+                connections,
+                self.args.warmup,
+                headers,
+                POST_BODIES.get(scenario),
+                scenario in KEYED,
+            )
         server.peak_rss_kb = 0
         server.start_sampling()
-        result = wrk(url, connections, self.args.duration, headers, POST_BODIES.get(scenario))
+        result = wrk(
+            url,
+            connections,
+            self.args.duration,
+            headers,
+            POST_BODIES.get(scenario),
+            scenario in KEYED,
+        )
         server.stop_sampling()
         return Measure(
             scenario,

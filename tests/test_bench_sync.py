@@ -32,7 +32,9 @@ def test_the_sync_and_compare_runners_run_and_report(
         *("--other", str(ROOT), "--other-postgres", scratch_database, "--redis", redis_url),
         *("--postgres", scratch_database, "--duration", "1", "--warmup", "0", "--rounds", "1"),
         *("--connections", "2", "--workers", "1", "--no-record"),
+        *("--scenarios", "post_submission", "post_submission_keyed"),
         timeout=300,
     )
     assert compared.returncode == 0, compared.stderr[-3000:]
     assert "| postgresql | post_submission |" in compared.stdout
+    assert "| postgresql | post_submission_keyed |" in compared.stdout

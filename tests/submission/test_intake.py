@@ -5,6 +5,7 @@ commit order, with one event, and an invalid one leaves nothing."""
 import asyncio
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 from sqlalchemy import func, select
@@ -200,40 +201,76 @@ async def test_an_invalid_post_does_not_use_up_its_key_in_a_batch(
 async def test_plain_and_keyed_posts_are_stored_alike_with_events_in_change_order(
     api: Api, session: AsyncSession
 ) -> None:
-    # On PostgreSQL plain posts are written by one statement and keyed ones
-    # the general way; both must leave the same rows, events and counts.
+    # On PostgreSQL posts are written by one statement, keyed or not, and
+    # those to a form with quotas the general way; all three must leave the
+    # same rows, events, kept outcomes and counts.
     org = await create_org(session)
     _, secret = await create_key(session, org, scopes=SCOPES)
     essay = {"type": "long_text", "key": "essay", "title": "Essay", "maxLength": 60_000}
-    form = await create_form(session, org, blocks=[essay])
+    monday = [{"value": "mon", "label": "Monday"}]
+    day = {"type": "single_choice", "key": "day", "title": "Day", "options": monday}
+    form = await create_form(session, org, blocks=[essay, day])
+    quoted = await create_form(session, org, blocks=[essay, day])
+    quoted.quotas = [{"question": "day", "option": "mon", "limit": 1, "action": "closeOption"}]
     await session.commit()
-    url = f"/v1/forms/{form.id}/submissions"
     # Around the size past which an event carries its submission thin.
     lengths = [10, 19_700, 19_850, 19_900, 19_950, 20_100, 30_000] * 3
 
-    responses = []
-    for keyed in (False, True):  # a batch with a keyed post is written the general way
-        responses += await asyncio.gather(
+    responses: dict[str, list[httpx.Response]] = {form.id: [], quoted.id: []}
+    for form_id, keyed in ((form.id, False), (form.id, True), (quoted.id, True)):
+        responses[form_id] += await asyncio.gather(
             *(
                 api.post(
-                    url,
+                    f"/v1/forms/{form_id}/submissions",
                     secret,
                     json={"answers": {"essay": "é" * (n // 2) + "x" * (n % 2)}},
-                    headers={"Idempotency-Key": f"k{i}"} if keyed else None,
+                    headers={"Idempotency-Key": f"{form_id}-{i}"} if keyed else None,
                 )
                 for i, n in enumerate(lengths)
             )
         )
 
-    assert [r.status_code for r in responses] == [201] * len(lengths) * 2
+    for form_id, answered in responses.items():
+        await _stored_as_answered(api, session, secret, org.id, form_id, answered)
+    # Each keyed post's outcome is kept: sent again, it is answered the same.
+    for form_id, answered in (
+        (form.id, responses[form.id][len(lengths) :]),
+        (quoted.id, responses[quoted.id]),
+    ):
+        again = await api.post(
+            f"/v1/forms/{form_id}/submissions",
+            secret,
+            json={"answers": {"essay": "x"}},  # not what was sent: the key decides
+            headers={"Idempotency-Key": f"{form_id}-0"},
+        )
+        assert again.status_code == 422  # the key is another request's
+        first = await api.post(
+            f"/v1/forms/{form_id}/submissions",
+            secret,
+            json={"answers": {"essay": "é" * 5}},
+            headers={"Idempotency-Key": f"{form_id}-0"},
+        )
+        assert (first.status_code, first.content) == (201, answered[0].content)
+        assert first.headers["Location"] == answered[0].headers["Location"]
+
+
+async def _stored_as_answered(
+    api: Api,
+    session: AsyncSession,
+    secret: str,
+    org_id: str,
+    form_id: str,
+    responses: list[httpx.Response],
+) -> None:
+    assert [r.status_code for r in responses] == [201] * len(responses)
     created = {r.json()["id"]: r.json() for r in responses}
     assert sorted(c["changeSeq"] for c in created.values()) == list(range(1, len(created) + 1))
     events = (
         await session.execute(
             select(Event.subject_id, Event.data)
             .where(
-                scoped(Event, org.id),
-                Event.form_id == form.id,
+                scoped(Event, org_id),
+                Event.form_id == form_id,
                 Event.type == "submission.created",
             )
             .order_by(Event.seq)
@@ -244,6 +281,7 @@ async def test_plain_and_keyed_posts_are_stored_alike_with_events_in_change_orde
     assert [created[str(subject)]["changeSeq"] for subject, _ in events] == sorted(
         c["changeSeq"] for c in created.values()
     )
+    url = f"/v1/forms/{form_id}/submissions"
     for subject, data in events:
         submission = created[str(subject)]
         whole = orjson.dumps(submission)
@@ -252,7 +290,7 @@ async def test_plain_and_keyed_posts_are_stored_alike_with_events_in_change_orde
         else:
             assert orjson.loads(data) == {
                 "id": submission["id"],
-                "formId": form.id,
+                "formId": form_id,
                 "version": 1,
                 "changeSeq": submission["changeSeq"],
                 "url": f"{url}/{submission['id']}",
@@ -262,12 +300,12 @@ async def test_plain_and_keyed_posts_are_stored_alike_with_events_in_change_orde
         assert read.json() == submission
     counts = [
         await session.scalar(
-            select(func.sum(table.count)).where(scoped(table, org.id), table.form_id == form.id)
+            select(func.sum(table.count)).where(scoped(table, org_id), table.form_id == form_id)
         )
         for table in (SubmissionCount, SubmissionDayCount)
     ]
     counted = await session.scalar(
-        select(Form.response_count).where(scoped(Form, org.id), Form.id == form.id)
+        select(Form.response_count).where(scoped(Form, org_id), Form.id == form_id)
     )
     assert counts == [counted, counted] == [len(created)] * 2
 

@@ -250,7 +250,7 @@ class Intake:
                 if answered is not None:
                     _answer(batch, answered)
                     return
-                at_once = False  # the form changed: the way below finds out how
+                at_once = False  # the form changed, or a key was held: the way below finds out
                 continue
             async with self._sessionmaker() as session:
                 locked = await form_repository.lock_for_submission(
@@ -453,10 +453,15 @@ class Intake:
         accepted: list[_Post],
         answers_tally: repository.Tally,
     ) -> dict[_Post, Accepted] | None:
-        """(PostgreSQL) Write `accepted`, posts of no key, partial or file, in
-        one statement (submission/repository/created.py); what each became,
-        or None, having written nothing, if the form is no longer published
-        at `version`."""
+        """(PostgreSQL) Write `accepted`, posts of no partial or file, in one
+        statement (submission/repository/created.py); what each became, or
+        None, having written nothing, if the form is no longer published at
+        `version` or a post's key is held already (the general path answers
+        that post with the outcome kept for it)."""
+        keys = [post.claim.key for post in accepted if post.claim is not None]
+        if len(set(keys)) < len(keys):
+            return None  # one key twice in a batch: the general path answers the second
+        keyed = len(keys)
         new = []
         for post in accepted:
             assert post.checking is not None
@@ -469,14 +474,20 @@ class Intake:
             event_service.THIN_OVER,
             answers_tally,
             _completed(organization_id, form_id, version, accepted, {}),
+            [None if p.claim is None else (p.claim.key, p.claim.fingerprint) for p in accepted],
+            RETENTION,
         )
         async with self._sessionmaker() as session:
             found = await event_service.write_within(
-                session, repository.created_statement(), parameters
+                session, repository.created_statement(keyed > 0), parameters
             )
-            if found is None:
+            if found is None or found[2] < keyed:
                 await session.rollback()
                 return None
+            if keyed and random.random() < 0.01:  # noqa: S311 - housekeeping, as _claim does
+                await idempotency_repository.delete_expired(
+                    session, organization_id, found[1] - RETENTION
+                )
             await session.commit()
         last, at = found[0], found[1]
         time = isoformat_z(at)
@@ -567,15 +578,10 @@ def _over_quota(
 
 
 def _plain(post: _Post) -> bool:
-    """A post the one-statement write takes: no key to claim, partial to
-    close or file to take."""
+    """A post the one-statement write takes: no partial to close, invitation
+    to spend or file to take (a key it claims)."""
     assert post.checking is not None
-    return (
-        post.claim is None
-        and post.partial is None
-        and post.invitation is None
-        and not post.checking.files
-    )
+    return post.partial is None and post.invitation is None and not post.checking.files
 
 
 def _answer(batch: list[_Post], answered: dict[_Post, Accepted]) -> None:

@@ -12,6 +12,7 @@ Python, in parts around each time and change number (submission/service.py,
 `Unnumbered`), and the database puts them in."""
 
 from collections.abc import Sequence
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
@@ -44,6 +45,7 @@ from formsapi.models import (
     EventType,
     Form,
     FunnelCount,
+    IdempotencyKey,
     Submission,
     SubmissionCount,
     SubmissionDayCount,
@@ -67,12 +69,14 @@ _ARRAYS = (
     "thin_heads",  # the thin form's, around changeSeq
     "thin_tails",
 )
+# A batch with keys: each post's Idempotency-Key and its request's fingerprint, or null.
+_CLAIM_ARRAYS = ("claim_keys", "claim_prints")
 # isoformat_z's form (kit/time.py): milliseconds, cut, not rounded, as Python cuts.
 _API_TIME = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
 
 
 @cache
-def _statement() -> Executable:
+def _statement(keyed: bool) -> Executable:
     """Built once. Nothing is written unless the form, published, still has
     the version the batch was checked against (:version): the caller then
     takes the general path, which finds out why."""
@@ -99,12 +103,13 @@ def _statement() -> Executable:
         .cte("lk")
     )
     texts = postgresql.ARRAY(Text)
-    arrays = func.unnest(*(bindparam(name, type_=texts) for name in _ARRAYS))
-    batch = arrays.table_valued(*(column(name, Text) for name in _ARRAYS), with_ordinality="i")
+    names = _ARRAYS + _CLAIM_ARRAYS if keyed else _ARRAYS
+    arrays = func.unnest(*(bindparam(name, type_=texts) for name in names))
+    batch = arrays.table_valued(*(column(name, Text) for name in names), with_ordinality="i")
     batch = batch.render_derived(name="b")
     number = (locked.c.change_seq - bindparam("n") + batch.c.i).label("seq")
     rows = (
-        select(*(batch.c[name] for name in _ARRAYS), batch.c.i, number, locked.c.at)
+        select(*(batch.c[name] for name in names), batch.c.i, number, locked.c.at)
         .select_from(locked.join(batch, true()))
         .cte("r")
     )
@@ -182,8 +187,50 @@ def _statement() -> Executable:
                 set_={"count": table.count + upsert.excluded.count},
             ).cte(f"{name}s")
         )
-    return select(locked.c.change_seq, locked.c.at).add_cte(
+    # A batch without keys runs the statement as it was before keys were
+    # claimed here, untouched.
+    claimed = (
+        select(func.count()).select_from(_claims(rows, body)).scalar_subquery()
+        if keyed
+        else literal(0)
+    )
+    return select(locked.c.change_seq, locked.c.at, claimed).add_cte(
         events, outbox, submissions.cte("sb"), *counts, *_answer_counts(locked), _funnel(locked)
+    )
+
+
+def _claims(rows: Any, body: Any) -> Any:
+    """The keys of the batch's keyed posts claimed with their outcomes, as
+    idempotency_repository.claim_done claims them: the 201 and the body the
+    post is answered with, unless a live row holds the key (an expired one is
+    taken over). Its rows: the keys claimed; the caller gives the whole write
+    up unless every key was."""
+    row = postgresql.insert(IdempotencyKey)
+    claims = row.from_select(
+        ["organization_id", "key", "fingerprint", "status", "body", "location", "created_at"],
+        select(
+            bindparam("org"),
+            rows.c.claim_keys,
+            rows.c.claim_prints,
+            literal(201),
+            body,
+            func.concat("/v1/forms/", bindparam("form"), "/submissions/", rows.c.sub_ids),
+            rows.c.at,
+        ).where(rows.c.claim_keys.is_not(None)),
+        include_defaults=False,
+    )
+    return (
+        claims.on_conflict_do_update(
+            index_elements=[IdempotencyKey.organization_id, IdempotencyKey.key],
+            set_={
+                name: getattr(claims.excluded, name)
+                for name in ("fingerprint", "status", "body", "location", "created_at")
+            },
+            where=IdempotencyKey.created_at
+            < claims.excluded.created_at - bindparam("claims_kept", type_=Interval()),
+        )
+        .returning(IdempotencyKey.key)
+        .cte("claimed")
     )
 
 
@@ -253,13 +300,14 @@ def _funnel(locked: Any) -> Any:
     return funnel_repository.adding(upsert).cte("funnel")
 
 
-def created_statement() -> Executable:
+def created_statement(keyed: bool) -> Executable:
     """Run with `created_parameters`, it writes a batch of new submissions
-    of the form's version, with their events and counts, under the form's
-    lock. Its one row is the batch's last change number and its time; it has
-    none when nothing was written (the form is missing, not published, or at
-    another version). PostgreSQL only."""
-    return _statement()
+    of the form's version, with their events, counts and, `keyed`, the keys
+    of its posts that have one, under the form's lock. Its one row is the
+    batch's last change number, its time and how many keys were claimed; it
+    has none when nothing was written (the form is missing, not published, or
+    at another version). PostgreSQL only."""
+    return _statement(keyed)
 
 
 def created_parameters(
@@ -270,12 +318,16 @@ def created_parameters(
     thin_over: int,
     answers_tally: Tally,
     funnel: funnel_repository.Counts,
+    claims: Sequence[tuple[str, str] | None],
+    claims_kept: timedelta,
 ) -> dict[str, Any]:
     """The parameters of `created_statement` for `batch` (submission/service.py's
     `Unnumbered`, in order), its events thin when over `thin_over` bytes,
-    what its answers add to the answer counts, and what it adds to the
-    form's funnel (the version: the batch's)."""
+    what its answers add to the answer counts, what it adds to the form's
+    funnel (the version: the batch's), and each post's key and fingerprint
+    (None for a post without), keys older than `claims_kept` taken over."""
     funnel_rows = funnel_repository.parameters(funnel.items())
+    keyed = any(claim is not None for claim in claims)
     return {
         **tally_arrays(answers_tally),
         "funnel_periods": [row["period"] for row in funnel_rows],
@@ -299,4 +351,13 @@ def created_parameters(
         "body_tails": [new.body[3].decode() for new in batch],
         "thin_heads": [new.thin[0].decode() for new in batch],
         "thin_tails": [new.thin[1].decode() for new in batch],
+        **(
+            {
+                "claim_keys": [None if claim is None else claim[0] for claim in claims],
+                "claim_prints": [None if claim is None else claim[1] for claim in claims],
+                "claims_kept": claims_kept,
+            }
+            if keyed
+            else {}
+        ),
     }
