@@ -30,11 +30,13 @@ from formsapi.models import (
     FormStatus,
     FormVersion,
     Organization,
+    PartialResponse,
     Submission,
     SubmissionCount,
     SubmissionDayCount,
     SubmissionTombstone,
 )
+from formsapi.models.base import days_after
 from formsapi.tenancy import scoped, unscoped
 
 SummaryRow = Row[str, str, str, str, int, datetime, int, int]
@@ -387,3 +389,24 @@ def due_statement(now: datetime) -> Any:
         )
     )
     return unscoped(statement, "the schedule's sweep, across organizations")
+
+
+async def keep_partials_for(
+    session: AsyncSession, organization_id: str, form_id: str, days: int, now: datetime
+) -> None:
+    """The form's open partial responses expire `days` after their last
+    change, as those saved from now on will (its resumeDays changed). Here,
+    not in partial/: the form's time rules them, and partial/ reads forms."""
+    statement = (
+        update(PartialResponse)
+        .where(
+            scoped(PartialResponse, organization_id),
+            PartialResponse.form_id == form_id,
+            PartialResponse.completed_at.is_(None),
+            PartialResponse.expires_at > now,
+        )
+        .values(expires_at=days_after(PartialResponse.updated_at, days))
+        .execution_options(synchronize_session=False)
+    )
+    connection = await session.connection()
+    await connection.execute(statement)

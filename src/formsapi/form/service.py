@@ -36,7 +36,6 @@ from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import EventType, Form, FormStatus, FormVersion
-from formsapi.partial import repository as partial_repository
 from formsapi.user import service as user_service
 
 # Hours before one address may answer again, for a form taking one response per IP.
@@ -597,7 +596,7 @@ async def update(
             new_version = True
         if definition.resume_days != current.resume_days:
             # Partials already saved are kept for the new time too, a shorter one included.
-            await partial_repository.keep_for(
+            await repository.keep_partials_for(
                 session, organization_id, form.id, definition.resume_days, utcnow()
             )
     bounds_after = tuple(getattr(form, name) for name in LIMIT_FIELDS)

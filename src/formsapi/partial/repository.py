@@ -8,7 +8,6 @@ from sqlalchemy import Row, case, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import PartialResponse
-from formsapi.models.base import days_after
 from formsapi.tenancy import scoped, unscoped
 
 PartialRow = Row[
@@ -130,21 +129,6 @@ def _open(organization_id: str, form_id: str, now: datetime) -> Any:
         PartialResponse.completed_at.is_(None),
         PartialResponse.expires_at > now,
     )
-
-
-async def keep_for(
-    session: AsyncSession, organization_id: str, form_id: str, days: int, now: datetime
-) -> None:
-    """The form's open partials expire `days` after their last change, as
-    those saved from now on will (its resumeDays changed)."""
-    statement = (
-        update(PartialResponse)
-        .where(*_open(organization_id, form_id, now))
-        .values(expires_at=days_after(PartialResponse.updated_at, days))
-        .execution_options(synchronize_session=False)
-    )
-    connection = await session.connection()
-    await connection.execute(statement)
 
 
 async def list_open(
