@@ -18,8 +18,9 @@ taking one response per email address, each address taken once (forms
 with that rule leave the one-statement write below).
 
 Each process batches its own posts; processes take turns on the form's
-lock, in commit order. On PostgreSQL a batch of plain posts (no key, partial
-or file) is written by one statement (submission/repository/created.py):
+lock, in commit order. On PostgreSQL a batch of posts without a partial,
+invitation or file, keyed or not, is written by one statement
+(submission/repository/created.py), which claims their keys too:
 every round trip made under the lock is time no other batch can write, and
 the lock, not the CPU, had been the limit.
 """
@@ -458,10 +459,7 @@ class Intake:
         None, having written nothing, if the form is no longer published at
         `version` or a post's key is held already (the general path answers
         that post with the outcome kept for it)."""
-        keys = [post.claim.key for post in accepted if post.claim is not None]
-        if len(set(keys)) < len(keys):
-            return None  # one key twice in a batch: the general path answers the second
-        keyed = len(keys)
+        keyed = sum(post.claim is not None for post in accepted)  # once each (_next_batch)
         new = []
         for post in accepted:
             assert post.checking is not None

@@ -188,7 +188,7 @@ def _statement(keyed: bool) -> Executable:
             ).cte(f"{name}s")
         )
     # A batch without keys runs the statement as it was before keys were
-    # claimed here, untouched.
+    # claimed here, but for this constant.
     claimed = (
         select(func.count()).select_from(_claims(rows, body)).scalar_subquery()
         if keyed
