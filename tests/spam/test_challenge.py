@@ -20,6 +20,7 @@ from formsapi.kit.time import shift
 from formsapi.spam.challenge import purge_spent
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
+from tests.settled import events_settled
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
 SECRET_KEY = "k" * 40
@@ -75,6 +76,7 @@ async def test_the_setting_is_off_by_default_and_changed_over_the_api(
 
     changed = await api.patch(f"/v1/forms/{form_id}", secret, json={"challenge": True})
     page = await api.get(f"/f/{form_id}")
+    await events_settled(api.settings.database_url.get_secret_value())
     events = (await api.get("/v1/events", secret)).json()["data"]
 
     assert before["challenge"] is False

@@ -17,6 +17,7 @@ from formsapi.kit.time import shift
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 from tests.hosted.test_logic_pages import _post
+from tests.settled import events_settled
 
 BLOCKS: list[dict[str, object]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True}
@@ -66,6 +67,7 @@ async def test_a_form_sent_the_moment_it_was_served_is_refused_and_nothing_kept(
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
     changes = await api.get(f"/v1/forms/{form_id}/submissions/changes", secret)
     assert changes.json()["data"] == []
+    await events_settled(api.settings.database_url.get_secret_value())
     events = (await api.get("/v1/events", secret)).json()["data"]
     assert [e for e in events if e["type"].startswith("submission.")] == []
     assert await _refusals(api, form_id, secret) == [("too-fast", 1)]

@@ -15,6 +15,7 @@ from formsapi.spam import service as spam_service
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
+from tests.settled import events_settled
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
 
@@ -48,6 +49,7 @@ async def test_a_bot_filling_the_honeypot_is_shown_success_and_nothing_is_kept(
     assert (await api.get(f"/v1/forms/{form_id}/submissions", secret)).json()["data"] == []
     changes = await api.get(f"/v1/forms/{form_id}/submissions/changes", secret)
     assert changes.json()["data"] == []
+    await events_settled(api.settings.database_url.get_secret_value())
     events = (await api.get("/v1/events", secret)).json()["data"]
     assert [e["type"] for e in events if e["type"].startswith("submission.")] == []
     # No event means no webhook delivery: none is even queued.

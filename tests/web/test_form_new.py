@@ -18,6 +18,7 @@ from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_submission
+from tests.settled import events_settled
 from tests.web.conftest import Browser, SignedIn, add_member
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write", "events:read"]
@@ -379,6 +380,7 @@ async def test_a_draft_is_published_closed_reopened_and_archived_from_its_page(
     assert "Status and settings" not in archived.text  # nothing left to change
     detail = (await api.get(f"/v1/forms/{form_id}", secret)).json()
     assert detail["status"] == "archived"
+    await events_settled(api.settings.database_url.get_secret_value())
     events = (await api.get("/v1/events", secret, params={"types": "form.status_changed"})).json()
     assert [(e["data"]["from"], e["data"]["to"]) for e in events["data"]] == [
         ("draft", "published"),
