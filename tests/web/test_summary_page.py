@@ -125,6 +125,7 @@ async def test_every_question_type_is_charted_with_its_figures(
     story = _card(html, "Story")
     assert "1 answered · 3 skipped" in story
     assert "<svg" not in story
+    assert "not charted" in story  # the card says why it has no chart
     assert "A secret story" not in html  # a text's content is never charted
     assert "0 answered · 4 skipped" in _card(html, "CV")
     trend = html.split('id="trend-heading"', 1)[1].split("</section>", 1)[0]

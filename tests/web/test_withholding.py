@@ -4,7 +4,7 @@ so the smallest other is withheld with it, and neither says a bound."""
 
 from typing import Any
 
-from formsapi.web.charts import HBars, Withhold, questions
+from formsapi.web.charts import HBars, Histogram, Withhold, questions
 
 
 def _choice(kind: str, counts: dict[str, int]) -> dict[str, Any]:
@@ -71,6 +71,10 @@ def test_a_scales_points_and_a_matrix_rows_columns_are_parts_too() -> None:
 
     assert [row[1] for row in _shown(scale, k=5)] == ["withheld", "withheld", "20"]
     assert _shown(matrix, k=5) == [["Price", "withheld", "withheld", "6", "12"]]
+    # The chart says so over each bar not drawn, as the table does.
+    [view] = questions({"questions": [scale]}, Withhold(5))
+    assert isinstance(view.chart, Histogram)
+    assert [bar.text for bar in view.chart.bars] == ["withheld", "withheld", "20"]
 
 
 def test_nothing_is_withheld_at_k_one() -> None:

@@ -304,7 +304,8 @@ def histogram(items: list[tuple[str, int]], withhold: Withhold, height: float = 
     for index, ((label, count), text) in enumerate(zip(items, texts, strict=True)):
         tall = round(count / top * plot, 2) if _shown(text, count) and top else 0.0
         x = round(index * slot + slot * 0.12, 2)
-        shown = f"{count:,}" if _shown(text, count) else NONE
+        # "withheld" fits over a bar of a scale of up to 6 points; a dash over more.
+        shown = f"{count:,}" if _shown(text, count) else "withheld" if slot >= 60 else NONE
         bars.append(
             VBar(x, round(baseline - tall, 2), round(slot * 0.76, 2), tall, label, shown,
                  round(index * slot + slot / 2, 2))
