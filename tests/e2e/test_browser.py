@@ -158,10 +158,10 @@ def shoot_phone(windows: Windows, page: Page, name: str) -> None:
 
 
 def assert_tables_fit(page: Page) -> None:
-    """No table of the page runs past its card (where it would scroll
-    sideways, its last columns hidden, a phone's cells cut off), but those
-    made to scroll: a region the keyboard can scroll (the charts' tables)."""
-    wider = page.locator(".table-wrap:not([role=region])").evaluate_all(
+    """No table or code of the page runs past its box (where it would scroll
+    sideways, its last columns hidden, a phone's cells or lines cut off), but
+    those made to scroll: a region the keyboard can scroll (the charts' tables)."""
+    wider = page.locator(".table-wrap:not([role=region]), pre").evaluate_all(
         "wraps => wraps.filter(w => w.scrollWidth > w.clientWidth)"
         ".map(w => w.innerText.slice(0, 80))"
     )
@@ -501,6 +501,7 @@ def test_an_owner_adds_a_webhook_endpoint_and_its_test_event_arrives_signed(
         capture(page, shots / f"{name}.png")
         page.set_viewport_size(PHONE)
         capture(page, shots / f"{name}-phone.png")
+        assert_tables_fit(page)
         page.set_viewport_size(LAPTOP)
 
     try:
