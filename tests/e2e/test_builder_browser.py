@@ -80,9 +80,13 @@ def test_a_form_is_built_previewed_published_answered_and_changed_in_the_builder
     rule.get_by_label("Value").fill("9")
     rule.get_by_role("button", name="Set condition").click()
     expect(page.get_by_role("status")).to_contain_text("Condition saved.")
-    expect(page.get_by_role("region", name="Show only when")).to_contain_text(
-        '{">=":[{"var":"nps"},9]}'
-    )
+    # Said in words, and the fields set to it, ready to change.
+    rule = page.get_by_role("region", name="Show only when")
+    expect(rule).to_contain_text("is at least 9")
+    expect(rule.get_by_label("Question")).to_have_value("nps")
+    expect(rule.get_by_label("Test")).to_have_value(">=")
+    expect(rule.get_by_label("Value")).to_have_value("9")
+    expect(rule.get_by_label("Rule")).to_have_value('{">=":[{"var":"nps"},9]}')
     shoot_at_both_widths(windows, page, "62-builder-condition")
 
     # Reordered from the keyboard: focus block 2's Up button and press Enter.

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Organization, Role
+from formsapi.web.builder import Made, condition, made, said
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 from tests.hostile_text import FORM, form_body
@@ -546,3 +547,25 @@ async def test_a_forms_settings_say_where_it_may_be_framed_and_lead_to_the_build
 
     assert "(currently: https://shop.example)" in page.text
     assert f'href="/forms/{form_id}/edit"' in page.text
+
+
+@pytest.mark.parametrize(
+    ("operator", "value"),
+    [("==", "team"), ("!=", "free"), ("<", 3), ("<=", 2.5), (">", 0), (">=", 9),
+     ("in", "api"), ("not in", "api"), ("filled", ""), ("empty", "")],
+)  # fmt: skip
+def test_a_condition_made_on_the_page_is_read_back_into_its_fields(
+    operator: str, value: object
+) -> None:
+    assert made(condition("plan", operator, value)) == Made("plan", operator, value)
+
+
+def test_a_rule_the_fields_cannot_make_is_left_to_json_logic() -> None:
+    both = {"and": [{"==": [{"var": "a"}, 1]}, {"==": [{"var": "b"}, 2]}]}
+    computed = {"==": [{"var": "a"}, {"var": "b"}]}
+    flag = {"==": [{"var": "a"}, True]}
+    assert [made(rule) for rule in (both, computed, flag, None)] == [None] * 4
+    asked = [{"key": "plan", "type": "single_choice", "title": "Plan",
+              "options": [{"value": "team", "label": "Team"}]}]  # fmt: skip
+    assert said({"==": [{"var": "plan"}, "team"]}, asked) == "\u201cPlan\u201d is Team"
+    assert said({"<": [{"var": "plan"}, "team"]}, asked) is None  # no such test for a choice

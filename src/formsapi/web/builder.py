@@ -230,6 +230,63 @@ def condition(key: str, operator: str, value: Any) -> Any:
     return {operator: [var, value]}
 
 
+@dataclass(frozen=True, slots=True)
+class Made:
+    """A condition as the page's fields make it: a question, a test, a value."""
+
+    question: str
+    operator: str
+    value: Any = ""
+
+
+def made(rule: Any) -> Made | None:
+    """The fields that make `rule` (`condition` read backwards), or None for a
+    rule they cannot make, which is shown and edited as JSON Logic."""
+
+    def key_of(operand: Any) -> str | None:
+        if isinstance(operand, dict) and list(operand) == ["var"]:
+            key = operand["var"]
+            return key if isinstance(key, str) else None
+        return None
+
+    if not isinstance(rule, dict) or len(rule) != 1:
+        return None
+    [(operator, operands)] = rule.items()
+    if not isinstance(operands, list):
+        return None
+    if len(operands) == 1 and operator in ("!!", "!"):
+        if (key := key_of(operands[0])) is not None:
+            return Made(key, "filled" if operator == "!!" else "empty")
+        inner = made(operands[0]) if operator == "!" else None
+        if inner is not None and inner.operator == "in":
+            return Made(inner.question, "not in", inner.value)
+        return None
+    if len(operands) != 2:
+        return None
+    value, operand = operands if operator == "in" else operands[::-1]
+    key = key_of(operand)
+    plain = isinstance(value, str | int | float) and not isinstance(value, bool)
+    if key is None or not plain or (operator != "in" and operator not in ORDER):
+        return None
+    return Made(key, operator, value)
+
+
+def said(rule: Any, earlier: list[dict[str, Any]]) -> str | None:
+    """A condition in words (“Plan” is Team), if the page's fields make it."""
+    found = made(rule)
+    question = next((q for q in earlier if q["key"] == found.question), None) if found else None
+    if found is None or question is None:
+        return None
+    words = operators_for(question).get(found.operator)
+    if words is None:
+        return None
+    parts = [f"\u201c{question.get('title') or found.question}\u201d", words]
+    if found.operator not in ("filled", "empty"):
+        labels = {o.get("value"): o.get("label") for o in question.get("options", [])}
+        parts.append(labels.get(found.value) or found.value)
+    return " ".join(map(str, parts))
+
+
 def _typed(block: dict[str, Any], text: str) -> Any:
     """A condition's value as the question's answers are: a number for a
     numeric question, else the text (an option's value for a choice)."""
@@ -490,6 +547,8 @@ async def block_page(
         settings=[s for s in settings_of(block["type"]) if s.kind != "rule"],
         conditions=[s for s in settings_of(block["type"]) if s.kind == "rule"],
         shown=shown,
+        made=made,
+        said=said,
         earlier=earlier,
         operators={q["key"]: operators_for(q) for q in earlier},
         recall=[q["key"] for q in earlier],
