@@ -163,7 +163,11 @@ def _logged(request: Request) -> str:
     return redact_link_tokens(request.url.path)
 
 
-_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+# The order a 405's `Allow` lists methods in; any other after these.
+_METHOD_ORDER = {
+    method: index
+    for index, method in enumerate(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
+}
 
 
 def _allowed_methods(request: Request) -> str:
@@ -181,8 +185,8 @@ def _allowed_methods(request: Request) -> str:
         if route.matches(request.scope)[0] is not Match.NONE:
             first = getattr(route, "path", None)
             methods |= taken
-    order = {method: index for index, method in enumerate(_METHOD_ORDER)}
-    return ", ".join(sorted(methods, key=lambda method: (order.get(method, len(order)), method)))
+    last = len(_METHOD_ORDER)
+    return ", ".join(sorted(methods, key=lambda method: (_METHOD_ORDER.get(method, last), method)))
 
 
 def install_handlers(app: FastAPI) -> None:

@@ -567,5 +567,5 @@ def test_a_rule_the_fields_cannot_make_is_left_to_json_logic() -> None:
     assert [made(rule) for rule in (both, computed, flag, None)] == [None] * 4
     asked = [{"key": "plan", "type": "single_choice", "title": "Plan",
               "options": [{"value": "team", "label": "Team"}]}]  # fmt: skip
-    assert said({"==": [{"var": "plan"}, "team"]}, asked) == "\u201cPlan\u201d is Team"
-    assert said({"<": [{"var": "plan"}, "team"]}, asked) is None  # no such test for a choice
+    assert said(made({"==": [{"var": "plan"}, "team"]}), asked) == "\u201cPlan\u201d is Team"
+    assert said(made({"<": [{"var": "plan"}, "team"]}), asked) is None  # no such test for a choice

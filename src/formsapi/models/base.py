@@ -106,7 +106,8 @@ class days_after(FunctionElement[datetime]):
 
 
 @compiles(days_after)
-def _days_after_postgresql(element: days_after, compiler: SQLCompiler, **kw: Any) -> str:
+def _days_after_default(element: days_after, compiler: SQLCompiler, **kw: Any) -> str:
+    # PostgreSQL's, as the other engine's below is SQLite's.
     column, days = (compiler.process(clause, **kw) for clause in element.clauses)
     return f"({column} + make_interval(days => {days}))"
 

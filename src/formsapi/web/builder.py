@@ -271,9 +271,9 @@ def made(rule: Any) -> Made | None:
     return Made(key, operator, value)
 
 
-def said(rule: Any, earlier: list[dict[str, Any]]) -> str | None:
-    """A condition in words (“Plan” is Team), if the page's fields make it."""
-    found = made(rule)
+def said(found: Made | None, earlier: list[dict[str, Any]]) -> str | None:
+    """A condition the page's fields make (`made`) in words (“Plan” is Team),
+    if they offer its test for its question."""
     question = next((q for q in earlier if q["key"] == found.question), None) if found else None
     if found is None or question is None:
         return None
