@@ -113,3 +113,52 @@ def test_generated_rules_give_the_same_in_json_logic_js() -> None:
         if result != {"value": server}:
             differences.append((case, server, result))
     assert differences == []
+
+
+# Answers as long as a form allows (100,000 characters), which the server
+# reads by other paths than short ones (form/logic.py, _LONG).
+LONG_VALUES: list[str] = [
+    "7" * 100_000,
+    " 12" + "0" * 2_000 + " ",
+    "-0." + "0" * 1_500 + "25",
+    "1" * 900 + "." + "9" * 900 + "e-500",
+    "4" * 1_200 + "e-1500",
+    "1" + "0" * 2_000 + "1e-2001",
+    "Infinity" + "7" * 2_000,
+    "0x" + "f" * 2_000,
+    "9" * 5_000 + "x",
+    "é" * 3_000,
+    "é" * 3_000 + "😀",
+    "a" * 3_000,
+]
+
+
+def test_long_answers_give_the_same_in_json_logic_js() -> None:
+    data = {f"t{i}": text for i, text in enumerate(LONG_VALUES)}
+    names = list(data)
+    rules: list[Any] = []
+    for i, name in enumerate(names):
+        other = names[(i + 1) % len(names)]
+        rules += [
+            {"+": [{"var": name}]},
+            {"-": [{"var": name}, 1]},
+            {"*": [{"var": name}, 2]},
+            {"<": [{"var": name}, {"var": other}]},
+            {"<=": [{"var": other}, {"var": name}]},
+            {">": [{"var": name}, 1e300]},
+            {"==": [{"var": name}, {"var": name}]},
+            {"in": ["99x", {"var": name}]},
+            {"length": {"cat": [{"var": name}, {"var": other}, "!"]}},
+            {"var": f"{name}.length"},
+            {"max": [{"var": name}, 0]},
+        ]
+    cases = [{"rule": rule, "data": data} for rule in rules]
+
+    browser = _in_browser(cases)
+
+    differences = []
+    for case, result in zip(cases, browser, strict=True):
+        server = _spelled(logic.apply(case["rule"], logic.Context(data, TODAY)))
+        if result != {"value": server}:
+            differences.append((case["rule"], server, result))
+    assert differences == []

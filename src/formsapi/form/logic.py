@@ -20,6 +20,7 @@ chosen values, so `in` tests membership), hidden fields by key, variables
 under `vars`. A missing answer is absent, so `var` gives its default.
 """
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -57,15 +58,18 @@ def to_number(value: Json) -> float | int:
     if isinstance(value, list):
         return to_number(to_string(value))
     if isinstance(value, str):
-        text = value.strip(_JS_SPACE)
-        if not text:
-            return 0
-        if _RADIX.fullmatch(text):
-            return _as_double(int(text, 0))
-        if _DECIMAL.fullmatch(text):
-            number = float(text.replace("Infinity", "inf"))
-            return int(number) if number.is_integer() and abs(number) < 2**53 else number
-        return NAN
+        return _text_number(value) if len(value) <= _LONG else _long_text_number(value)
+    return NAN
+
+
+def _text_number(value: str) -> float | int:
+    text = value.strip(_JS_SPACE)
+    if not text:
+        return 0
+    if _RADIX.fullmatch(text):
+        return _as_double(int(text, 0))
+    if _DECIMAL.fullmatch(text):
+        return _decimal(text)
     return NAN
 
 
@@ -73,12 +77,53 @@ def parse_float(value: Json) -> float | int:
     """JavaScript's parseFloat(value): the longest number at the start."""
     if _is_number(value):
         return value  # type: ignore[no-any-return]  # its own text reads back as itself
-    text = to_string(value).lstrip(_JS_SPACE)
-    found = _DECIMAL.match(text)  # parseFloat takes the longest such start
-    if not found:
-        return NAN
-    number = float(found.group().replace("Infinity", "inf"))
+    text = to_string(value)
+    return _float_start(text) if len(text) <= _LONG else _long_float_start(text)
+
+
+def _float_start(value: str) -> float | int:
+    found = _DECIMAL.match(value.lstrip(_JS_SPACE))  # parseFloat takes the longest such start
+    return _decimal(found.group()) if found else NAN
+
+
+# A long answer is read as a number once, however many parts of a form's
+# rules read it: a scan of 100,000 digits took a third of a millisecond.
+# Only long ones are kept, and few: the strings themselves stay in memory.
+_LONG = 1000
+_long_text_number = functools.lru_cache(maxsize=16)(_text_number)
+_long_float_start = functools.lru_cache(maxsize=16)(_float_start)
+
+# A double's nearest value is decided by a decimal's first 768 significant
+# digits and whether any digit after them is not 0 (a "sticky" 1 stands in).
+_SIGNIFICANT = 768
+
+
+def _decimal(literal: str) -> float | int:
+    """The value of a _DECIMAL match, its digits cut to what decides the
+    nearest double (float() of 100,000 digits takes a sixth of a ms)."""
+    if len(literal) > _SIGNIFICANT + 30:
+        literal = _significant(literal)
+    number = float(literal.replace("Infinity", "inf"))
     return int(number) if number.is_integer() and abs(number) < 2**53 else number
+
+
+def _significant(literal: str) -> str:
+    """The same number written with at most _SIGNIFICANT digits (and a sticky one)."""
+    sign = literal[0] if literal[0] in "+-" else ""
+    mantissa, _, exponent_text = literal.lstrip("+-").replace("E", "e").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return f"{sign}0"
+    # The value is 0.<digits> times ten to the power of point + exponent.
+    point = len(whole.lstrip("0")) or len(fraction.lstrip("0")) - len(fraction)
+    exponent = exponent_text.lstrip("+-").lstrip("0")
+    # Past 10^7 the number is 0 or infinite, whatever its digits say.
+    power = int(exponent or "0") if len(exponent) <= 7 else 10**7
+    power = point + (-power if exponent_text.startswith("-") else power)
+    if len(digits) > _SIGNIFICANT:
+        digits = digits[:_SIGNIFICANT] + ("1" if digits[_SIGNIFICANT:].strip("0") else "")
+    return f"{sign}0.{digits}e{power}"
 
 
 def _number_text(number: float | int) -> str:
@@ -181,7 +226,10 @@ def _less(a: Json, b: Json, *, or_equal: bool) -> bool:
     """JavaScript's < and <=: text with text by UTF-16 code units, else numbers."""
     a, b = _primitive(a), _primitive(b)
     if isinstance(a, str) and isinstance(b, str):
-        return _utf16(a) <= _utf16(b) if or_equal else _utf16(a) < _utf16(b)
+        if a.isascii() and b.isascii():  # code points and code units agree
+            return a <= b if or_equal else a < b
+        x16, y16 = _utf16(a), _utf16(b)
+        return x16 <= y16 if or_equal else x16 < y16
     x, y = to_number(a), to_number(b)
     return x <= y if or_equal else x < y  # NaN: false either way
 
@@ -281,8 +329,16 @@ def _in(needle: Json = None, haystack: Json = None, *more: Json) -> bool:
 
 def _cat(*args: Json) -> str:
     """json-logic-js joins its arguments (null is empty there); cut at
-    TEXT_READ_MAX characters, as our operator on the hosted page cuts it."""
-    return "".join("" if arg is None else to_string(arg) for arg in args)[:TEXT_READ_MAX]
+    TEXT_READ_MAX characters, as our operator on the hosted page cuts it
+    (nothing past it is joined: long answers cost no more than short ones)."""
+    texts, size = [], 0
+    for arg in args:
+        if size >= TEXT_READ_MAX:
+            break
+        text = "" if arg is None else to_string(arg)[:TEXT_READ_MAX]
+        texts.append(text)
+        size += len(text)
+    return "".join(texts)[:TEXT_READ_MAX]
 
 
 def _length(value: Json = None, *more: Json) -> int:
@@ -348,7 +404,11 @@ class Context:
                     return default
                 value = value[index]
             elif isinstance(value, list | str) and part == "length":
-                value = len(value) if isinstance(value, list) else len(_utf16(value)) // 2
+                value = (
+                    len(value)
+                    if isinstance(value, list) or value.isascii()
+                    else len(_utf16(value)) // 2
+                )
             else:
                 return default
         return value
