@@ -12,6 +12,7 @@ block; what spans the form sits here:
 """
 
 import re
+from bisect import bisect_right
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -227,6 +228,18 @@ class Layout:
             for rule in definition.logic
             if any(isinstance(action, JumpAction) for action in rule.then)
         )
+        # The answers and hidden fields the variables read (their values and
+        # the rules that set them): answers to anything else leave them as they are.
+        read: set[str] = set()
+        for variable in definition.variables:
+            read |= logic.names_read(variable.value)
+        for rule in definition.logic:
+            if any(isinstance(action, SetAction) for action in rule.then):
+                read |= logic.names_read(
+                    [rule.if_, *(a.to for a in rule.then if isinstance(a, SetAction))]
+                )
+        # A list answer is read by its items too (`ranking.0`, `colors.length`).
+        self.variable_inputs = frozenset(read | {name.partition(".")[0] for name in read})
         # Jumps by the page they leave (None: after the last page), in rule order.
         self.jumps: dict[int | None, list[tuple[Any, str]]] = {}
         for rule in definition.logic:
@@ -240,11 +253,7 @@ class Layout:
                         self.jumps.setdefault(leaves, []).append((rule.if_, action.jump))
 
     def page_of(self, position: int) -> int:
-        page = 0
-        for index, start in enumerate(self.starts):
-            if start <= position:
-                page = index
-        return page
+        return max(0, bisect_right(self.starts, position) - 1)
 
     def page_end(self, page: int) -> int:
         """The position just after the page's last block."""

@@ -92,7 +92,8 @@ class _Walk:
                 self.context.data.setdefault(head, {})[row] = value
             else:
                 self.context.data[key] = value
-            self.stale = bool(self.layout.definition.variables)
+            if key in self.layout.variable_inputs:
+                self.stale = True
 
     def variables(self) -> dict[str, Any]:
         if self.stale:

@@ -494,6 +494,29 @@ def reads_variables(rule: Json) -> bool:
     return False
 
 
+def names_read(rule: Json) -> set[str]:
+    """The names the rule reads (`var`, `missing`, `missing_some`), as written."""
+    found: set[str] = set()
+    pending = [rule]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending += node
+        elif isinstance(node, dict):
+            for operator, raw in node.items():
+                args = raw if isinstance(raw, list) else [raw]
+                names: list[Json] = []
+                if operator == "var":
+                    names = args[:1]
+                elif operator == "missing":
+                    names = args[0] if args and isinstance(args[0], list) else args
+                elif operator == "missing_some" and len(args) > 1 and isinstance(args[1], list):
+                    names = args[1]
+                found.update(name for name in names if isinstance(name, str))
+                pending += args
+    return found
+
+
 def apply(rule: Json, context: Context) -> Json:
     """The rule's value. Rules are checked on save (logic_check), so every
     operator here is known and every rule is small."""
