@@ -5,6 +5,7 @@ import copy
 import gc
 import inspect
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import cache, partial
@@ -48,8 +49,10 @@ from formsapi.file.storage import Storages
 from formsapi.form import service as form_service
 from formsapi.form.endpoints import router as forms_router
 from formsapi.form.invitations import router as invitations_router
+from formsapi.form.work import WAITING_UNITS
 from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
+from formsapi.kit.fair import FairShare
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.sweeps import keep_sweeping
@@ -96,6 +99,7 @@ client IP by plan (120 a minute on standard, 1,200 on pro); every response carri
 
 log = logging.getLogger("formsapi")
 
+SWITCH_INTERVAL = 0.0005
 _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 
@@ -106,6 +110,7 @@ async def release(app: FastAPI) -> None:
     keys' last uses being recorded are let finish first."""
     try:
         await app.state.intake.close()
+        app.state.fair_share.close()
         await app.state.last_use.close()
         await app.state.funnel.flush()  # the views and starts held, before the engine goes
         await held.HELD.stop()  # a form being read into memory
@@ -123,6 +128,12 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     unless one is given: that one is the caller's, and `release` leaves it
     open (the tests' apps share one per database)."""
     settings = settings or get_settings()
+    # A thread holding the GIL gives it up after this long when another
+    # waits: the loop waits no longer than this for its turn while a costly
+    # form's work runs on the fair-share thread (form/work.py). Python's
+    # 5 ms made each of another organization's requests wait that long at
+    # every step (bench/RESULTS.md).
+    sys.setswitchinterval(SWITCH_INTERVAL)
     owns_engine = engine is None
     if engine is None:
         engine = create_engine(
@@ -210,8 +221,13 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
     app.state.last_use = LastUse(app.state.read_sessionmaker)
     app.state.secret_box = secret_box(settings)
+    # Costly forms' checks and pages, off the loop, organizations in turn.
+    app.state.fair_share = FairShare(WAITING_UNITS)
     app.state.intake = Intake(
-        app.state.sessionmaker, app.state.read_sessionmaker, app.state.secret_box
+        app.state.sessionmaker,
+        app.state.read_sessionmaker,
+        app.state.secret_box,
+        app.state.fair_share,
     )
     app.state.funnel = FunnelBuffer(app.state.sessionmaker, settings.funnel_flush_seconds)
     app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)

@@ -7,6 +7,7 @@ from typing import Any
 
 from formsapi.form import translation
 from formsapi.form.blocks import VALUED, Block, BlockList, Matrix, dump_blocks, questions
+from formsapi.form.cost import Cost, cost_of
 from formsapi.form.definition import Definition, Ending, Layout
 
 VARIABLE_PREFIX = "vars."
@@ -32,6 +33,11 @@ class Compiled:
     @cached_property
     def layout(self) -> Layout:
         return Layout(self.blocks, self.definition)
+
+    @cached_property
+    def cost(self) -> Cost:
+        """What checking its answers and showing its pages costs (form/cost.py)."""
+        return cost_of(self.layout)
 
     @cached_property
     def languages(self) -> list[str]:

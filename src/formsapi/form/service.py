@@ -16,7 +16,7 @@ from formsapi.admission.service import SecretKeyNeeded
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
-from formsapi.form import compiled, limits, repository, translation
+from formsapi.form import compiled, cost, limits, repository, translation
 from formsapi.form.blocks import (
     Block,
     BlockList,
@@ -26,7 +26,8 @@ from formsapi.form.blocks import (
     key_errors,
     questions,
 )
-from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition
+from formsapi.form.cost import cost_of
+from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition, Layout
 from formsapi.form.definition import check as definition_check
 from formsapi.form.limits import FormNotAccepting
 from formsapi.form.schema import answers_schema
@@ -265,6 +266,8 @@ class SlugTaken(Conflict):
 def check(blocks: list[Block], definition: Definition) -> None:
     """The whole form as a save checks it: keys, logic, recall, endings."""
     errors = key_errors(blocks) or definition_check(blocks, definition)
+    if not errors and (costly := cost.problem(cost_of(Layout(blocks, definition)))):
+        errors = [costly]
     if errors:
         raise ValidationFailed(
             "The form is invalid.", [{"pointer": p, "detail": d} for p, d in errors]

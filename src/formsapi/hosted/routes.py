@@ -8,18 +8,20 @@ the sites the form lists, or else its organization (none by default).
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from email.headerregistry import Address
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qs, quote
 
 import orjson
 from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -45,10 +47,12 @@ from formsapi.form import flow, limits, translation
 from formsapi.form import service as form_service
 from formsapi.form.blocks import Block, FileUpload, parts, questions
 from formsapi.form.compiled import Compiled
+from formsapi.form.cost import NO_COST, Cost
 from formsapi.form.definition import DEFAULT_LANGUAGE
 from formsapi.form.limits import QuotaFull
 from formsapi.form.service import FormNotAccepting
 from formsapi.form.translation import MESSAGES
+from formsapi.form.work import OrganizationBusy, worked_out
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel import steps as funnel_steps
 from formsapi.hosted import guard, once, service, stamp
@@ -60,7 +64,30 @@ from formsapi.partial.service import LinkUsed
 from formsapi.submission.validation import validate_submission
 from formsapi.user import service as user_service
 
-router = APIRouter(include_in_schema=False)
+T = TypeVar("T")
+
+
+class _PageRoute(APIRoute):
+    """A route of the public page: an organization with too much work
+    waiting (form/work.py) is answered with a page asking to try again, not
+    the API's problem document."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handle = super().get_route_handler()
+
+        async def page(request: Request) -> Response:
+            try:
+                return await handle(request)
+            except OrganizationBusy as busy:
+                answer = _page(request, "Please try again", _BUSY, busy.status)
+                answer.headers.update(busy.headers)
+                return answer
+
+        return page
+
+
+_BUSY = "This form has many people answering at this moment. Wait a second and try again."
+router = APIRouter(include_in_schema=False, route_class=_PageRoute)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 
 INPUT_TYPES = {
@@ -143,6 +170,8 @@ class Page:
     closing: tuple[tuple[str, str, int], ...] = ()  # (question, option, limit)
     # The email question a form taking one response per address needs answered.
     email_once: str | None = None
+    # What checking its answers and drawing its pages cost (form/cost.py).
+    cost: Cost = NO_COST
 
 
 def _language(request: Request, version: Compiled, posted: FormData | None = None) -> str:
@@ -185,6 +214,7 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
             if quota["action"] == "closeOption"
         ),
         form.one_response_question if form.one_response_by == "email" else None,
+        version.cost,
     )
     return shown, page
 
@@ -203,39 +233,68 @@ async def _render(
     values: Any,
     errors: dict[str, str],
     status: int = 200,
-    step: service.Step | None = None,
+    step: Callable[[], service.Step] | None = None,
     resume: str | None = None,
     action: str | None = None,
     fields: Mapping[str, str] | None = None,
     journey: "Journey | None" = None,
 ) -> HTMLResponse:
-    blocks = step.blocks if step else page.blocks
-    titles = {key: part.title for key, part in parts(blocks)}  # recalled
+    """The page of the form, drawn (its `step` worked out first) on the
+    loop or, for a costly form, on the fair-share thread."""
+    uploaded = await _uploaded(request, page, page.blocks, values)
+    full = await _full(request, page)
     required, invalid = page.messages["required"], page.messages["invalid"]
     errors = {
         key: required if text == "is required" else invalid or text for key, text in errors.items()
     }
-    context = {
-        "form": page,
-        "blocks": blocks,
-        "step": step,
-        "resume": resume,
-        "values": values,
-        "errors": errors,
-        "titles": titles,
-        "input_types": INPUT_TYPES,
-        "uploaded": await _uploaded(request, page, blocks, values),
-        # The builder's preview posts to itself, and says it stores nothing.
-        "action": action or f"/f/{page.id}",
-        "preview": action is not None,
-        "fields": fields or {},  # the preview's own (the settings area's CSRF token)
-        "journey": journey,
-        "full": await _full(request, page),
-    }
-    response = templates.TemplateResponse(request, "form.html", context, status_code=status)
+
+    def draw() -> str:
+        shown = step() if step is not None else None
+        blocks = shown.blocks if shown else page.blocks
+        context = {
+            "form": page,
+            "blocks": blocks,
+            "step": shown,
+            "resume": resume,
+            "values": values,
+            "errors": errors,
+            "titles": {key: part.title for key, part in parts(blocks)},  # recalled
+            "input_types": INPUT_TYPES,
+            "uploaded": uploaded,
+            # The builder's preview posts to itself, and says it stores nothing.
+            "action": action or f"/f/{page.id}",
+            "preview": action is not None,
+            "fields": fields or {},  # the preview's own (the settings area's CSRF token)
+            "journey": journey,
+            "full": full,
+        }
+        return _FORM_TEMPLATE.render(context)
+
+    html = await _worked(request, page.organization_id, page.cost.page, draw)
+    response = HTMLResponse(html, status_code=status)
     if resume is not None:  # the page holds the secret of their link
         response.headers["Cache-Control"] = "no-store"
     return response
+
+
+_FORM_TEMPLATE = templates.get_template("form.html")
+
+
+async def _worked(request: Request, organization_id: str, cost: int, work: Callable[[], T]) -> T:
+    """`work()` where a form's CPU work runs (form/work.py)."""
+    return await worked_out(request.app.state.fair_share, organization_id, cost, work)
+
+
+async def _walked(
+    request: Request, page: Page, version: Compiled, answers: dict[str, Any], today: date
+) -> flow.Run:
+    """The answers' walk through the form (form/flow.py)."""
+    return await _worked(
+        request,
+        page.organization_id,
+        page.cost.walk,
+        partial(flow.walk, version.layout, answers, today),
+    )
 
 
 async def _uploaded(
@@ -378,8 +437,8 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
         **admitted.fields(version),
     }
     now = utcnow()
-    run = flow.walk(version.layout, carried, now.date())
-    step = service.step(shown, carried, 0, run, service.new_seed())
+    run = await _walked(request, page, version, carried, now.date())
+    step = partial(service.step, shown, carried, 0, run, service.new_seed())
     if request.method == "GET" and not _ROBOT.search(request.headers.get("user-agent", "")[:500]):
         request.app.state.funnel.add(
             form.organization_id, form.id, form.version, now, funnel_steps.VIEW
@@ -451,8 +510,12 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     token = _token_of(posted)
     journey = _journey_of(request, form, posted, admitted.token)
     if posted.get("_switch"):  # the same page, in the language switched to
-        run = flow.walk(version.layout, answers, today)
-        step = service.step(shown, answers, current, run, seed) if current is not None else None
+        run = await _walked(request, page, version, answers, today)
+        step = (
+            partial(service.step, shown, answers, current, run, seed)
+            if current is not None
+            else None
+        )
         return await _render(
             request, page, _values(answers), {}, step=step, resume=token, journey=journey
         )
@@ -462,7 +525,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         )
         journey = replace(journey, started=True)
     if current is not None:
-        run = flow.walk(version.layout, answers, today)  # the one walk of a page's move
+        run = await _walked(request, page, version, answers, today)  # the one walk of a page's move
         if posted.get("_go") == "save":
             if len(version.layout.starts) < 2:
                 return _page(request, page.title, "This form has one page: send it.", 400)
@@ -470,7 +533,12 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             if isinstance(kept, Response):
                 return kept
             return _saved(request, form, kept, version.definition.resume_days, admitted.token)
-        going, errors = _destination(version, answers, current, posted, run, today)
+        going, errors = await _worked(
+            request,
+            form.organization_id,
+            page.cost.walk,
+            partial(_destination, version, answers, current, posted, run, today),
+        )
         asks_email = form.one_response_question in service.page_keys(version, current)
         if (
             not errors
@@ -480,7 +548,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         ):
             errors = {taken: _EMAIL_TAKEN}
         if errors:
-            step = service.step(shown, answers, current, run, seed)
+            step = partial(service.step, shown, answers, current, run, seed)
             return await _render(
                 request, page, _values(answers), errors, 422, step, token, journey=journey
             )
@@ -489,7 +557,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             kept = await _keep(request, form, version, answers, going, current, token, journey)
             if isinstance(kept, Response):
                 return kept
-            step = service.step(shown, answers, going, run, seed)
+            step = partial(service.step, shown, answers, going, run, seed)
             return await _render(
                 request, page, _values(answers), {}, step=step, resume=kept, journey=journey
             )
@@ -545,9 +613,9 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         errors = _errors(invalid)
         if current is None:
             return await _render(request, page, posted, errors, status=422, journey=journey)
-        run = flow.walk(version.layout, answers, today)
+        run = await _walked(request, page, version, answers, today)
         first = _first_page_with(version, run, errors)
-        step = service.step(shown, answers, first, run, seed)
+        step = partial(service.step, shown, answers, first, run, seed)
         return await _render(
             request, page, _values(answers), errors, 422, step, token, journey=journey
         )
@@ -584,8 +652,8 @@ async def preview(
     today = utcnow().date()
     if posted is None:
         carried = service.carried_from(version, request.query_params, prefill=True)
-        run = flow.walk(version.layout, carried, today)
-        step = service.step(shown, carried, 0, run, service.new_seed())
+        run = await _walked(request, page, version, carried, today)
+        step = partial(service.step, shown, carried, 0, run, service.new_seed())
         return await _render(
             request, page, _values(carried), {}, step=step, action=action, fields=fields
         )
@@ -594,27 +662,37 @@ async def preview(
         **service.carried_from(version, posted, prefill=False),
     }
     current, seed = _page_of(posted, version), service.seed_of(posted)
-    run = flow.walk(version.layout, answers, today)
+    run = await _walked(request, page, version, answers, today)
     if current is not None and not posted.get("_switch"):
-        going, errors = _destination(version, answers, current, posted, run, today)
+        going, errors = await _worked(
+            request,
+            form.organization_id,
+            page.cost.walk,
+            partial(_destination, version, answers, current, posted, run, today),
+        )
         if errors or going is not None:
             shown_page = current if errors or going is None else going
-            step = service.step(shown, answers, shown_page, run, seed)
+            step = partial(service.step, shown, answers, shown_page, run, seed)
             status = 422 if errors else 200
             return await _render(
                 request, page, _values(answers), errors, status, step, action=action, fields=fields
             )
         answers = service.on_path(version, answers, run)
     elif current is not None:  # the same page, in the language switched to
-        step = service.step(shown, answers, current, run, seed)
+        step = partial(service.step, shown, answers, current, run, seed)
         return await _render(
             request, page, _values(answers), {}, step=step, action=action, fields=fields
         )
-    checked = validate_submission(version, answers, today)
+    checked = await _worked(
+        request,
+        form.organization_id,
+        page.cost.walk,
+        partial(validate_submission, version, answers, today),
+    )
     if checked.errors:
         errors = {e.pointer.removeprefix("/answers/"): e.detail for e in checked.errors}
         first = _first_page_with(version, run, errors)
-        step = service.step(shown, answers, first, run, seed)
+        step = partial(service.step, shown, answers, first, run, seed)
         return await _render(
             request, page, _values(answers), errors, 422, step, action=action, fields=fields
         )
@@ -780,9 +858,9 @@ async def resume_form(
     version = service.compiled_of(form)
     shown, page = _shown(form, version, _language(request, version))
     answers = resumed.answers
-    run = flow.walk(version.layout, answers, utcnow().date())
+    run = await _walked(request, page, version, answers, utcnow().date())
     page_number = min(resumed.page, len(version.layout.starts) - 1)
-    step = service.step(shown, answers, page_number, run, service.new_seed())
+    step = partial(service.step, shown, answers, page_number, run, service.new_seed())
     # Their stamp stayed on the page they left: timed from their first save.
     began = resumed.started_at
     made = stamp.make(request.app.state.secret_box, form.id, began)

@@ -27,6 +27,7 @@ from formsapi.form.blocks import (
     questions,
 )
 from formsapi.form.compiled import Compiled
+from formsapi.form.cost import RECALL_SHOWN
 from formsapi.form.definition import HIDDEN_VALUE_MAX, RECALL, Ending, Layout
 from formsapi.kit.ids import is_plausible
 from formsapi.models import Form
@@ -285,11 +286,15 @@ def recall_values(
 
 def recall(text: str, values: dict[str, str], *, encode: bool = False) -> str:
     """`{{name}}` and `{{name|fallback}}` replaced by what `values` holds
-    (the page escapes the result; a redirect gets it URL-encoded)."""
+    (the page escapes the result; a redirect gets it URL-encoded). Shown on
+    a page, a value is cut at RECALL_SHOWN characters: what a page draws
+    stays within what the form's cost counted."""
 
     def value(found: re.Match[str]) -> str:
         shown = values.get(found.group(1)) or (found.group(2) or "").strip()
-        return quote(shown, safe="") if encode else shown
+        if encode:
+            return quote(shown, safe="")
+        return shown if len(shown) <= RECALL_SHOWN else shown[: RECALL_SHOWN - 1] + "…"
 
     return RECALL.sub(value, text)
 

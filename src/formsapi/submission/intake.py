@@ -30,6 +30,7 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -50,11 +51,13 @@ from formsapi.form import compiled, limits
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.form.limits import QuotaFull, Reason
+from formsapi.form.work import WAITING_UNITS, worked_out
 from formsapi.funnel import repository as funnel_repository
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel.steps import Completion
 from formsapi.idempotency import repository as idempotency_repository
 from formsapi.idempotency.service import RETENTION, Outcome, kept
+from formsapi.kit.fair import FairShare
 from formsapi.kit.ids import is_plausible
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
@@ -116,8 +119,11 @@ class Intake:
         sessionmaker: async_sessionmaker[WriteSession],
         read_sessionmaker: async_sessionmaker[ReadSession],
         secret_box: SecretBox | None = None,
+        fair_share: FairShare | None = None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        # Where costly forms' answers are checked (form/work.py).
+        self._fair_share = fair_share or FairShare(WAITING_UNITS)
         self._digests = None if secret_box is None else Digests(secret_box)
         # Forms found taking one response per email address: their batches
         # go the general way at once (the one statement would refuse them).
@@ -181,6 +187,21 @@ class Intake:
         while self._writers:
             await asyncio.gather(*self._writers.values(), return_exceptions=True)
 
+    async def _check(
+        self,
+        organization_id: str,
+        form: compiled.Compiled,
+        answers: dict[str, Any],
+        language: str | None,
+    ) -> Checking:
+        today = utcnow().date()
+        return await worked_out(
+            self._fair_share,
+            organization_id,
+            form.cost.walk,
+            partial(check, form, answers, today, language),
+        )
+
     async def _kept(self, organization_id: str, claim: Claim) -> Outcome | None:
         async with self._read_sessionmaker() as session:
             return await kept(session, organization_id, claim.key, claim.fingerprint, utcnow())
@@ -199,7 +220,9 @@ class Intake:
         if not is_plausible(form_id):
             raise FormNotFound(form_id)
         form = compiled.cached(organization_id, form_id)
-        checking = None if form is None else check(form, answers, utcnow().date(), language)
+        checking = None
+        if form is not None:
+            checking = await self._check(organization_id, form, answers, language)
         post = _Post(answers, claim, checking, partial, language, funnel, invitation)
         key = (organization_id, form_id)
         self._waiting.setdefault(key, []).append(post)
@@ -238,10 +261,11 @@ class Intake:
         while batch:
             form = compiled.cached(organization_id, form_id)
             if form is not None:
-                today = utcnow().date()
                 for post in batch:
                     if post.checking is None or post.checking.form is not form:
-                        post.checking = check(form, post.answers, today, post.language)
+                        post.checking = await self._check(
+                            organization_id, form, post.answers, post.language
+                        )
             accepted = [p for p in batch if p.checking is not None and p.checking.valid]
             answers_tally = _tally(accepted)
             if at_once and form is not None and accepted and all(map(_plain, accepted)):
