@@ -96,6 +96,8 @@ LOADS = (
     "names at registration x12",
     "names at delivery",
     "endpoint churn",
+    "heavy form posts x3",
+    "heavy form page x3",
 )
 DEFAULTS = Settings.model_fields  # the recorded run changes none of the webhook settings
 
@@ -468,6 +470,122 @@ class NamesAtDelivery(Load):
         return f"{names} of A's {LATE_ENDPOINTS} names looked up and left unanswered"
 
 
+# ---------------------------------------------------------------- heavy forms
+
+
+def _rules_form(rules: int) -> dict[str, Any]:
+    """One page of ten numbers and `rules` rules of about 500 parts, each
+    setting a variable: every post checks them all (the hostile pass's form
+    of 2026-12-07 at 200 rules: 783 KB)."""
+    condition = {"and": [{">=": [{"var": f"q{i % 10}"}, -i]} for i in range(166)]}
+    return {
+        "title": f"Heavy rules x{rules}",
+        "blocks": [{"type": "number", "key": f"q{i}", "title": f"Q{i}"} for i in range(10)],
+        "variables": [{"name": "s", "type": "number", "initial": 0}],
+        "logic": [
+            {"if": condition, "then": [{"set": "s", "to": {"+": [{"var": "vars.s"}, 1]}}]}
+            for _ in range(rules)
+        ],
+    }
+
+
+def _page_form(dropdowns: int, recall: bool) -> dict[str, Any]:
+    """One page of `dropdowns` dropdowns of 1,000 options, each option's
+    label recalling a hidden field when `recall` (the page is drawn for
+    every GET)."""
+    label = " {{who}}" if recall else ""
+    return {
+        "title": f"Heavy page x{dropdowns}{' with recall' if recall else ''}",
+        "hiddenFields": [{"key": "who"}],
+        "blocks": [
+            {
+                "type": "dropdown",
+                "key": f"d{i}",
+                "title": f"Pick {i}",
+                "options": [{"value": f"o{j}", "label": f"Option {j}{label}"} for j in range(1000)],
+            }
+            for i in range(dropdowns)
+        ],
+    }
+
+
+HEAVY_ANSWERS = {f"q{i}": i for i in range(10)}
+WHO = "w" * 200  # what the heavy page's link fills its hidden field with
+
+
+def _heavy_forms(kind: str) -> list[dict[str, Any]]:
+    """A's candidates for its costliest form, costliest first."""
+    if kind == "posts":
+        return [_rules_form(rules) for rules in range(200, 0, -5)]
+    return [_page_form(20, recall=True)] + [_page_form(n, recall=False) for n in range(20, 0, -1)]
+
+
+async def _heaviest(client: aiohttp.ClientSession, a: Tenant, kind: str) -> tuple[str, str]:
+    """The costliest of the candidates the server takes, published: its id and title."""
+    for body in _heavy_forms(kind):
+        async with client.post("/v1/forms", json=body, headers=a.headers) as made:
+            if made.status == 422:
+                continue
+            if made.status != 201:
+                raise RuntimeError(f"heavy form: {made.status} {await made.text()}")
+            form = str((await made.json())["id"])
+        published = {"status": "published"}
+        async with client.patch(f"/v1/forms/{form}", json=published, headers=a.headers) as done:
+            if done.status != 200:
+                raise RuntimeError(f"heavy form: {done.status} {await done.text()}")
+        return form, str(body["title"])
+    raise RuntimeError("no heavy form was taken")
+
+
+class HeavyForm(Load):
+    """A's costliest form the bounds allow, from `clients` clients back to
+    back: posted over the API (its rules checked each time), or its hosted
+    page read (drawn each time)."""
+
+    def __init__(self, kind: str, clients: int) -> None:
+        self.kind, self.clients = kind, clients
+        self.name = f"heavy form {kind} x{clients}"
+
+    async def start(self, stage: Stage, a: Tenant, client: aiohttp.ClientSession) -> None:
+        form, self.title = await _heaviest(client, a, self.kind)
+        self.answers: dict[str, list[float]] = {}
+
+        async def one() -> None:
+            started = time.monotonic()
+            try:
+                if self.kind == "posts":
+                    request = client.post(
+                        f"/v1/forms/{form}/submissions",
+                        json={"answers": HEAVY_ANSWERS},
+                        headers=a.headers,
+                    )
+                else:
+                    request = client.get(f"/f/{form}?who={WHO}")
+                async with request as answer:
+                    await answer.read()
+                outcome = str(answer.status)
+            except aiohttp.ClientError as error:
+                outcome = type(error).__name__
+            self.answers.setdefault(outcome, []).append(time.monotonic() - started)
+
+        async def keep_going() -> None:
+            while True:
+                await one()
+
+        self.tasks = [asyncio.create_task(keep_going()) for _ in range(self.clients)]
+        await _until(lambda: sum(map(len, self.answers.values())) >= self.clients, 60)
+
+    async def stop(self) -> str:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        answered = ", ".join(
+            f"{len(took)} x {outcome} in {median(took) * 1000:,.0f} ms"
+            for outcome, took in sorted(self.answers.items(), key=lambda item: -len(item[1]))
+        )
+        return f"A's form “{self.title}”: {answered} (median)"
+
+
 def _loads(names: Sequence[str]) -> list[Load]:
     made: dict[str, Callable[[], Load]] = {
         "quiet": Load,
@@ -476,6 +594,8 @@ def _loads(names: Sequence[str]) -> list[Load]:
         "names at registration x12": lambda: NamesAtRegistration(12),
         "names at delivery": NamesAtDelivery,
         "endpoint churn": EndpointChurn,
+        "heavy form posts x3": lambda: HeavyForm("posts", 3),
+        "heavy form page x3": lambda: HeavyForm("page", 3),
     }
     return [made[name]() for name in names]
 
@@ -581,6 +701,9 @@ def _env(url: str, redis: str, dns_port: int, engine: str) -> dict[str, str]:
             "FORMSAPI_WEBHOOK_DNS_SERVERS": f"127.0.0.1:{dns_port}",
             # SQLite: the serving processes deliver; PostgreSQL: `formsapi worker` processes.
             "FORMSAPI_WEBHOOK_WORKER": "auto" if engine == "sqlite" else "off",
+            # B's hosted page posts come from this address, as A's do.
+            "FORMSAPI_PUBLIC_POSTS_PER_IP": "1000000",
+            "FORMSAPI_PUBLIC_POSTS_PER_FORM": "1000000",
         }
     )
     return env
