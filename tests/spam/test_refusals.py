@@ -5,6 +5,7 @@ admins, over the API; another organization sees nothing of them."""
 from datetime import timedelta
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,6 +16,7 @@ from formsapi.spam import service as spam_service
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
+from tests.honeypot import honeypot_in
 from tests.settled import events_settled
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
@@ -26,6 +28,13 @@ async def _form(session: AsyncSession) -> tuple[str, str]:
     form = await create_form(session, org, title="Contact", blocks=BLOCKS)
     await session.commit()
     return form.id, secret
+
+
+async def _bot(api: Api, form_id: str, filled: str = "x") -> httpx.Response:
+    """A bot's post of the form's page, its honeypot filled in (or left empty: a person's)."""
+    honeypot = honeypot_in((await api.get(f"/f/{form_id}")).text)
+    name = "Bot" if filled else "Ada"
+    return await api.post(f"/f/{form_id}", data={"name": name, honeypot: filled})
 
 
 async def _rows(session: AsyncSession, model: type, *where: Any) -> int:
@@ -40,7 +49,7 @@ async def test_a_bot_filling_the_honeypot_is_shown_success_and_nothing_is_kept(
 ) -> None:
     form_id, secret = await _form(session)
 
-    posted = await api.post(f"/f/{form_id}", data={"name": "Bot", "website": "http://spam.example"})
+    posted = await _bot(api, form_id, "http://spam.example")
 
     # What a person sees after sending: the bot learns nothing to adapt to.
     assert posted.status_code == 303
@@ -67,8 +76,8 @@ async def test_a_person_s_post_beside_it_is_taken_and_not_counted(
 ) -> None:
     form_id, secret = await _form(session)
 
-    await api.post(f"/f/{form_id}", data={"name": "Bot", "website": "x"})
-    person = await api.post(f"/f/{form_id}", data={"name": "Ada", "website": ""})
+    await _bot(api, form_id)
+    person = await _bot(api, form_id, filled="")
 
     assert person.status_code == 303
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 1
@@ -84,9 +93,9 @@ async def test_counts_are_kept_per_day_and_reason_newest_first(
     form_id = (await create_form(session, org, blocks=BLOCKS)).id
     await session.commit()
     with shift(timedelta(days=-1)):
-        await api.post(f"/f/{form_id}", data={"name": "Bot", "website": "x"})
+        await _bot(api, form_id)
     for _ in range(3):
-        await api.post(f"/f/{form_id}", data={"name": "Bot", "website": "x"})
+        await _bot(api, form_id)
     await spam_service.count(session, org.id, form_id, spam_service.Reason.rate_limited_ip)
     await session.commit()
 
@@ -110,7 +119,7 @@ async def test_another_organization_s_refusals_answer_as_a_missing_form(
     other = await create_org(session)
     _, other_secret = await create_key(session, other)
     await session.commit()
-    await api.post(f"/f/{form_id}", data={"name": "Bot", "website": "x"})
+    await _bot(api, form_id)
 
     theirs = await api.get(f"/v1/forms/{form_id}/refusals", other_secret)
     missing = await api.get("/v1/forms/frm_01jd2x8k4m5n6p7q8r9s0t1v2w/refusals", other_secret)

@@ -12,6 +12,7 @@ from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
 from tests.factories import create_form, create_org
+from tests.honeypot import honeypot_in
 from tests.web.conftest import SignedIn, add_member
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
@@ -85,8 +86,9 @@ async def test_refused_posts_are_counted_on_the_form_s_page_and_nowhere_else(
     quiet = await create_form(session, organization, title="Quiet", blocks=BLOCKS)
     await session.commit()
     browser = await signed_in(viewer)
+    honeypot = honeypot_in((await api.get(f"/f/{form.id}")).text)
     for _ in range(2):
-        await api.post(f"/f/{form.id}", data={"name": "Bot", "website": "http://spam.example"})
+        await api.post(f"/f/{form.id}", data={"name": "Bot", honeypot: "http://spam.example"})
 
     page = await browser.get(f"/forms/{form.id}")
     other = await browser.get(f"/forms/{quiet.id}")

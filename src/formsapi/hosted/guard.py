@@ -78,7 +78,7 @@ async def refused_post(
 ) -> Response | None:
     """The answer to a post of the form's page refused as spam (the
     honeypot, then the public page's limits), or None to go on."""
-    if service.is_spam(posted):
+    if service.is_spam(posted, service.honeypot(request.app.state.secret_box, form.id)):
         await count(request, form, Reason.honeypot)
         return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     if (limited := await _limited(request, form)) is not None:

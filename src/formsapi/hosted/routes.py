@@ -170,6 +170,7 @@ class Page:
     closing: tuple[tuple[str, str, int], ...] = ()  # (question, option, limit)
     # The email question a form taking one response per address needs answered.
     email_once: str | None = None
+    honeypot: str = ""  # its field's name (hosted.service.honeypot)
     # What checking its answers and drawing its pages cost (form/cost.py).
     cost: Cost = NO_COST
 
@@ -189,7 +190,7 @@ def _language(request: Request, version: Compiled, posted: FormData | None = Non
     return available[0]
 
 
-def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
+def _shown(request: Request, form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
     """The version in `lang`, and the page that shows it."""
     shown = version.in_language(lang)
     texts = version.definition.translations.get(lang)
@@ -214,6 +215,7 @@ def _shown(form: Form, version: Compiled, lang: str) -> tuple[Compiled, Page]:
             if quota["action"] == "closeOption"
         ),
         form.one_response_question if form.one_response_by == "email" else None,
+        service.honeypot(request.app.state.secret_box, form.id),
         version.cost,
     )
     return shown, page
@@ -431,7 +433,7 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     if isinstance(admitted, Response):
         return admitted
     version = service.compiled_of(form)
-    shown, page = _shown(form, version, _language(request, version))
+    shown, page = _shown(request, form, version, _language(request, version))
     carried = {
         **service.carried_from(version, request.query_params, prefill=True),
         **admitted.fields(version),
@@ -497,7 +499,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     if isinstance(admitted, Response):
         return admitted
     version = service.compiled_of(form)
-    shown, page = _shown(form, version, _language(request, version, posted))
+    shown, page = _shown(request, form, version, _language(request, version, posted))
     today = utcnow().date()
     answers = {
         **service.answers_from(version.blocks, posted),
@@ -648,7 +650,7 @@ async def preview(
     reaches instead of storing anything (no submission, no saved
     progress, no file kept)."""
     lang = _language(request, version, posted)
-    shown, page = _shown(form, version, lang)
+    shown, page = _shown(request, form, version, lang)
     today = utcnow().date()
     if posted is None:
         carried = service.carried_from(version, request.query_params, prefill=True)
@@ -856,7 +858,7 @@ async def resume_form(
     except NotFound as missing:
         return _page(request, "Link not valid", missing.detail, 404)
     version = service.compiled_of(form)
-    shown, page = _shown(form, version, _language(request, version))
+    shown, page = _shown(request, form, version, _language(request, version))
     answers = resumed.answers
     run = await _walked(request, page, version, answers, utcnow().date())
     page_number = min(resumed.page, len(version.layout.starts) - 1)
@@ -1092,7 +1094,7 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
         return _unavailable(request)
     key = request.query_params.get("ending")
     version = service.compiled_of(form)
-    shown, page = _shown(form, version, _language(request, version))
+    shown, page = _shown(request, form, version, _language(request, version))
     ending = service.ending_of(shown, key) if key else None
     thanks = page.messages["thanks"]
     if ending is not None and ending.redirect is None:

@@ -1,6 +1,7 @@
 """The respondent's side: a form's public page turns posted fields into
 answers and takes them through the same validation as the API."""
 
+import hashlib
 import json
 import random
 import re
@@ -30,9 +31,8 @@ from formsapi.form.compiled import Compiled
 from formsapi.form.cost import RECALL_SHOWN
 from formsapi.form.definition import HIDDEN_VALUE_MAX, RECALL, Ending, Layout
 from formsapi.kit.ids import is_plausible
+from formsapi.kit.secretbox import SecretBox
 from formsapi.models import Form
-
-HONEYPOT = "website"
 
 
 class Posted(Protocol):
@@ -40,7 +40,7 @@ class Posted(Protocol):
 
     def get(self, key: str) -> object: ...
 
-    def getlist(self, key: str) -> list[Any]: ...  # a field people never see and bots fill in
+    def getlist(self, key: str) -> list[Any]: ...
 
 
 async def public_form(session: AsyncSession, form_id: str) -> tuple[Form, list[str]] | None:
@@ -102,8 +102,32 @@ def answers_from(blocks: list[Block], posted: Posted) -> dict[str, Any]:
     return answers
 
 
-def is_spam(posted: Posted) -> bool:
-    return bool(posted.get(HONEYPOT))
+# The honeypot, a field people never see and bots fill in, is named by two of
+# these words in camelCase: a link a bot takes for one to fill, and a name no
+# answer can have (keys, rows and `_other` fields are lower case, KEY_PATTERN),
+# whatever the form asks. None is a kind of field browsers fill in by
+# themselves (a name, an address, a company): a person never fills it unseen.
+_HONEYPOT_WORDS = (
+    ("home", "web", "blog", "site", "link", "portfolio", "profile", "social"),
+    ("Url", "Link", "Page", "Site"),
+)
+
+
+def honeypot(box: SecretBox | None, form_id: str) -> str:
+    """The name of the form's honeypot field, the same on every page of it:
+    chosen by the service's secret key (kit.secretbox), so no list in the
+    docs tells a bot which field to leave empty; without a key, by the
+    form's id alone."""
+    message = f"formsapi honeypot:{form_id}"
+    chosen = box.sign(message.encode()) if box is not None else message
+    number = int.from_bytes(hashlib.sha256(chosen.encode()).digest()[:4])
+    first, second = _HONEYPOT_WORDS
+    return first[number % len(first)] + second[number // len(first) % len(second)]
+
+
+def is_spam(posted: Posted, honeypot: str) -> bool:
+    """Whether the post filled in the honeypot named `honeypot`."""
+    return bool(posted.get(honeypot))
 
 
 # Pages, recall and endings.
