@@ -73,6 +73,7 @@ from formsapi.ratelimit.service import (
 )
 from formsapi.request_body import RequestBody
 from formsapi.respondent.endpoints import router as respondents_router
+from formsapi.spam.buffer import Refusals
 from formsapi.spam.challenge import Challenges, purge_spent
 from formsapi.spam.endpoints import router as refusals_router
 from formsapi.submission import endpoints as submissions
@@ -113,6 +114,7 @@ async def release(app: FastAPI) -> None:
         app.state.fair_share.close()
         await app.state.last_use.close()
         await app.state.funnel.flush()  # the views and starts held, before the engine goes
+        await app.state.refusals.flush()  # and the refused posts
         await held.HELD.stop()  # a form being read into memory
     finally:
         try:
@@ -178,7 +180,8 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
         schedules = {"form schedules": partial(form_service.settle_due, sessionmaker)}
         settling = asyncio.create_task(keep_sweeping(schedules, every=30.0))
         counting = asyncio.create_task(app.state.funnel.run())
-        tasks = [purging, purging_files, settling, counting]
+        counting_refusals = asyncio.create_task(app.state.refusals.run())
+        tasks = [purging, purging_files, settling, counting, counting_refusals]
         if settings.summary_warm_from and held.HELD.capacity:
             # The largest forms' filtered summaries counted from memory from their first ask.
             warming = summary_service.keep_warm(
@@ -230,6 +233,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
         app.state.fair_share,
     )
     app.state.funnel = FunnelBuffer(app.state.sessionmaker, settings.funnel_flush_seconds)
+    app.state.refusals = Refusals(app.state.sessionmaker, settings.funnel_flush_seconds)
     app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)
     app.state.redis = redis
     app.state.rate_limiter = rate_limiter

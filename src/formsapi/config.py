@@ -90,8 +90,9 @@ class Settings(BaseSettings):
     # On shutdown, requests still running (a long export) get this many
     # seconds to finish before they are cut.
     shutdown_grace: int = Field(default=10, ge=0, le=3600)
-    # Views and starts of hosted pages are counted in each process and
-    # written this often (and at shutdown): the funnel's freshness.
+    # Views and starts of hosted pages, and posts refused as spam, are
+    # counted in each process and written this often (and at shutdown): the
+    # funnel's and the refusals' freshness.
     funnel_flush_seconds: float = Field(default=5.0, gt=0, le=300)
 
     # Written to the 'Server' log line and the curl hint printed by `formsapi serve --demo`,

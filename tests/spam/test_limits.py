@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.config import Settings
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
+from tests.honeypot import honeypot_in
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
 
@@ -56,6 +57,7 @@ async def test_the_form_s_limit_is_exact_across_two_processes_on_one_redis(
         detail = await first.get(
             f"/v1/forms/{form_id}", headers={"Authorization": f"Bearer {secret}"}
         )
+        await _refusals(first, form_id, secret)  # each process writes the counts it holds
         counted = await _refusals(second, form_id, secret)
 
     assert [a.status_code for a in answers] == [303] * 7 + [429] * 3
@@ -88,6 +90,22 @@ async def test_one_address_is_limited_in_every_form_and_its_uploads(
     assert int(upload.headers["retry-after"]) >= 1
     assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 3
     assert await _refusals(api, form_id, secret) == {"rate-limited-ip": 2}
+
+
+@pytest.mark.usefixtures("whole_minute")
+async def test_posts_filling_the_honeypot_count_against_the_address_as_any_other(
+    api: Api, session: AsyncSession
+) -> None:
+    form_id, secret = await _form(session)
+    honeypot = honeypot_in((await api.get(f"/f/{form_id}")).text)
+
+    bots = [await api.post(f"/f/{form_id}", data={"name": "Bot", honeypot: "x"}) for _ in range(5)]
+    person = await api.post(f"/f/{form_id}", data={"name": "Ada"})
+
+    assert [bot.status_code for bot in bots] == [303] * 3 + [429] * 2
+    _refused(person)  # the same address: its allowance went to the bot
+    assert (await api.get(f"/v1/forms/{form_id}", secret)).json()["responseCount"] == 0
+    assert await _refusals(api, form_id, secret) == {"honeypot": 3, "rate-limited-ip": 3}
 
 
 async def test_the_api_s_limits_are_apart_from_the_page_s(api: Api, session: AsyncSession) -> None:

@@ -11,11 +11,11 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.kit.time import shift, utcnow
-from formsapi.models import Event, Submission, WebhookDelivery
-from formsapi.spam import service as spam_service
+from formsapi.models import Event, SpamRefusal, Submission, WebhookDelivery
+from formsapi.spam import repository as spam_repository
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.factories import EVERY_SCOPE, create_form, create_key, create_org
 from tests.honeypot import honeypot_in
 from tests.settled import events_settled
 
@@ -61,14 +61,14 @@ async def test_a_bot_filling_the_honeypot_is_shown_success_and_nothing_is_kept(
     await events_settled(api.settings.database_url.get_secret_value())
     events = (await api.get("/v1/events", secret)).json()["data"]
     assert [e["type"] for e in events if e["type"].startswith("submission.")] == []
-    # No event means no webhook delivery: none is even queued.
-    assert await _rows(session, Submission) == 0
-    assert await _rows(session, Event, Event.type.like("submission.%")) == 0
-    assert await _rows(session, WebhookDelivery) == 0
     refusals = await api.get(f"/v1/forms/{form_id}/refusals", secret)
     assert refusals.status_code == 200
     today = utcnow().date().isoformat()
     assert refusals.json() == {"data": [{"day": today, "reason": "honeypot", "count": 1}]}
+    # No event means no webhook delivery: none is even queued.
+    assert await _rows(session, Submission) == 0
+    assert await _rows(session, Event, Event.type.like("submission.%")) == 0
+    assert await _rows(session, WebhookDelivery) == 0
 
 
 async def test_a_person_s_post_beside_it_is_taken_and_not_counted(
@@ -85,6 +85,43 @@ async def test_a_person_s_post_beside_it_is_taken_and_not_counted(
     assert [(c["reason"], c["count"]) for c in counted] == [("honeypot", 1)]
 
 
+async def test_refused_posts_cost_no_write_each_and_are_all_counted(
+    api: Api, session: AsyncSession
+) -> None:
+    """A flood of refused posts is held in the serving process and written
+    with its next flush (or before the refusals are read), not one write
+    a post."""
+    form_id, secret = await _form(session)
+    honeypot = honeypot_in((await api.get(f"/f/{form_id}")).text)
+    for _ in range(40):  # 30 to the honeypot, then 10 past the address's limit
+        await api.post(f"/f/{form_id}", data={"name": "Bot", honeypot: "x"})
+
+    written = await _rows(session, SpamRefusal)
+    await session.commit()  # its read done: SQLite's writers may go on
+    counted = (await api.get(f"/v1/forms/{form_id}/refusals", secret)).json()["data"]
+
+    assert written == 0
+    assert {c["reason"]: c["count"] for c in counted} == {"honeypot": 30, "rate-limited-ip": 10}
+
+
+async def test_a_refusal_held_for_a_form_deleted_since_holds_up_no_other(
+    api: Api, session: AsyncSession
+) -> None:
+    org = await create_org(session)
+    _, secret = await create_key(session, org, scopes=EVERY_SCOPE)
+    gone_id = (await create_form(session, org, blocks=BLOCKS)).id
+    kept_id = (await create_form(session, org, blocks=BLOCKS)).id
+    await session.commit()
+    await _bot(api, gone_id)
+    await _bot(api, kept_id)
+
+    assert (await api.delete(f"/v1/forms/{gone_id}", secret)).status_code == 204
+    counted = (await api.get(f"/v1/forms/{kept_id}/refusals", secret)).json()["data"]
+
+    assert [(c["reason"], c["count"]) for c in counted] == [("honeypot", 1)]
+    assert await _rows(session, SpamRefusal) == 1
+
+
 async def test_counts_are_kept_per_day_and_reason_newest_first(
     api: Api, session: AsyncSession
 ) -> None:
@@ -96,7 +133,7 @@ async def test_counts_are_kept_per_day_and_reason_newest_first(
         await _bot(api, form_id)
     for _ in range(3):
         await _bot(api, form_id)
-    await spam_service.count(session, org.id, form_id, spam_service.Reason.rate_limited_ip)
+    await spam_repository.add(session, [((org.id, form_id, utcnow().date(), "rate-limited-ip"), 1)])
     await session.commit()
 
     counted = (await api.get(f"/v1/forms/{form_id}/refusals", secret)).json()["data"]

@@ -4,12 +4,12 @@ a refused sender sees. Every refusal is counted for the form's admins, and
 stores nothing else.
 
 A filled honeypot is answered as a submission taken would be (303 to the
-thank-you page): a bot learns nothing to adapt to. The limits answer 429
-with Retry-After; a challenge not passed, a page saying the answers were not
-sent and why, for the person whose browser it was.
+thank-you page): a bot learns nothing to adapt to; it counts against the
+public page's limits as any other post. The limits answer 429 with
+Retry-After; a challenge not passed, a page saying the answers were not sent
+and why, for the person whose browser it was.
 """
 
-import logging
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated
@@ -19,16 +19,13 @@ from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from formsapi.db import session_scope
 from formsapi.dependencies import client_ip
 from formsapi.errors import FormNotFound, RateLimited
 from formsapi.hosted import service
 from formsapi.models import Form
-from formsapi.spam import service as spam_service
 from formsapi.spam.challenge import FIELD
 from formsapi.spam.service import Reason
 
-log = logging.getLogger("formsapi")
 router = APIRouter(include_in_schema=False)
 
 # The hosted page's message page: (request, heading, message, status).
@@ -54,14 +51,11 @@ _CHALLENGE_FAILED = (
 )
 
 
-async def count(request: Request, form: Form, reason: Reason) -> None:
-    """Count one refused post of `form`. A count that cannot be written is
-    logged: the refusal stands all the same."""
-    try:
-        async with session_scope(request.app.state.sessionmaker) as session:
-            await spam_service.count(session, form.organization_id, form.id, reason)
-    except Exception:
-        log.exception("a refusal of form %s (%s) was not counted", form.id, reason.value)
+def count(request: Request, form: Form, reason: Reason) -> None:
+    """Count one refused post of `form`: held in the process and written
+    every few seconds (spam/buffer.py), so a flood of refused posts costs no
+    write each."""
+    request.app.state.refusals.add(form.organization_id, form.id, reason)
 
 
 async def _limited(request: Request, form: Form) -> tuple[Reason, int] | None:
@@ -69,18 +63,17 @@ async def _limited(request: Request, form: Form) -> tuple[Reason, int] | None:
     if not wait:
         return None
     reason = _LIMITED[which]
-    await count(request, form, reason)
+    count(request, form, reason)
     return reason, wait
 
 
 async def refused_post(
     request: Request, form: Form, posted: service.Posted, page: PageMaker
 ) -> Response | None:
-    """The answer to a post of the form's page refused as spam (the
-    honeypot, then the public page's limits), or None to go on."""
-    if service.is_spam(posted, service.honeypot(request.app.state.secret_box, form.id)):
-        await count(request, form, Reason.honeypot)
-        return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
+    """The answer to a post of the form's page refused as spam (past the
+    public page's limits, then the honeypot), or None to go on. A post
+    filling the honeypot counts against the limits as any other: one
+    address gets no more of them than of answers."""
     if (limited := await _limited(request, form)) is not None:
         _, wait = limited
         refused = page(
@@ -88,6 +81,9 @@ async def refused_post(
         )
         refused.headers["Retry-After"] = str(wait)
         return refused
+    if service.is_spam(posted, service.honeypot(request.app.state.secret_box, form.id)):
+        count(request, form, Reason.honeypot)
+        return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     return None
 
 
@@ -110,7 +106,7 @@ async def refused_too_fast(
     least = request.app.state.settings.min_fill_seconds
     if served_at is None or not least or (now - served_at).total_seconds() >= least:
         return None
-    await count(request, form, Reason.too_fast)
+    count(request, form, Reason.too_fast)
     return page(request, _NOT_SENT, _TOO_FAST, 422)
 
 
@@ -125,7 +121,7 @@ async def refused_challenge(
     reason = await request.app.state.challenges.check(form.id, posted.get(FIELD))
     if reason is None:
         return None
-    await count(request, form, reason)
+    count(request, form, reason)
     return page(request, _NOT_SENT, _CHALLENGE_PAGES.get(reason, _CHALLENGE_FAILED), 422)
 
 

@@ -1,6 +1,6 @@
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
@@ -19,6 +19,7 @@ router = APIRouter(prefix="/v1/forms/{formId}/refusals", tags=["Forms"], route_c
     openapi_extra=requires(Scope.forms_read),
 )
 async def list_refusals(
+    request: Request,
     principal: PrincipalDep,
     session: ReadSessionDep,
     form_id: FormId,
@@ -33,6 +34,10 @@ async def list_refusals(
     day and reason: the honeypot, the proof-of-work challenge, the public
     page's limits. Refused posts are stored nowhere else (no submission, no
     event, no webhook delivery): a form's admins watch these for false
-    positives."""
+    positives. Counts are written every few seconds by each server process,
+    and by the one answering before it reads them."""
+    # The counts this process holds (hosted/guard.py) first: one process,
+    # as on SQLite, is never behind.
+    await request.app.state.refusals.flush()
     found = await service.refusals(session, principal.organization_id, form_id, days)
     return json({"data": found})

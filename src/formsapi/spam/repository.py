@@ -1,44 +1,52 @@
 """The counts of posts refused as spam, and the challenges already spent."""
 
+from collections.abc import Iterable
 from datetime import date, datetime
 from functools import cache
 
-from sqlalchemy import Insert, bindparam, delete, select
+from sqlalchemy import Insert, bindparam, delete, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.models import SpamRefusal, UsedChallenge
+from formsapi.models import Form, SpamRefusal, UsedChallenge
 from formsapi.tenancy import scoped
 
+# A count's key: what an upsert meets on. (organization, form, day, reason)
 _KEY = ("organization_id", "form_id", "day", "reason")
+Key = tuple[str, str, date, str]
 
 
 @cache
 def _adding(postgres: bool) -> Insert:
+    """Counts added to those already there, for forms still kept: counts held
+    a while (spam/buffer.py) outlive a form deleted meanwhile."""
     insert = postgresql.insert if postgres else sqlite.insert
-    statement = insert(SpamRefusal).values({name: bindparam(name) for name in (*_KEY, "count")})
+    table = SpamRefusal.__table__.c
+    columns = [bindparam(name, type_=table[name].type) for name in (*_KEY, "count")]
+    kept = exists().where(
+        scoped(Form, bindparam("organization_id")), Form.id == bindparam("form_id")
+    )
+    statement = insert(SpamRefusal).from_select([*_KEY, "count"], select(*columns).where(kept))
     return statement.on_conflict_do_update(
         index_elements=list(_KEY), set_={"count": SpamRefusal.count + statement.excluded.count}
     )
 
 
-async def add(
-    session: AsyncSession, organization_id: str, form_id: str, day: date, reason: str
-) -> None:
-    """One more refusal of `reason` on `day`: one statement, however many
-    processes count at once (an upsert adds to the row another made)."""
+async def add(session: AsyncSession, counts: Iterable[tuple[Key, int]]) -> None:
+    """Add refusals, by key, in the caller's transaction: one statement,
+    however many processes count at once (an upsert adds to the row another
+    made). In the key's order, so that transactions adding to the same rows
+    take their locks in one order (no deadlock on PostgreSQL)."""
+    rows = [
+        {"organization_id": o, "form_id": f, "day": d, "reason": r, "count": n}
+        for (o, f, d, r), n in sorted(counts)
+        if n
+    ]
+    if not rows:
+        return
     postgres = session.get_bind().dialect.name == "postgresql"
-    await session.execute(
-        _adding(postgres),
-        {
-            "organization_id": organization_id,
-            "form_id": form_id,
-            "day": day,
-            "reason": reason,
-            "count": 1,
-        },
-    )
+    await (await session.connection()).execute(_adding(postgres), rows)
 
 
 async def counts(

@@ -28,11 +28,6 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 366
 
 
-async def count(session: AsyncSession, organization_id: str, form_id: str, reason: Reason) -> None:
-    """Count one refused post of the form, on today's UTC date."""
-    await repository.add(session, organization_id, form_id, utcnow().date(), reason.value)
-
-
 def since(days: int) -> date:
     """The first day of the last `days` UTC days, today included."""
     return utcnow().date() - timedelta(days=days - 1)

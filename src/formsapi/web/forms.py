@@ -589,6 +589,7 @@ async def form_page(
         for file_id in file_service.answered_files(blocks, submission.answers)
     ]
     files = await file_service.named(session, organization_id, form.id, named) if named else []
+    await request.app.state.refusals.flush()  # this process's held counts, as the API's list
     refusals = await spam_service.refusals(session, organization_id, form.id)
     kept = managed.viewer.flash  # what a refused embedding post had chosen and typed
     own = form.embed_origins
