@@ -50,6 +50,7 @@ from formsapi.form import service as form_service
 from formsapi.form.endpoints import router as forms_router
 from formsapi.form.invitations import router as invitations_router
 from formsapi.form.work import WAITING_UNITS
+from formsapi.funnel import service as funnel_service
 from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
 from formsapi.kit.fair import FairShare
@@ -168,6 +169,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
             "mails": partial(purge_mails, sessionmaker, settings.event_days),
             "spent challenges": partial(purge_spent, sessionmaker),
+            "started stamps": partial(funnel_service.purge_started, sessionmaker),
             "respondents' lapsed addresses": partial(purge_lapsed, sessionmaker),
         }
         purging = asyncio.create_task(keep_sweeping(sweeps))

@@ -14,14 +14,17 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
+from formsapi.funnel import service as funnel_service
 from formsapi.funnel.steps import rounded_seconds
+from formsapi.hosted import stamp
+from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, shift, utcnow
-from formsapi.models import FunnelCount, Organization
+from formsapi.models import FunnelCount, Organization, StartedStamp
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
 from tests.contract import Contract
@@ -343,6 +346,100 @@ async def test_the_beacon_takes_no_body_tricks(
     assert replayed.status_code == 204
     assert (await _funnel(api, form_id, secret))["starts"] == 0
     assert "set-cookie" not in as_json.headers
+
+
+async def test_a_stamp_counts_one_start_however_often_it_is_posted(
+    served: tuple[FastAPI, Api], session: AsyncSession
+) -> None:
+    app, api = served
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    respondent = Respondent(api, form_id)
+    await respondent.open()
+    [stamp] = re.findall(r'name="_stamp" value="([^"]+)"', respondent.page)
+
+    for _ in range(25):
+        beacon = await api.post(f"/f/{form_id}/start", data={"_stamp": stamp})
+        assert beacon.status_code == 204
+    await app.state.funnel.flush()
+    for _ in range(25):  # and after the flush, as a later replay would
+        await api.post(f"/f/{form_id}/start", data={"_stamp": stamp})
+    # Its posts say nothing of the beacon (as a page without script): each
+    # could be a first one.
+    await respondent.next(0)
+    for _ in range(3):
+        assert (await respondent.post({}, go="back")).status_code == 200
+        respondent.page = respondent.page.replace(
+            '<input type="hidden" name="_started" value="1">',
+            '<input type="hidden" name="_started" value="">',
+        )
+    await app.state.funnel.flush()
+
+    funnel = await _funnel(api, form_id, secret)
+    assert (funnel["views"], funnel["starts"]) == (1, 1)
+    assert funnel["pages"][0]["reached"] == 1
+
+
+async def test_a_stamp_posted_to_several_processes_counts_one_start(
+    api: Api, settings: Settings, session: AsyncSession
+) -> None:
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    page = await api.get(f"/f/{form_id}")
+    [stamp] = re.findall(r'name="_stamp" value="([^"]+)"', page.text)
+    apps = [create_app(settings) for _ in range(3)]
+    try:
+        for app in apps:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                for _ in range(2):
+                    await client.post(f"/f/{form_id}/start", data={"_stamp": stamp})
+        for app in apps:
+            await app.state.funnel.flush()
+    finally:
+        for app in apps:
+            await release(app)
+
+    assert (await _funnel(api, form_id, secret))["starts"] == 1
+
+
+async def test_a_start_counts_within_a_day_of_its_page_and_its_stamp_is_then_forgotten(
+    served: tuple[FastAPI, Api], session: AsyncSession
+) -> None:
+    app, api = served
+    form_id, secret, _ = await publish_over_api(api, session, FORM)
+    stamps = []
+    for _ in range(2):
+        page = await api.get(f"/f/{form_id}")
+        stamps += re.findall(r'name="_stamp" value="([^"]+)"', page.text)
+    early, late = stamps
+
+    with shift(timedelta(hours=23)):
+        await api.post(f"/f/{form_id}/start", data={"_stamp": early})
+        await app.state.funnel.flush()
+    with shift(timedelta(hours=25)):
+        await api.post(f"/f/{form_id}/start", data={"_stamp": late})
+        await api.post(f"/f/{form_id}/start", data={"_stamp": early})
+        await app.state.funnel.flush()
+    kept = await session.scalar(select(func.count()).select_from(StartedStamp))
+    await session.commit()
+    with shift(timedelta(hours=26)):
+        forgotten = await funnel_service.purge_started(app.state.sessionmaker)
+        await api.post(f"/f/{form_id}/start", data={"_stamp": early})
+        await app.state.funnel.flush()
+
+    assert kept == 1
+    assert forgotten == 1
+    assert (await _funnel(api, form_id, secret))["starts"] == 1
+
+
+def test_pages_served_in_one_millisecond_carry_stamps_of_their_own() -> None:
+    box = SecretBox(["s" * 32])
+    at = utcnow()
+
+    one, other = (stamp.make(box, "frm_1", at) for _ in range(2))
+
+    assert one != other
+    assert stamp.read(box, "frm_1", one, at) == stamp.read(box, "frm_1", other, at) == at
+    assert stamp.read(box, "frm_2", one, at) is None
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The SQL of funnel counts (models.FunnelCount): adding to them, by an
-upsert that adds, and adding them up for a range."""
+upsert that adds, and adding them up for a range; and of the stamps whose
+start was counted (models.StartedStamp)."""
 
 from collections import Counter
 from collections.abc import Iterable
@@ -7,13 +8,13 @@ from datetime import datetime
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Insert, and_, bindparam, exists, false, func, or_, select
+from sqlalchemy import Insert, and_, bindparam, delete, exists, false, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.funnel.steps import HOUR, periods
 from formsapi.kit.time import EPOCH
-from formsapi.models import Form, FunnelCount
+from formsapi.models import Form, FunnelCount, StartedStamp
 from formsapi.tenancy import scoped
 
 # A funnel count's key: what an upsert meets on.
@@ -128,3 +129,29 @@ async def totals(
         .group_by(FunnelCount.step)
     )
     return {step: int(count) for step, count in await session.execute(statement)}
+
+
+async def claim_starts(session: AsyncSession, claims: dict[str, datetime]) -> set[str]:
+    """Record stamps as started (each with the moment it can start no one any
+    more), in the caller's transaction: those not recorded before, by this
+    process or another. One statement, however many."""
+    if not claims:
+        return set()
+    postgres = session.get_bind().dialect.name == "postgresql"
+    insert = postgresql.insert if postgres else sqlite.insert
+    statement = (
+        insert(StartedStamp)
+        .on_conflict_do_nothing(index_elements=["id"])
+        .returning(StartedStamp.id)
+    )
+    rows = [{"id": claim, "expires_at": until} for claim, until in sorted(claims.items())]
+    return set((await (await session.connection()).execute(statement, rows)).scalars())
+
+
+async def purge_started(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Forget up to `batch` stamps that could start no one after `before`
+    (the sweeps, kit/sweeps.py)."""
+    expired = select(StartedStamp.id).where(StartedStamp.expires_at < before).limit(batch)
+    statement = delete(StartedStamp).where(StartedStamp.id.in_(expired.scalar_subquery()))
+    connection = await session.connection()
+    return int((await connection.execute(statement)).rowcount)

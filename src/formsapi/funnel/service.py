@@ -6,15 +6,15 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import ReadSession
+from formsapi.db import ReadSession, purge_in_batches
 from formsapi.errors import BadRequest, NotFound
 from formsapi.form import compiled
 from formsapi.form import service as form_service
 from formsapi.form.compiled import Compiled
 from formsapi.funnel import repository, steps
-from formsapi.kit.time import isoformat_z
+from formsapi.kit.time import isoformat_z, utcnow
 
 # Ranges are cut to these: nothing is counted before or after.
 OLDEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -179,3 +179,9 @@ def completed(
         for step in completion.steps(furthest):
             found[organization_id, form_id, completion.hour, version, step] += 1
     return found
+
+
+async def purge_started(sessionmaker: async_sessionmaker[AsyncSession]) -> int:
+    """Forget the stamps whose start was counted once they can start no one
+    any more (funnel/buffer.py)."""
+    return await purge_in_batches(sessionmaker, repository.purge_started, utcnow())

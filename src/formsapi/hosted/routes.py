@@ -522,8 +522,9 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             request, page, _values(answers), {}, step=step, resume=token, journey=journey
         )
     if not journey.started:  # a first post, without the page's script: they began
-        request.app.state.funnel.add(
-            form.organization_id, form.id, form.version, journey.at, funnel_steps.START
+        claim = stamp.claim(journey.stamp) if journey.stamp is not None else None
+        request.app.state.funnel.start(
+            form.organization_id, form.id, form.version, journey.at, claim
         )
         journey = replace(journey, started=True)
     if current is not None:
@@ -1012,7 +1013,8 @@ _BEACON_MAX = 256
 async def started(request: Request, form_id: FormId) -> Response:
     """The page's script says a respondent began answering (their first
     input), once, by a beacon carrying their page's stamp: a start in the
-    form's funnel, in the hour the stamp names. Limited per IP like the page;
+    form's funnel, in the hour the stamp names, counted once per stamp
+    however often it comes (funnel/buffer.py). Limited per IP like the page;
     no CSRF token, as it changes nothing but a count. A beacon without a
     stamp this service made for this form counts nothing; its answer is 204
     all the same (a script does not read it)."""
@@ -1032,13 +1034,11 @@ async def started(request: Request, form_id: FormId) -> Response:
         form = await _public(request, session, form_id)
     if form is None or limits.state(form, utcnow()) != limits.State.open:
         return Response(status_code=404)
-    given = fields.get("_stamp", [])
-    served = stamp.read(
-        request.app.state.secret_box, form.id, given[0] if given else None, utcnow()
-    )
+    given = fields.get("_stamp", [""])[0]
+    served = stamp.read(request.app.state.secret_box, form.id, given, utcnow())
     if served is not None:
-        request.app.state.funnel.add(
-            form.organization_id, form.id, form.version, served, funnel_steps.START
+        request.app.state.funnel.start(
+            form.organization_id, form.id, form.version, served, stamp.claim(given)
         )
     return Response(status_code=204)
 

@@ -23,6 +23,7 @@ from formsapi.models.report_link import ReportLink
 from formsapi.models.respondent_copy import RespondentCopy
 from formsapi.models.respondent_mark import RespondentMark
 from formsapi.models.spam_refusal import SpamRefusal
+from formsapi.models.started_stamp import StartedStamp
 from formsapi.models.submission import Submission
 from formsapi.models.submission_count import SubmissionCount
 from formsapi.models.submission_day_count import SubmissionDayCount
@@ -70,6 +71,7 @@ __all__ = [
     "RespondentMark",
     "Role",
     "SpamRefusal",
+    "StartedStamp",
     "Submission",
     "SubmissionCount",
     "SubmissionDayCount",
