@@ -123,6 +123,8 @@ async def test_a_submission_keeps_the_language_it_was_answered_in(
 
     # The hosted page stores the language it was shown in.
     page = await api.post(f"/f/{form_id}?lang=fr", data={"name": "Cy", "plan": "team"})
-    assert page.status_code == 303, page.text
+    # Its ending: a page of its own, or (PostgreSQL without a key to sign its
+    # pass with) this answer.
+    assert page.status_code in (200, 303), page.text
     latest = (await api.get(f"{url}/changes?after=2", secret)).json()["data"]
     assert [(c["answers"]["name"], c["language"]) for c in latest] == [("Cy", "fr")]

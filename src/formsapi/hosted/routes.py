@@ -55,7 +55,7 @@ from formsapi.form.translation import MESSAGES
 from formsapi.form.work import OrganizationBusy, worked_out
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel import steps as funnel_steps
-from formsapi.hosted import guard, once, service, stamp
+from formsapi.hosted import ending_pass, guard, once, service, stamp
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
 from formsapi.models import File, Form, Plan
@@ -963,9 +963,12 @@ def _ending(
     if ending.redirect is not None:
         return RedirectResponse(service.recall(ending.redirect, values, encode=True), 303)
     text = f"{ending.title or ''}{ending.text or ''}"
-    if "{{" not in text:  # nothing of theirs: a page to reload safely
-        ending_url = f"/f/{form.id}/thanks?ending={quote(ending.key)}"
+    token = ending_pass.make(request.app.state.secret_box, form.id, ending.key, utcnow())
+    if "{{" not in text and token is not None:
+        # Nothing of theirs: a page to reload safely, with the pass that shows it to them.
+        ending_url = f"/f/{form.id}/thanks?ending={quote(ending.key)}&token={quote(token)}"
         return RedirectResponse(f"{ending_url}&{in_lang}" if in_lang else ending_url, 303)
+    # Their answers recalled (or no key to sign a pass with): shown in this answer.
     return _page(
         request,
         service.recall(ending.title or page.messages["thanks"], values),
@@ -1087,6 +1090,9 @@ async def unlock(request: Request, session: ReadSessionDep, form_id: FormId) -> 
 
 @router.get("/f/{form_id}/thanks")
 async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> Response:
+    """The thank-you page: the ending a respondent reached, to them only
+    (the pass their post was sent here with: hosted/ending_pass.py), and
+    to anyone else the form's general thanks."""
     if (limited := await _limited(request)) is not None:
         return limited
     form = await _public(request, session, form_id)
@@ -1097,10 +1103,16 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     shown, page = _shown(request, form, version, _language(request, version))
     ending = service.ending_of(shown, key) if key else None
     thanks = page.messages["thanks"]
-    if ending is not None and ending.redirect is None:
+    box = request.app.state.secret_box
+    token = request.query_params.get("token")
+    if (
+        ending is not None
+        and ending.redirect is None
+        and ending_pass.shows(box, form.id, ending.key, token, utcnow())
+    ):
         # A link carries no answers: recall shows its fallbacks, never {{...}}.
         title = service.recall(ending.title or thanks, {})
-        return _page(request, title, service.recall(ending.text or "", {}), 200)
+        return _secret_page(_page(request, title, service.recall(ending.text or "", {}), 200))
     return _page(request, thanks, page.messages["received"].replace("{title}", page.title), 200)
 
 
