@@ -18,6 +18,7 @@ import asyncio
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -147,9 +148,9 @@ async def measure(times: int) -> list[str]:
             owner = await user_service.create(session, f"{new_id('u')}@example.com", "bench pw 1")
             org = await organization_service.create(session, "Form cost", Plan.pro)
             await member_service.add_directly(session, org.id, owner, Role.owner)
-            made = await api_key_service.create(session, org, owner, "bench", list(map(str, Scope)))
+            key = await api_key_service.create(session, org, owner, "bench", list(map(str, Scope)))
             await session.commit()
-        headers = {"Authorization": f"Bearer {made.secret}"}
+        headers = {"Authorization": f"Bearer {key.secret}"}
         transport = httpx.ASGITransport(app=app)
         try:
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
@@ -161,16 +162,15 @@ async def measure(times: int) -> list[str]:
                     published = {"status": "published"}
                     await client.patch(f"/v1/forms/{form}", json=published, headers=headers)
                     page_ms, page_status = await _cpu(
-                        lambda form=form, query=query: client.get(f"/f/{form}{query}"), times
+                        partial(client.get, f"/f/{form}{query}"), times
                     )
-                    post_ms, post_status = await _cpu(
-                        lambda form=form, answers=answers: client.post(
-                            f"/v1/forms/{form}/submissions",
-                            json={"answers": answers},
-                            headers=headers,
-                        ),
-                        times,
+                    post = partial(
+                        client.post,
+                        f"/v1/forms/{form}/submissions",
+                        json={"answers": answers},
+                        headers=headers,
                     )
+                    post_ms, post_status = await _cpu(post, times)
                     assert (page_status, post_status) == (200, 201), (page_status, post_status)
                     rows.append(
                         f"| {body['title']} | {cost.walk:,} | {cost.page:,} | {cost.units:,} "

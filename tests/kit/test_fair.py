@@ -3,6 +3,7 @@ take turns, and a tenant's waiting work is bounded."""
 
 import asyncio
 import threading
+from functools import partial
 
 import pytest
 
@@ -29,7 +30,7 @@ async def test_tenants_take_turns_one_job_each(fair: FairShare) -> None:
     # a1 holds the thread while a2..a5 and then b1 and c1 wait.
     first = asyncio.create_task(fair.run("a", 1, lambda: job("a1")))
     await asyncio.to_thread(started.wait, 10)
-    waiting = [fair.run("a", 1, lambda name=f"a{i}": job(name)) for i in range(2, 6)]
+    waiting = [fair.run("a", 1, partial(job, f"a{i}")) for i in range(2, 6)]
     others = [fair.run("b", 1, lambda: job("b1")), fair.run("c", 1, lambda: job("c1"))]
     results = asyncio.gather(*waiting, *others)
     await asyncio.sleep(0.01)
