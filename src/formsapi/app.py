@@ -57,8 +57,9 @@ from formsapi.kit.fair import FairShare
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.sweeps import keep_sweeping
-from formsapi.notification.retention import purge_mails
+from formsapi.notification.retention import purge_copy_counts, purge_mails
 from formsapi.notification.sender import Sender, fan_out
+from formsapi.notification.service import CopyRules
 from formsapi.partial.endpoints import router as partials_router
 from formsapi.partial.retention import purge_partials
 from formsapi.problems import install_handlers, problem_response
@@ -168,6 +169,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
             "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
             "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
             "mails": partial(purge_mails, sessionmaker, settings.event_days),
+            "counts of copies": partial(purge_copy_counts, sessionmaker),
             "spent challenges": partial(purge_spent, sessionmaker),
             "started stamps": partial(funnel_service.purge_started, sessionmaker),
             "respondents' lapsed addresses": partial(purge_lapsed, sessionmaker),
@@ -290,7 +292,8 @@ def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | No
         log.warning("webhooks are not delivered: set FORMSAPI_SECRET_KEY")
         if not app.state.mailer.enabled:
             return None
-    sender = Sender(app.state.sessionmaker, app.state.mailer, settings.public_url)
+    copies = CopyRules.of(settings, app.state.secret_box)
+    sender = Sender(app.state.sessionmaker, app.state.mailer, settings.public_url, copies)
     worker = Worker(
         app.state.sessionmaker,
         settings,

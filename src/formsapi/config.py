@@ -104,6 +104,11 @@ class Settings(BaseSettings):
     # Set: invitations and password resets are mailed, never shown on screen.
     smtp_url: SecretURL | None = None
     smtp_from: str = "formsapi <no-reply@localhost>"
+    # A respondent's copy of their answers goes to an address anyone can type:
+    # copies one address is mailed in a UTC day, whatever the forms, and
+    # copies one form mails in a UTC day; 0 sends none.
+    copies_per_address: int = Field(default=3, ge=0, le=1000)
+    copies_per_form: int = Field(default=1000, ge=0, le=10_000_000)
 
     # Seals secrets the service must read back (webhook signing secrets):
     # one or more keys of 32+ characters, comma-separated, the first used to

@@ -3,26 +3,20 @@ submission to the members who chose it, a copy to the respondent, a daily
 digest, once each, the server down or not; a respondent's address that is
 not exactly one address is never mailed."""
 
-import random
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from email.message import Message
 from typing import Any
 
-import pytest
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.config import Settings
 from formsapi.form import service as form_service
-from formsapi.kit.mail import Mailer
 from formsapi.kit.time import shift, utcnow
 from formsapi.models import MailOutbox, Role
 from formsapi.notification import service as notification_service
-from formsapi.notification.sender import FIRST_DELAY, Sender, fan_out
+from formsapi.notification.sender import FIRST_DELAY
 from formsapi.tenancy import unscoped
-from formsapi.webhook.worker import Worker
 from tests.conftest import Api
 from tests.factories import (
     EVERY_SCOPE,
@@ -32,58 +26,17 @@ from tests.factories import (
     create_submission,
     create_user,
 )
-from tests.mail import Inbox, free_port, smtp_server
+from tests.mail import Inbox, smtp_server
+from tests.notification.conftest import PUBLIC, Mailing
 
-PUBLIC = "https://forms.example.com"
 BLOCKS: list[dict[str, Any]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},
     {"type": "email", "key": "email", "title": "Your email", "required": True},
+    {"type": "single_choice", "key": "plan", "title": "Plan", "options": [
+        {"value": "team", "label": "Team plan"}, {"value": "free", "label": "Free plan"}]},
     {"type": "long_text", "key": "note", "title": "Anything else?"},
-]
+]  # fmt: skip
 RESPONDENT = "ada@example.net"
-
-
-@pytest.fixture
-def port() -> int:
-    return free_port()
-
-
-@pytest.fixture
-def settings(database_url: str, port: int) -> Settings:
-    return Settings(
-        database_url=database_url,
-        redis_url=None,
-        smtp_url=f"smtp://127.0.0.1:{port}?timeout=2",
-        public_url=PUBLIC,
-    )
-
-
-@pytest.fixture
-def inbox(port: int) -> Iterator[Inbox]:
-    with smtp_server(port) as (_, inbox):
-        yield inbox
-
-
-@dataclass
-class Mailing:
-    """The fan-out and the sender, as `formsapi worker` runs them."""
-
-    worker: Worker
-    sender: Sender
-
-    async def run(self) -> None:
-        await self.worker.dispatch()
-        await self.sender.drain()
-
-
-@pytest.fixture
-async def mailing(engine: AsyncEngine, settings: Settings) -> AsyncIterator[Mailing]:
-    sessionmaker = async_sessionmaker(engine, expire_on_commit=False)
-    mailer = Mailer(settings.smtp_url, settings.smtp_from)
-    sender = Sender(sessionmaker, mailer, PUBLIC, rng=random.Random(1))  # noqa: S311
-    worker = Worker(sessionmaker, settings, None, fan_out=fan_out(sender))
-    yield Mailing(worker, sender)
-    await worker.close()
 
 
 @dataclass
@@ -143,7 +96,7 @@ async def test_a_submission_mails_the_chosen_members_and_a_copy_to_the_responden
 ) -> None:
     setup = await _setup(session)
 
-    await _post(api, setup, note="Weekends only")
+    await _post(api, setup, plan="team", note="Weekends only")
     await mailing.run()
     await mailing.run()  # nothing more: each mail once
 
@@ -155,7 +108,9 @@ async def test_a_submission_mails_the_chosen_members_and_a_copy_to_the_responden
     assert "Anything else?\n  Weekends only" in _text(told)
     assert f"{PUBLIC}/forms/{setup.form_id}" in _text(told)
     assert copy["Subject"] == "Your answers to “Volunteers”"
-    assert "Anything else?\n  Weekends only" in _text(copy)
+    assert "Plan\n  Team plan" in _text(copy)  # the option's label: the form's words
+    assert "Anything else?\n  (typed: not repeated in this mail)" in _text(copy)
+    assert "Weekends only" not in _text(copy)
     assert told["Message-ID"] != copy["Message-ID"]
     assert {m.status for m in await _outbox(engine)} == {"sent"}
 
@@ -252,7 +207,7 @@ async def test_a_respondent_address_that_is_not_one_address_is_never_mailed(
             answers={"name": "Eve\r\nBcc: victim@example.com", "email": address},
         )
         created.append(notification_service.Created(org_id, form_id, submission.id))
-    await notification_service.enqueue(session, created, utcnow())
+    await notification_service.enqueue(session, created, utcnow(), mailing.sender.copies)
     await session.commit()
 
     await mailing.sender.drain()

@@ -90,7 +90,8 @@ async def _queue(setup: Setup) -> list[str]:
                 )
                 for _ in range(MAILS)
             ]
-            await notification_service.enqueue(session, created, utcnow())
+            copies = notification_service.CopyRules(None, 0, 0)  # members' mail only
+            await notification_service.enqueue(session, created, utcnow(), copies)
             await session.commit()
             statement = unscoped(select(MailOutbox.id), "the test")
             return [message_id(id_) for id_ in await session.scalars(statement)]

@@ -29,7 +29,10 @@ def smtp_url() -> Iterator[str]:
 
 @pytest.fixture
 def settings(database_url: str, smtp_url: str) -> Settings:
-    return Settings(database_url=database_url, redis_url=None, smtp_url=smtp_url)
+    # Copies are counted by a keyed hash of each address: they need the key.
+    return Settings(
+        database_url=database_url, redis_url=None, smtp_url=smtp_url, secret_key="s" * 32
+    )
 
 
 async def test_an_editor_chooses_who_is_told_and_the_respondents_copy(
@@ -53,6 +56,7 @@ async def test_an_editor_chooses_who_is_told_and_the_respondents_copy(
     assert f'href="/forms/{form.id}/notifications"' in form_page.text
     assert page.status_code == 200
     assert "Where to reach you" in page.text
+    assert "One address gets at most 3 copies a day from this server" in page.text
     assert "Mail is off" not in page.text
     assert "Saved: 2 members told, and respondents get a copy." in saved.text
     assert {m.email: m.frequency for m in current.members} == {

@@ -168,6 +168,7 @@ def worker() -> None:
     does this itself."""
     from formsapi.kit.mail import Mailer
     from formsapi.notification.sender import Sender, fan_out
+    from formsapi.notification.service import CopyRules
     from formsapi.webhook.service import secret_box
     from formsapi.webhook.worker import Worker
 
@@ -187,7 +188,8 @@ def worker() -> None:
             for signal_number in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signal_number, stop.set)
             sessionmaker = create_sessionmaker(engine)
-            sender = Sender(sessionmaker, mailer, settings.public_url)
+            copies = CopyRules.of(settings, box)
+            sender = Sender(sessionmaker, mailer, settings.public_url, copies)
             work = [
                 Worker(
                     sessionmaker,

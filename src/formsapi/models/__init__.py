@@ -2,6 +2,7 @@ from formsapi.models.answer_count import AnswerCount
 from formsapi.models.api_key import APIKey
 from formsapi.models.audit_entry import AuditEntry
 from formsapi.models.base import Base
+from formsapi.models.copy_count import CopyCount
 from formsapi.models.event import Event, EventType
 from formsapi.models.event_outbox import EventOutbox
 from formsapi.models.event_position import EventPosition
@@ -41,6 +42,7 @@ __all__ = [
     "AnswerCount",
     "AuditEntry",
     "Base",
+    "CopyCount",
     "DeliveryStatus",
     "Event",
     "EventOutbox",

@@ -1,7 +1,7 @@
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import ForeignKey, Index, Integer, String, text
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from formsapi.models.base import Base, UTCDateTime
@@ -57,6 +57,9 @@ class MailOutbox(Base):
     submission_id: Mapped[str | None] = mapped_column(String(40))
     user_id: Mapped[str | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     day: Mapped[datetime | None] = mapped_column(UTCDateTime())  # a digest's UTC day
+    # A copy's recipient as it was counted: the keyed hash of the address
+    # (notification/service.py). Sent only to an address with that hash.
+    recipient: Mapped[bytes | None] = mapped_column(LargeBinary(32))
     status: Mapped[str] = mapped_column(String(20), default=MailStatus.pending.value)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,7 +1,14 @@
 """What a notification mail says, built with `email.message.EmailMessage`,
 which refuses a header with a line break, from text partly written by
 respondents: their answers go in the body only, as plain text, and the one
-address they choose (the copy's) is checked to be exactly one address first."""
+address they choose (the copy's) is checked to be exactly one address first.
+
+A member's mail carries the answers as sent. A respondent's copy goes to an
+address whoever fills the form in chooses, so it carries the form's own
+words only: the labels of what was picked, scales, dates and times, never
+an answer typed (a text, a number, an address, a link, an Other's text, a
+file), a hidden field or a recalled answer. The form cannot carry anyone's
+text to a stranger's inbox."""
 
 import re
 from collections.abc import Mapping
@@ -11,9 +18,29 @@ from email.message import EmailMessage
 from email.utils import getaddresses
 from typing import Any
 
-from formsapi.form.blocks import EMAIL, Block, FileUpload, parts
+from formsapi.form.blocks import (
+    EMAIL,
+    OTHER,
+    Block,
+    Date,
+    DateTime,
+    FileUpload,
+    MatrixRow,
+    MultipleChoice,
+    Nps,
+    Part,
+    Ranking,
+    Rating,
+    Scale,
+    SingleChoice,
+    Time,
+    YesNo,
+    parts,
+)
+from formsapi.form.definition import RECALL
 
 MAX_ANSWER = 2000  # characters of one answer in a mail; the page has them all
+TYPED = "(typed: not repeated in this mail)"
 # Characters no header or one-line answer should carry: controls, and the
 # separators Unicode treats as line breaks.
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -74,6 +101,54 @@ def answers_text(blocks: list[Block], answers: Mapping[str, Any]) -> str:
     return "\n\n".join(lines) if lines else "(no answers)"
 
 
+def _label(choice: SingleChoice | MultipleChoice | Ranking, value: str) -> str:
+    if value == OTHER and choice.allow_other:
+        return "Other"
+    return next(option.label for option in choice.options if option.value == value)
+
+
+def picked(part: Part, value: Any) -> str | None:
+    """A copy's text for an answer picked from what the form offers (an
+    option's label, a point of a scale) or a date or time, which hold no
+    one's words; None for anything typed, and for an answer its question
+    would not take now."""
+    if part.check_answer(value)[1] is not None:
+        return None
+    if isinstance(part, SingleChoice):
+        return _label(part, value)
+    if isinstance(part, MultipleChoice | Ranking):
+        return ", ".join(_label(part, chosen) for chosen in value.split(","))
+    if isinstance(part, MatrixRow):
+        return next(c.label for c in part.matrix.columns if c.value == value)
+    if isinstance(part, YesNo):
+        return "Yes" if value == "yes" else "No"
+    if isinstance(part, Rating):
+        return f"{value} of {part.scale}"
+    if isinstance(part, Nps | Scale):
+        low, high = part.bounds()
+        return f"{value} ({low} to {high})"
+    if isinstance(part, Date | Time | DateTime):
+        return str(value)
+    return None
+
+
+def _without_recall(text: str) -> str:
+    # A title that recalls an answer ("Thanks, {{name}}") shows its fallback instead.
+    return RECALL.sub(lambda found: (found.group(2) or "…").strip(), text)
+
+
+def copy_text(blocks: list[Block], answers: Mapping[str, Any]) -> str:
+    """A respondent's copy: each question answered, in the form's order, with
+    what was picked, or a word that the answer was typed."""
+    lines = []
+    for key, part in parts(blocks):
+        if key not in answers or answers[key] in (None, "", []):
+            continue
+        shown = picked(part, answers[key]) or TYPED
+        lines.append(f"{one_line(_without_recall(part.title), 500)}\n  {shown}")
+    return "\n\n".join(lines) if lines else "(no answers)"
+
+
 def build(sender: str, to: str, subject: str, text: str, mail_id: str) -> EmailMessage:
     """A plain-text mail. Raises ValueError for an address or subject a
     header cannot carry."""
@@ -94,7 +169,9 @@ def submission_text(
     if copy:
         return (
             f"Thank you for answering “{form_title}”. "
-            f"Here is a copy of what you sent on {when}.\n\n{answers}\n"
+            f"Here is a copy of what you sent on {when}. "
+            "Answers you typed are not repeated: this mail carries only the form's "
+            f"own words.\n\n{answers}\n"
         )
     return (
         f"A new response to “{form_title}” arrived on {when}.\n\n{answers}\n\n"

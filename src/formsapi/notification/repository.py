@@ -6,11 +6,23 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, and_, delete, func, insert, literal_column, or_, select, update
+from sqlalchemy import (
+    Row,
+    and_,
+    delete,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import (
+    CopyCount,
     Frequency,
     MailOutbox,
     MailStatus,
@@ -23,6 +35,7 @@ from formsapi.models import (
 from formsapi.tenancy import scoped, unscoped
 
 SENDERS = "mail senders serve every organization"
+COPIES = "a recipient's copies are counted across organizations"
 
 # Written into the SQL, not bound, so the partial index on pending rows is used.
 PENDING: Any = literal_column("'pending'")
@@ -146,14 +159,8 @@ async def count_between(
 # The outbox, across organizations.
 
 
-class Subscribed(NamedTuple):
-    form_id: str
-    user_id: str | None  # None: the respondent's copy
-
-
-async def subscribed(session: AsyncSession, form_ids: Sequence[str]) -> list[Subscribed]:
-    """Who gets a mail for each submission of these forms: the members told
-    of each one, and None for the respondent's copy."""
+async def subscribed(session: AsyncSession, form_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """The members told of each submission of these forms: (form_id, user_id)."""
     members = unscoped(
         select(NotificationRecipient.form_id, NotificationRecipient.user_id).where(
             NotificationRecipient.form_id.in_(form_ids),
@@ -161,12 +168,97 @@ async def subscribed(session: AsyncSession, form_ids: Sequence[str]) -> list[Sub
         ),
         SENDERS,
     )
-    copies = unscoped(
-        select(RespondentCopy.form_id).where(RespondentCopy.form_id.in_(form_ids)), SENDERS
+    return [(form_id, user_id) for form_id, user_id in await session.execute(members)]
+
+
+async def copy_questions(session: AsyncSession, form_ids: Sequence[str]) -> dict[str, str]:
+    """The forms among these whose respondents get a copy: form id -> the
+    email question the copy goes to."""
+    statement = unscoped(
+        select(RespondentCopy.form_id, RespondentCopy.question_key).where(
+            RespondentCopy.form_id.in_(form_ids)
+        ),
+        SENDERS,
     )
-    found = [Subscribed(form_id, user_id) for form_id, user_id in await session.execute(members)]
-    found += [Subscribed(form_id, None) for form_id in await session.scalars(copies)]
-    return found
+    return {row.form_id: row.question_key for row in await session.execute(statement)}
+
+
+async def answers_to(
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    key: str,
+    submission_ids: Sequence[str],
+) -> dict[str, Any]:
+    """Each of these submissions' answer to the question `key` (read out of
+    the answers by the database): submission id -> answer, None unanswered."""
+    statement = select(Submission.id, Submission.answers[key]).where(
+        scoped(Submission, organization_id),
+        Submission.form_id == form_id,
+        Submission.id.in_(submission_ids),
+    )
+    return {row[0]: row[1] for row in await session.execute(statement)}
+
+
+# A day's copies, counted across organizations.
+
+CopyKey = tuple[str, str]  # (scope, key): ("address", hex digest) or ("form", form id)
+
+
+async def hold_copy_counts(
+    session: AsyncSession, keys: Sequence[CopyKey], day: datetime
+) -> dict[CopyKey, int]:
+    """The day's count under each key, its row made if missing and locked
+    until the transaction ends: a fan-out in another process counting the
+    same recipient or form waits for this one's counts. One statement, its
+    rows in the order of `keys` (sorted by the caller), so two fan-outs
+    take the same rows in the same order and never wait for each other in
+    a circle."""
+    if not keys:
+        return {}
+    rows = [{"scope": scope, "key": key, "day": day, "count": 0} for scope, key in keys]
+    dialect = session.get_bind().dialect.name
+    inserted: Any = (postgresql if dialect == "postgresql" else sqlite).insert(CopyCount)
+    statement = unscoped(
+        inserted.values(rows)
+        .on_conflict_do_update(
+            index_elements=[CopyCount.scope, CopyCount.key, CopyCount.day],
+            set_={"count": inserted.excluded.count + CopyCount.count},
+        )
+        .returning(CopyCount.scope, CopyCount.key, CopyCount.count),
+        COPIES,
+    )
+    return {(scope, key): count for scope, key, count in await session.execute(statement)}
+
+
+async def set_copy_counts(
+    session: AsyncSession, counts: Mapping[CopyKey, int], day: datetime
+) -> None:
+    """Write the day's counts of rows this transaction holds (hold_copy_counts)."""
+    rows = [
+        {"scope": scope, "key": key, "day": day, "count": count}
+        for (scope, key), count in counts.items()
+    ]
+    await session.execute(unscoped(update(CopyCount), COPIES), rows)  # by primary key
+
+
+async def purge_copy_counts(session: AsyncSession, before: datetime, batch: int) -> int:
+    """Delete up to `batch` counts of days before `before`."""
+    old = unscoped(
+        select(CopyCount.scope, CopyCount.key, CopyCount.day)
+        .where(CopyCount.day < before)
+        .limit(batch),
+        COPIES,
+    )
+    found = (await session.execute(old)).all()
+    if not found:
+        return 0
+    statement = unscoped(
+        delete(CopyCount).where(tuple_(CopyCount.scope, CopyCount.key, CopyCount.day).in_(found)),
+        COPIES,
+    )
+    result: Any = await session.execute(statement)
+    return int(result.rowcount or 0)
 
 
 async def daily_recipients(
@@ -209,6 +301,7 @@ class ClaimedMail(NamedTuple):
     submission_id: str | None
     user_id: str | None
     day: datetime | None
+    recipient: bytes | None
     attempts: int
     created_at: datetime
     lease_until: datetime

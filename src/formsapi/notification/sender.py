@@ -57,12 +57,14 @@ class Sender:
         sessionmaker: async_sessionmaker[AsyncSession],
         mailer: Mailer,
         public_url: str,
+        copies: service.CopyRules,
         *,
         rng: random.Random | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.mailer = mailer
         self.public_url = public_url
+        self.copies = copies
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not a secret
         self.budget = mailer.timeout * EXCHANGES
         # Longer than a send can take: a lease that runs out means its sender died.
@@ -101,7 +103,9 @@ class Sender:
     async def _send(self, mail: ClaimedMail) -> None:
         try:
             async with self.sessionmaker() as session:
-                message = await service.compose(session, mail, self.mailer.sender, self.public_url)
+                message = await service.compose(
+                    session, mail, self.mailer.sender, self.public_url, self.copies
+                )
         except service.Skip as why:
             await self._finish(mail, MailStatus.skipped, error=str(why))
             return
@@ -227,7 +231,7 @@ def fan_out(sender: Sender) -> FanOut:
             and event.form_id is not None
             and event.subject_id is not None
         ]
-        written = await service.enqueue(session, created, utcnow())
+        written = await service.enqueue(session, created, utcnow(), sender.copies)
         return sender.wake.set if written else None
 
     return enqueue

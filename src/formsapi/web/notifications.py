@@ -55,6 +55,8 @@ async def notifications_page(
         form=form,
         settings=current,
         mail=mailer.enabled,
+        keyed=request.app.state.secret_box is not None,
+        caps=request.app.state.settings,
     )
 
 
@@ -75,7 +77,10 @@ async def change_notifications(
     copy_question = copy if isinstance(copy, str) and copy else None
     organization_id = managed.organization.id
     form = await form_service.get(session, organization_id, form_id)
-    await service.update(session, organization_id, form.id, chosen, copy_question, utcnow())
+    keyed = request.app.state.secret_box is not None
+    await service.update(
+        session, organization_id, form.id, chosen, copy_question, utcnow(), keyed=keyed
+    )
     told = len(chosen)
     notice = f"Saved: {told} member{'s' * (told != 1)} told" + (
         ", and respondents get a copy." if copy_question else "."
