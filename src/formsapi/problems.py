@@ -39,7 +39,7 @@ from formsapi.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from formsapi.kit.redact import redact_link_tokens
+from formsapi.kit.redact import redact_url
 
 log = logging.getLogger("formsapi")
 
@@ -160,7 +160,7 @@ def _validation_problem(request: Request, exc: RequestValidationError) -> Respon
 
 def _logged(request: Request) -> str:
     """The path as a log line may quote it: without the secret of a link."""
-    return redact_link_tokens(request.url.path)
+    return redact_url(request.url.path)
 
 
 # The order a 405's `Allow` lists methods in; any other after these.

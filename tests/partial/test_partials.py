@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
 from formsapi.db import create_sessionmaker
-from formsapi.kit.redact import redact_link_tokens
+from formsapi.kit.redact import redact_url
 from formsapi.kit.time import shift
 from formsapi.models import Organization, PartialResponse
 from formsapi.partial.retention import purge_partials
@@ -296,6 +296,6 @@ async def test_what_a_script_sends_to_fill_the_database_is_refused(
 
 def test_resume_links_are_kept_out_of_logged_paths() -> None:
     path = "/f/frm_1/resume/L0S4hllMhvhv26nN_ahC7yrQXH49wytcfA3at2Xy0uY"
-    assert redact_link_tokens(f'"GET {path} HTTP/1.1" 200') == (
+    assert redact_url(f'"GET {path} HTTP/1.1" 200') == (
         '"GET /f/frm_1/resume/[redacted] HTTP/1.1" 200'
     )

@@ -7,7 +7,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import BaseRoute, Mount
 
-from formsapi.kit.redact import redact_link_tokens
+from formsapi.kit.redact import redact_url
 from formsapi.web import (
     account,
     builder,
@@ -45,12 +45,13 @@ _MODULES = (
 
 
 class RedactLinkTokens(logging.Filter):
-    """Invitation and password reset links are secrets: keep them out of the access log."""
+    """The secrets links carry (kit/redact.py) stay out of the access log,
+    which quotes each request's path and query."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                redact_link_tokens(arg) if isinstance(arg, str) else arg for arg in record.args
+                redact_url(arg) if isinstance(arg, str) else arg for arg in record.args
             )
         return True
 
