@@ -1,6 +1,7 @@
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from formsapi.models.base import Base, JSONColumn, UTCDateTime
@@ -32,3 +33,8 @@ class ReportLink(Base):
     hidden_questions: Mapped[list[str]] = mapped_column(JSONColumn)
     # Counts under it (and figures from fewer answers) read "fewer than k".
     min_count: Mapped[int] = mapped_column(Integer)
+    # The figures the report shows, as last released, and when (report.service:
+    # at most once a UTC day, once k more submissions came in). JSON, not
+    # JSONB: the figures' keys keep their order.
+    released_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    release: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True), nullable=True)

@@ -6,13 +6,23 @@ is shown once, to whoever makes it. A report shows figures only (never an
 answer's text nor a file's name: the summary holds none), leaves out the
 questions chosen, and withholds every count under its threshold k, and every
 figure worked out from fewer than k answers (web.charts does the withholding,
-for every chart the same way)."""
+for every chart the same way).
+
+Withholding a count under k hides a cell of one read, not the difference of
+two reads: read before and after one person answers, a live report would
+tell their answer. So a report with k above 1 shows released figures: kept
+when released, and released again at most once a UTC day, and only once at
+least k submissions have been made since the last release. Two reads either
+show the same figures, or figures k or more submissions apart; answers
+corrected or erased in between go with those. With k = 1 (nothing withheld)
+a report is live."""
 
 import hashlib
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -106,12 +116,14 @@ async def of_form(
 async def revoke(
     session: AsyncSession, organization_id: str, form_id: str, link_id: str, now: datetime
 ) -> ReportLink:
-    """The link stops working at once (revoking it again changes nothing)."""
+    """The link stops working at once, and the figures it released go
+    (revoking it again changes nothing)."""
     link = await repository.get(session, organization_id, form_id, link_id)
     if link is None:
         raise ReportLinkNotFound()
     if link.revoked_at is None:
         link.revoked_at = now
+        link.released_at, link.release = None, None
         await session.flush()
     return link
 
@@ -132,3 +144,54 @@ async def open_link(session: AsyncSession, token: str, now: datetime) -> ReportL
     if link is None or status(link, now) != "active":
         return None
     return link
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The figures a report shows (what web.summary.Figures dumps), and when
+    they were released."""
+
+    at: datetime
+    figures: dict[str, Any]
+
+
+def live(link: ReportLink) -> bool:
+    """Whether the report shows figures as they are now: with k = 1 nothing
+    is withheld, and so nothing is hidden by releasing."""
+    return link.min_count <= 1
+
+
+def _day(at: datetime) -> datetime:
+    return datetime.combine(at.astimezone(UTC).date(), time(), UTC)
+
+
+def released(link: ReportLink) -> Release | None:
+    if link.released_at is None or link.release is None:
+        return None
+    return Release(link.released_at, link.release)
+
+
+async def release_due(session: AsyncSession, link: ReportLink, now: datetime) -> bool:
+    """Whether the report's figures are to be released now: never released,
+    or released before today (UTC) and k submissions made since."""
+    if link.released_at is None or link.release is None:
+        return True
+    if link.released_at >= _day(now):
+        return False
+    made = await repository.submitted_since(
+        session, link.organization_id, link.form_id, link.released_at, link.min_count
+    )
+    return made >= link.min_count
+
+
+async def publish(
+    session: AsyncSession, link: ReportLink, figures: dict[str, Any], now: datetime
+) -> Release:
+    """Release `figures`, unless another reader released the link's today
+    first: the release that stands."""
+    if await repository.release(session, link.organization_id, link.id, figures, now, _day(now)):
+        return Release(now, figures)
+    found = await repository.released(session, link.organization_id, link.id)
+    if found is None:  # revoked or deleted meanwhile: shown once, as made
+        return Release(now, figures)
+    return Release(*found)

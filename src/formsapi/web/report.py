@@ -1,26 +1,25 @@
 """A form's shared report at /r/{token}: its summary as charts for anyone
 holding the link, no sign-in. Figures only, the questions its maker left
-out missing, small counts withheld (report.service says what a report
-shows). A link revoked, expired, unknown or malformed answers one and the
-same 404 page. Limited per IP like the hosted form pages, never cached,
-never indexed, never framed, and its address (the secret) never sent on
-as a referrer."""
+out missing, small counts withheld, as last released (report.service says
+what a report shows, and when its figures are released). No date range:
+two ranges a day apart would tell that day's answers. A link revoked,
+expired, unknown or malformed answers one and the same 404 page. Limited
+per IP like the hosted form pages, never cached, never indexed, never
+framed, and its address (the secret) never sent on as a referrer."""
 
-from datetime import UTC, date, datetime, time, timedelta
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from formsapi.db import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
-from formsapi.errors import BadRequest, FormNotFound, RateLimited
+from formsapi.errors import FormNotFound, RateLimited
 from formsapi.form import service as form_service
 from formsapi.kit.time import utcnow
 from formsapi.models import Plan
 from formsapi.report import service as report_service
 from formsapi.web.charts import Withhold
 from formsapi.web.context import templates
-from formsapi.web.summary import draw
+from formsapi.web.summary import Figures, drawn, figures
 
 router = APIRouter(prefix="/r", include_in_schema=False)
 
@@ -36,7 +35,6 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "X-Robots-Tag": "noindex, nofollow",
 }
-DateText = Annotated[str | None, Query(max_length=40)]
 
 
 def _page(request: Request, template: str, status: int, **context: object) -> HTMLResponse:
@@ -60,24 +58,9 @@ def _gone(request: Request) -> HTMLResponse:
     )
 
 
-def _day(name: str, text: str | None) -> date | None:
-    if not text:
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise BadRequest(f"“{name}” is a date such as 2026-11-01.") from None
-
-
 @router.get("/{token}")
-async def report_page(
-    request: Request,
-    session: ReadSessionDep,
-    token: str,
-    since: DateText = None,
-    until: DateText = None,
-) -> Response:
-    """The report; `since` and `until` are days (UTC), both included."""
+async def report_page(request: Request, session: ReadSessionDep, token: str) -> Response:
+    """The report, as last released (live with k = 1)."""
     limiter = request.app.state.rate_limiter
     if limiter.enabled:
         try:
@@ -95,27 +78,25 @@ async def report_page(
         form = await form_service.get(session, link.organization_id, link.form_id)
     except FormNotFound:
         return _gone(request)
-    withhold = Withhold(link.min_count)
-    problem, drawn, status = None, None, 200
-    try:
-        first, last = _day("From", since), _day("To", until)
-        start = datetime.combine(first, time(), UTC) if first else None
-        end = datetime.combine(last + timedelta(days=1), time(), UTC) if last else None
-        drawn = await draw(
-            session, form, withhold, since=start, until=end, leave_out=link.hidden_questions
-        )
-    except (BadRequest, OverflowError) as error:
-        problem = error.detail if isinstance(error, BadRequest) else "The dates are out of range."
-        status = 400
+    released_at = None
+    if report_service.live(link):
+        found = await figures(session, form)
+    else:
+        release = report_service.released(link)
+        if await report_service.release_due(session, link, now):
+            fresh = (await figures(session, form)).dumped()
+            await session.close()  # its connection back before the write takes one
+            async with session_scope(request.app.state.sessionmaker) as writer:
+                release = await report_service.publish(writer, link, fresh, now)
+        assert release is not None  # released now if it never was
+        found, released_at = Figures.loaded(release.figures), release.at
     return _page(
         request,
         "report.html",
-        status,
+        200,
         title=form.title,
-        drawn=drawn,
-        problem=problem,
-        since=since or "",
-        until=until or "",
+        drawn=drawn(found, Withhold(link.min_count), link.hidden_questions),
         k=link.min_count,
+        released_at=released_at,
         expires_at=link.expires_at,
     )

@@ -57,18 +57,40 @@ class Drawn:
     interval: str
 
 
-async def draw(
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """What a summary's page draws from, before any count is withheld: the
+    summary, and the trend's buckets (None, and why, when there is none).
+    JSON-able, for a shared report to keep (report.service)."""
+
+    summary: dict[str, Any]
+    buckets: list[dict[str, Any]] | None
+    interval: str
+    note: str | None
+
+    def dumped(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "buckets": self.buckets,
+            "interval": self.interval,
+            "note": self.note,
+        }
+
+    @classmethod
+    def loaded(cls, kept: dict[str, Any]) -> "Figures":
+        return cls(kept["summary"], kept["buckets"], kept["interval"], kept["note"])
+
+
+async def figures(
     session: ReadSession,
     form: FormModel,
-    withhold: Withhold,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
     version: int | None = None,
     hidden: str | None = None,
     answer: str | None = None,
-    leave_out: list[str] | None = None,
-) -> Drawn:
+) -> Figures:
     """The summary with the API's filters, and the submissions over time
     (from `since`, else the form's creation, to `until`, else now)."""
     summary = await summary_service.summary(
@@ -81,7 +103,7 @@ async def draw(
         hidden=hidden,
         answer=answer,
     )
-    trend, narrow, note, interval = None, None, None, "day"
+    buckets, note, interval = None, None, "day"
     if hidden is not None or answer is not None:
         note = "No trend with a hidden field or answer filter: it would count every submission."
     else:
@@ -98,19 +120,46 @@ async def draw(
                 until=end,
                 version=version,
             )
-            trend = charts.trend(series["buckets"], interval, withhold)
-            narrow = charts.trend(series["buckets"], interval, withhold, charts.NARROW_WIDTH)
+            buckets = series["buckets"]
         except BadRequest:
             note = "The range is too long, or too far in time, to draw a trend: narrow it."
+    return Figures(summary, buckets, interval, note)
+
+
+def drawn(found: Figures, withhold: Withhold, leave_out: list[str] | None = None) -> Drawn:
+    """The figures as a page draws them, counts withheld as `withhold` says."""
+    trend = narrow = None
+    if found.buckets is not None:
+        trend = charts.trend(found.buckets, found.interval, withhold)
+        narrow = charts.trend(found.buckets, found.interval, withhold, charts.NARROW_WIDTH)
     return Drawn(
-        summary=summary,
-        questions=charts.questions(summary, withhold, leave_out or ()),
-        submissions=withhold.count(summary["submissions"]),
+        summary=found.summary,
+        questions=charts.questions(found.summary, withhold, leave_out or ()),
+        submissions=withhold.count(found.summary["submissions"]),
         trend=trend,
         trend_narrow=narrow,
-        trend_note=note,
-        interval=interval,
+        trend_note=found.note,
+        interval=found.interval,
     )
+
+
+async def draw(
+    session: ReadSession,
+    form: FormModel,
+    withhold: Withhold,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    version: int | None = None,
+    hidden: str | None = None,
+    answer: str | None = None,
+    leave_out: list[str] | None = None,
+) -> Drawn:
+    """figures() drawn: the summary page's, and a live shared report's."""
+    found = await figures(
+        session, form, since=since, until=until, version=version, hidden=hidden, answer=answer
+    )
+    return drawn(found, withhold, leave_out)
 
 
 def moment(name: str, text: str | None) -> datetime | None:
