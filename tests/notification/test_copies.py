@@ -196,6 +196,25 @@ async def test_an_address_is_counted_across_forms_and_organizations(
     assert len(inbox.messages) == 3
 
 
+async def test_the_spellings_of_one_mailbox_are_counted_as_one(
+    api: Api, session: AsyncSession, mailing: Mailing, inbox: Inbox
+) -> None:
+    form_id, _, _ = await _form(session)
+    spellings = [
+        "victim@example.org",
+        "victim+1@example.org",
+        "v.i.c.t.i.m@example.org",
+        "Victim+Two@Example.org",
+        "vic.tim+3@EXAMPLE.ORG",
+    ]
+
+    for n, address in enumerate(spellings):
+        assert await _post(api, form_id, address, f"198.51.100.{n + 200}") == 303
+    await mailing.run()
+
+    assert len(inbox.messages) == 3
+
+
 async def test_fan_outs_racing_count_an_address_exactly(
     session: AsyncSession, engine: AsyncEngine, mailing: Mailing
 ) -> None:
