@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Match
 
@@ -266,6 +267,18 @@ def install_handlers(app: FastAPI) -> None:
             headers = {}
         return await on_formsapi_error(request, DatabaseUnavailable(detail, headers=headers))
 
+    async def on_client_gone(request: Request, exc: Exception) -> Response:
+        # A client that closed its connection mid-body (a dropped upload): not a
+        # fault of ours, so one line and no traceback. Nobody reads the answer.
+        log.warning("client went away mid-request: %s %s", request.method, _logged(request))
+        return problem_response(
+            400,
+            BadRequest.title,
+            "The connection closed before the request's body arrived.",
+            slug=BadRequest.slug,
+            instance=request.url.path,
+        )
+
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         request_id = request.headers.get("x-request-id", "")
         log.exception(
@@ -283,6 +296,7 @@ def install_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(PoolTimeout, on_pool_timeout)
+    app.add_exception_handler(ClientDisconnect, on_client_gone)
     # OSError: refused, reset, timed out or unresolved connections, and the
     # hot reads' DatabaseUnreachable; on_database_error sends the rest on to 500.
     for error in (DBAPIError, OSError):
