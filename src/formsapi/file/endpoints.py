@@ -1,4 +1,3 @@
-import logging
 from datetime import timedelta
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -13,7 +12,7 @@ from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, re
 from formsapi.errors import NotReady, ValidationFailed, problem_responses
 from formsapi.file import service
 from formsapi.file.schemas import FileLink, FileLinkCreate, FileOut
-from formsapi.file.storage import BytesMissing, Storages
+from formsapi.file.storage import Storages
 from formsapi.form import service as form_service
 from formsapi.form.endpoints import ERRORS_404, FormId, json
 from formsapi.kit.ids import ID_PATTERN
@@ -29,9 +28,11 @@ FileId = Annotated[
     str, Path(alias="fileId", pattern=ID_PATTERN, max_length=64, description="A file's id.")
 ]
 
-log = logging.getLogger("formsapi")
-
 _NO_STORE = {"Cache-Control": "private, no-store"}
+_STORE_503 = (
+    "The database, or the store files are kept in, cannot be reached or refused the "
+    "service; nothing was kept. See `Retry-After`."
+)
 # Any type: the file's own, as its bytes showed it.
 _BYTES: dict[str, Any] = {
     "description": "The file's bytes, as an attachment, with the type found from them.",
@@ -62,6 +63,7 @@ _UPLOAD_BODY: dict[str, Any] = {
         415,
         422,
         429,
+        503,
         _400="`question` names no file question of the form.",
         _408="Nothing arrived for FORMSAPI_UPLOAD_IDLE_TIMEOUT seconds, or the upload "
         "averaged under FORMSAPI_UPLOAD_MIN_RATE bytes a second.",
@@ -69,6 +71,7 @@ _UPLOAD_BODY: dict[str, Any] = {
         _413="The file is larger than the question's `maxSize` (or the server's limit).",
         _415="The file's bytes are of a type the question does not `accept`.",
         _422="The file is empty.",
+        _503=_STORE_503,
     ),
     openapi_extra=requires(Scope.submissions_write) | _UPLOAD_BODY,
 )
@@ -135,6 +138,7 @@ async def get_file(principal: PrincipalDep, session: ReadSessionDep, file_id: Fi
     responses={
         200: _BYTES,
         **ERRORS_404,
+        **problem_responses(503, _503=_STORE_503),
     },
     openapi_extra=requires(Scope.submissions_read),
 )
@@ -213,9 +217,11 @@ def signed_link(request: Request, file_id: str, seconds: int) -> tuple[str, Any]
             400,
             403,
             404,
+            503,
             _400="`expires` or `signature` is missing or malformed.",
             _403="The link has expired or is not valid.",
             _404="The file is gone.",
+            _503=_STORE_503,
         ),
     },
 )
@@ -238,16 +244,11 @@ async def download_by_link(
 async def download(storages: Storages, file: File) -> StreamingResponse:
     """A file's bytes as an attachment that no browser runs or sniffs. The
     first piece is read before the answer starts, so bytes the storage has
-    lost answer 404 (and are logged), not a 200 cut short."""
-    pieces = service.content(storages, file)
-    try:
-        first = await anext(pieces)
-    except BytesMissing:
-        log.error("file %s: its row is here, its bytes are not in %s", file.id, file.storage)
-        raise service.FileNotFound(file.id) from None
+    lost answer 404, and a store that fails 503, not a 200 cut short."""
+    pieces = await service.content(storages, file)
     ascii_name = file.name.encode("ascii", "replace").decode().replace('"', "'").replace("?", "_")
     return StreamingResponse(
-        service.chained(first, pieces),
+        pieces,
         media_type=file.content_type,
         headers={
             "Content-Length": str(file.size),

@@ -36,6 +36,16 @@ async def remove(session: AsyncSession, organization_id: str, file_id: str) -> N
     await session.execute(delete(File).where(scoped(File, organization_id), File.id == file_id))
 
 
+async def due_now(session: AsyncSession, organization_id: str, file_id: str, now: datetime) -> None:
+    """An upload cut short whose bytes could not be deleted: the purge's, now."""
+    await session.execute(
+        update(File)
+        .where(scoped(File, organization_id), File.id == file_id, File.submission_id.is_(None))
+        .values(expires_at=now)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def _readable(now: datetime) -> list[ColumnElement[bool]]:
     # Complete, and not due for the purge (its bytes may still be there until
     # the purge runs, an object store's always are, but no one reads them).

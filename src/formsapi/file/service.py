@@ -13,6 +13,7 @@ purged with the uploads no submission took.
 
 import codecs
 import hashlib
+import logging
 import re
 import unicodedata
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -32,7 +33,7 @@ from formsapi.errors import (
     UnsupportedMediaType,
 )
 from formsapi.file import repository
-from formsapi.file.storage import Storages
+from formsapi.file.storage import BytesMissing, Storages, StoreFailed
 from formsapi.form import blocks, compiled
 from formsapi.form.blocks import Block, FileUpload, questions
 from formsapi.form.service import FormNotAccepting
@@ -40,6 +41,8 @@ from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import File, Form, FormStatus
+
+log = logging.getLogger("formsapi")
 
 FILE_ID = re.compile(blocks.FILE_ID)
 # Bytes read before the type is decided: every signature we know lies
@@ -229,6 +232,9 @@ async def _receive(
             await repository.stored(
                 session, form.organization_id, file.id, size, digest.digest(), utcnow()
             )
+    except StoreFailed as error:
+        await _forget(sessionmaker, form.organization_id, file.id, writer)
+        raise unavailable(file.storage, error) from None
     except BaseException:
         await _forget(sessionmaker, form.organization_id, file.id, writer)
         raise
@@ -246,10 +252,18 @@ async def chained(head: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[byte
 async def _forget(
     sessionmaker: async_sessionmaker[WriteSession], organization_id: str, file_id: str, writer: Any
 ) -> None:
-    """Delete an upload cut short. Should this fail too (the database gone
-    meanwhile), the row is left incomplete and the purge takes it."""
+    """Delete an upload cut short: what the storage holds of it, then its
+    row. Should the storage fail to delete (an object store gone
+    meanwhile), the row stays, due at once, for the purge to delete both;
+    should the database fail too, the row stays as it was (never readable:
+    not complete), and the purge takes it when it expires."""
     try:
-        await writer.abort()
+        try:
+            await writer.abort()
+        except Exception:
+            async with session_scope(sessionmaker) as session:
+                await repository.due_now(session, organization_id, file_id, utcnow())
+            return
         async with session_scope(sessionmaker) as session:
             await repository.remove(session, organization_id, file_id)
     except Exception:  # noqa: S110 - the purge is the fallback, said above
@@ -258,6 +272,31 @@ async def _forget(
 
 def _too_large(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge(f"The file is over the {limit} bytes this question takes.", limit=limit)
+
+
+class StorageUnavailable(FormsAPIError):
+    """The store the service keeps files in (an S3-compatible one) could not
+    be reached, or refused the service's request: nothing was kept of an
+    upload, and no file was made. Retry after `Retry-After`; if it goes on,
+    tell whoever runs the service (their log says what the store answered)."""
+
+    status = 503
+    title = "Storage Unavailable"
+    slug = "storage-unavailable"
+
+
+# Seconds a client is told to wait after the file store failed.
+STORAGE_RETRY_AFTER = 5
+
+
+def unavailable(storage: str, error: StoreFailed) -> StorageUnavailable:
+    """The problem for a store that failed, logged in one line (what it
+    answered, never a traceback: it is not a fault of the service's)."""
+    log.warning("file storage %s unavailable: %s", storage, error)
+    return StorageUnavailable(
+        "The file store cannot be reached right now; nothing was kept. Retry in a moment.",
+        headers={"Retry-After": str(STORAGE_RETRY_AFTER)},
+    )
 
 
 async def get(session: AsyncSession, organization_id: str, file_id: str) -> File:
@@ -291,8 +330,20 @@ async def named(
     return await repository.of_form(session, organization_id, form_id, plausible, utcnow())
 
 
-def content(storages: Storages, file: File) -> AsyncIterator[bytes]:
-    return storages.of(file.storage).read(file.id)
+async def content(storages: Storages, file: File) -> AsyncIterator[bytes]:
+    """A file's bytes, the first piece read before this returns, so that a
+    download can still answer with a problem: FileNotFound for bytes the
+    storage has lost (logged: someone deleted them behind the service's
+    back), StorageUnavailable for a store that fails."""
+    pieces = storages.of(file.storage).read(file.id)
+    try:
+        first = await anext(pieces)
+    except BytesMissing:
+        log.error("file %s: its row is here, its bytes are not in %s", file.id, file.storage)
+        raise FileNotFound(file.id) from None
+    except StoreFailed as error:
+        raise unavailable(file.storage, error) from None
+    return chained(first, pieces)
 
 
 def view(file: File) -> dict[str, Any]:

@@ -29,6 +29,16 @@ class BytesMissing(Exception):
     service's back, or a store restored from an older copy)."""
 
 
+class StoreFailed(Exception):
+    """An object store that could not be reached, or that refused a request
+    (credentials, permissions, an operation it does not implement): what it
+    said, in one line, as `code` and the message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
 class Writer(Protocol):
     async def write(self, piece: bytes) -> None: ...
 
@@ -158,12 +168,10 @@ class S3Storage:
 
     async def read(self, file_id: str) -> AsyncIterator[bytes]:
         """BytesMissing before the first piece if the object is not there."""
-        from botocore.exceptions import ClientError
-
         try:
             answer = await _call(self.client.get_object, Bucket=self.bucket, Key=self.key(file_id))
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+        except StoreFailed as error:
+            if error.code in ("NoSuchKey", "404"):
                 raise BytesMissing(file_id) from None
             raise
         body = answer["Body"]
@@ -273,7 +281,20 @@ class _S3Writer:
 
 
 async def _call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return await asyncio.to_thread(function, *args, **kwargs)
+    """`function` (a boto3 call) in a thread; the store's failure as StoreFailed."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return await asyncio.to_thread(function, *args, **kwargs)
+    except ClientError as error:
+        said = error.response.get("Error", {})
+        code = str(
+            said.get("Code")
+            or error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", "?")
+        )
+        raise StoreFailed(code, str(said.get("Message") or error)) from error
+    except BotoCoreError as error:
+        raise StoreFailed(type(error).__name__, str(error)) from error
 
 
 class Storages:
