@@ -71,6 +71,7 @@ from formsapi.ratelimit.service import (
     RateLimiter,
     ResumeMailThrottle,
     SignInThrottle,
+    UploadBytesThrottle,
     UploadThrottle,
 )
 from formsapi.request_body import RequestBody
@@ -245,6 +246,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     app.state.resume_mail_throttle = ResumeMailThrottle(settings, redis)
     app.state.partial_throttle = PartialThrottle(settings, redis)
     app.state.upload_throttle = UploadThrottle(settings, redis)
+    app.state.upload_bytes = UploadBytesThrottle(settings, redis)
     app.state.public_post_throttle = PublicPostThrottle(settings, redis)
     app.state.password_throttle = PasswordThrottle(settings, redis)
     app.state.auth_epoch = auth_epoch

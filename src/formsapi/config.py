@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     # Uploads no submission took are purged after this many hours (a saved
     # partial response that names them keeps them as long as it is kept).
     upload_orphan_hours: float = Field(default=24.0, gt=0, le=24 * 365)
+    # Uploads from hosted pages (no key), in bytes: from one client IP within
+    # upload_orphan_hours (at most what it can have waiting unnamed at once),
+    # into one form an hour, and held by one form's uploads no submission
+    # names yet. Past any, refused before a byte is read.
+    upload_bytes_per_ip: int = Field(default=1024**3, ge=1024 * 1024)
+    upload_bytes_per_form: int = Field(default=4 * 1024**3, ge=1024 * 1024)
+    upload_orphan_bytes_per_form: int = Field(default=4 * 1024**3, ge=1024 * 1024)
     # Signed download links live at most this many seconds (default 7 days).
     file_link_max_seconds: int = Field(default=7 * 86400, ge=60, le=365 * 86400)
 

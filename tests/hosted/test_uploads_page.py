@@ -1,11 +1,15 @@
 """File questions on the hosted page, driven as a browser would (the page's
 script sends each file to /f/{formId}/files, then the page posts the id its
 hidden field holds): what the upload answers, what the post stores, what a
-page shown again shows, the throttle on a flood of uploads, and an upload a
+page shown again shows, the throttle on a flood of uploads, the bytes an
+address or a form may upload and a form may hold unnamed, and an upload a
 saved partial names outliving the purge of uploads nobody took."""
 
 import asyncio
+import contextlib
 import re
+import uuid
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -345,3 +349,223 @@ async def test_an_upload_a_saved_partial_names_outlives_the_orphan_purge_and_sho
     # Taken: no later purge removes it.
     with shift(timedelta(days=30)):
         assert await file_service.purge(sessionmaker, storages) == 0
+
+
+# Bytes: anonymous uploads are bounded by what they weigh, not only by count.
+
+MIB = 1024 * 1024
+# A form whose question takes files up to 4 MiB.
+LARGE: dict[str, Any] = {
+    "title": "Portfolio",
+    "blocks": [
+        {
+            "type": "file",
+            "key": "cv",
+            "title": "Your work",
+            "accept": ["application/pdf"],
+            "maxSize": 4 * MIB,
+        }
+    ],
+}
+ONE_MIB = PDF + b"\0" * (MIB - len(PDF))
+
+
+class Declared:
+    """An upload's body, sent with its Content-Length (as a browser sends
+    a file): whether the server read any of it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.read = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        self.read = True
+        yield self.data
+
+
+async def _declared(
+    client: httpx.AsyncClient, form_id: str, body: Declared, length: int | None = None
+) -> httpx.Response:
+    return await client.post(
+        f"/f/{form_id}/files",
+        params={"question": "cv", "name": "work.pdf"},
+        content=body,
+        headers={"Content-Length": str(len(body.data) if length is None else length)},
+    )
+
+
+@contextlib.asynccontextmanager
+async def _clients(
+    database_url: str,
+    *addresses: str,
+    servers: int = 1,
+    redis_url: str | None = None,
+    **limits: Any,
+) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """Clients from `addresses`, the n-th on the (n % `servers`)-th of apps
+    whose upload limits are `limits`, sharing `redis_url` when given (as
+    processes of one deployment do), else each counting in its memory."""
+    settings = Settings(
+        database_url=database_url,
+        redis_url=redis_url,
+        redis_prefix=f"formsapi-test-{uuid.uuid4().hex}",
+        rate_limit_standard=100_000,
+        public_posts_per_ip=100_000,
+        **limits,
+    )
+    apps = [create_app(settings) for _ in range(servers)]
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            yield [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        transport=httpx.ASGITransport(
+                            app=apps[n % servers], client=(address, 40000)
+                        ),
+                        base_url="http://testserver",
+                    )
+                )
+                for n, address in enumerate(addresses)
+            ]
+    finally:
+        for app in apps:
+            await release(app)
+
+
+async def _held(engine: AsyncEngine) -> int:
+    """Bytes the files table says it holds."""
+    return sum(file.size for file in await _files(engine))
+
+
+def _refused_unread(response: httpx.Response, body: Declared, status: int) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert 1 <= int(response.headers["retry-after"]) <= 24 * 3600
+    assert not body.read  # refused on its headers: not a byte of it read
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+async def test_uploads_from_one_address_stop_at_its_bytes_whatever_the_form(
+    api: Api,
+    session: AsyncSession,
+    engine: AsyncEngine,
+    database_url: str,
+    request: pytest.FixtureRequest,
+    store: str,
+) -> None:
+    """3 MiB from an address (in the time unnamed uploads are kept): a flood
+    of 1 MiB files into two forms, in a concurrent burst, stores 3 MiB; the
+    rest are refused unread. With Redis, through two processes that share
+    its count."""
+    forms = [(await publish_over_api(api, session, LARGE))[0] for _ in range(2)]
+    shared: dict[str, Any] = {}
+    if store == "redis":
+        shared = {"servers": 2, "redis_url": request.getfixturevalue("redis_url")}
+    async with _clients(
+        database_url,
+        "203.0.113.7",
+        "203.0.113.7",
+        "198.51.100.2",
+        upload_bytes_per_ip=3 * MIB,
+        **shared,
+    ) as (flood, flood_elsewhere, neighbour):
+        # Larger than the whole allowance: refused at once, and takes nothing.
+        whole = Declared(PDF + b"\0" * (3 * MIB))
+        too_large = await _declared(flood, forms[0], whole)
+        assert too_large.status_code == 413, too_large.text
+        assert not whole.read
+
+        bodies = [Declared(ONE_MIB) for _ in range(12)]
+        answers = await asyncio.gather(
+            *(
+                _declared((flood, flood_elsewhere)[n % 2], forms[n // 2 % 2], body)
+                for n, body in enumerate(bodies)
+            )
+        )
+        other = await _declared(neighbour, forms[0], Declared(ONE_MIB))
+
+    assert sorted(r.status_code for r in answers) == [201] * 3 + [429] * 9
+    for response, body in zip(answers, bodies, strict=True):
+        if response.status_code == 429:
+            _refused_unread(response, body, 429)
+            assert "from this address" in response.json()["detail"]
+    assert other.status_code == 201, other.text  # another address is not held back
+    assert await _held(engine) == 4 * MIB
+
+
+async def test_uploads_into_one_form_stop_at_its_bytes_an_hour_whatever_the_address(
+    api: Api, session: AsyncSession, engine: AsyncEngine, database_url: str
+) -> None:
+    """3 MiB an hour into a form: 1 MiB files from 8 addresses at once store
+    3 MiB; another form takes its own."""
+    form_id, _, _ = await publish_over_api(api, session, LARGE)
+    other_form, _, _ = await publish_over_api(api, session, LARGE)
+    addresses = [f"203.0.113.{n}" for n in range(1, 9)]
+    async with _clients(database_url, *addresses, upload_bytes_per_form=3 * MIB) as clients:
+        bodies = [Declared(ONE_MIB) for _ in clients]
+        answers = await asyncio.gather(
+            *(_declared(c, form_id, b) for c, b in zip(clients, bodies, strict=True))
+        )
+        elsewhere = await _declared(clients[-1], other_form, Declared(ONE_MIB))
+
+    assert sorted(r.status_code for r in answers) == [201] * 3 + [429] * 5
+    for response, body in zip(answers, bodies, strict=True):
+        if response.status_code == 429:
+            _refused_unread(response, body, 429)
+            assert "to this form" in response.json()["detail"]
+    assert elsewhere.status_code == 201, elsewhere.text
+    assert await _held(engine) == 4 * MIB
+
+
+async def test_a_form_holds_uploads_no_answers_name_up_to_its_room(
+    api: Api, session: AsyncSession, engine: AsyncEngine, database_url: str, settings: Settings
+) -> None:
+    """3 MiB of uploads no submission names, in a form: from 10 addresses at
+    once, 3 MiB are kept, the rest refused unread (507); room comes back as
+    a submission takes a file, and as unnamed uploads expire."""
+    form_id, secret, _ = await publish_over_api(api, session, LARGE)
+    other_form, _, _ = await publish_over_api(api, session, LARGE)
+    addresses = [f"198.51.100.{n}" for n in range(1, 11)]
+    async with _clients(database_url, *addresses, upload_orphan_bytes_per_form=3 * MIB) as (
+        clients
+    ):
+        bodies = [Declared(ONE_MIB) for _ in clients]
+        answers = await asyncio.gather(
+            *(_declared(c, form_id, b) for c, b in zip(clients, bodies, strict=True))
+        )
+        assert sorted(r.status_code for r in answers) == [201] * 3 + [507] * 7
+        for response, body in zip(answers, bodies, strict=True):
+            if response.status_code == 507:
+                _refused_unread(response, body, 507)
+                assert response.json()["type"] == "/problems/uploads-full"
+        assert await _held(engine) == 3 * MIB
+        # Another form has room of its own.
+        assert (await _declared(clients[0], other_form, Declared(ONE_MIB))).status_code == 201
+
+        # A submission names one: its room is free again, for one file.
+        kept = next(r.json()["id"] for r in answers if r.status_code == 201)
+        sent = await api.post(
+            f"/v1/forms/{form_id}/submissions", secret, json={"answers": {"cv": kept}}
+        )
+        assert sent.status_code == 201, sent.text
+        assert (await _declared(clients[1], form_id, Declared(ONE_MIB))).status_code == 201
+        assert (await _declared(clients[2], form_id, Declared(ONE_MIB))).status_code == 507
+
+        # Unnamed uploads past their time hold no room, purged or not yet.
+        with shift(timedelta(hours=settings.upload_orphan_hours, minutes=1)):
+            late = await _declared(clients[3], form_id, Declared(ONE_MIB))
+        assert late.status_code == 201, late.text
+
+
+async def test_an_upload_whose_body_runs_past_its_declared_length_is_cut_and_leaves_nothing(
+    api: Api, session: AsyncSession, engine: AsyncEngine
+) -> None:
+    """What an upload declares is what its allowances were charged: a body
+    longer than that (which HTTP/1.1's framing never delivers, but another
+    transport might) is refused, not kept."""
+    form_id, _, _ = await publish_over_api(api, session, FORM)
+
+    longer = await _declared(api.client, form_id, Declared(PDF), length=100)
+
+    assert longer.status_code == 413, longer.text
+    assert await _count(engine) == 0

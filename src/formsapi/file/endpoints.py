@@ -103,8 +103,16 @@ async def upload_file(
     )
 
 
-async def receive(request: Request, form: Form, key: str | None, name: str | None) -> File:
-    """An upload to one of the form's questions (the API's and the hosted page's)."""
+async def receive(
+    request: Request,
+    form: Form,
+    key: str | None,
+    name: str | None,
+    allowance: service.Allowance | None = None,
+) -> File:
+    """An upload to one of the form's questions (the API's and, with the
+    `allowance` of whoever sends it, the hosted page's: bounded then by the
+    form's room for uploads no submission took)."""
     settings: Settings = request.app.state.settings
     length = request.headers.get("content-length")
     upload = service.Upload(
@@ -114,10 +122,12 @@ async def receive(request: Request, form: Form, key: str | None, name: str | Non
         streamed(request, settings.upload_idle_timeout, settings.upload_min_rate),
     )
     limits = service.Limits(
-        settings.upload_max_bytes, timedelta(hours=settings.upload_orphan_hours)
+        settings.upload_max_bytes,
+        timedelta(hours=settings.upload_orphan_hours),
+        settings.upload_orphan_bytes_per_form if allowance is not None else None,
     )
     return await service.receive(
-        request.app.state.sessionmaker, request.app.state.storages, form, upload, limits
+        request.app.state.sessionmaker, request.app.state.storages, form, upload, limits, allowance
     )
 
 

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Row, and_, case, delete, or_, select, update
+from sqlalchemy import ColumnElement, Row, and_, case, delete, func, literal, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import File
@@ -15,10 +15,45 @@ async def add(session: AsyncSession, file: File) -> None:
     await session.flush()
 
 
+# The first key of the advisory locks that order a form's uploads (the
+# second is the form's): apart from the single key its posts queue on.
+_UPLOADS_LOCK = 0x66696C65  # "file"
+
+
+async def queue_uploads(session: AsyncSession, form_id: str) -> None:
+    """Wait for the form's turn to take an upload, until commit (PostgreSQL;
+    a SQLite write transaction already excludes every other writer), so
+    that what its uploads hold is read and added to by one at a time."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(
+            select(func.pg_advisory_xact_lock(literal(_UPLOADS_LOCK), func.hashtext(form_id)))
+        )
+
+
+async def unclaimed(
+    session: AsyncSession, organization_id: str, form_id: str, now: datetime
+) -> tuple[int, datetime | None]:
+    """The bytes a form's uploads that no submission has taken hold (those
+    still arriving by what they may reach), and when the first of them
+    expires: (held, first expiry)."""
+    statement = select(
+        func.coalesce(func.sum(File.size), 0).label("held"),
+        func.min(File.expires_at).label("first_expiry"),
+    ).where(
+        scoped(File, organization_id),
+        File.form_id == form_id,
+        File.submission_id.is_(None),
+        File.expires_at > now,
+    )
+    held, first_expiry = (await session.execute(statement)).one()
+    return int(held), first_expiry  # PostgreSQL sums a bigint as a numeric
+
+
 async def stored(
     session: AsyncSession,
     organization_id: str,
     file_id: str,
+    content_type: str,
     size: int,
     sha256: bytes,
     now: datetime,
@@ -27,7 +62,7 @@ async def stored(
     await session.execute(
         update(File)
         .where(scoped(File, organization_id), File.id == file_id)
-        .values(size=size, sha256=sha256, stored_at=now)
+        .values(content_type=content_type, size=size, sha256=sha256, stored_at=now)
         .execution_options(synchronize_session=False)
     )
 

@@ -2,21 +2,24 @@
 bytes, kept apart from the answers, given to the submission that names them,
 and deleted with it.
 
-An upload is checked before it touches the database: its declared length
-against the question's limit, then its first bytes against the types the
-question accepts. Its bytes then go to the storage a piece at a time while
-they are counted (a body that runs over is cut at the limit) and hashed.
-A file row exists from the first piece, marked complete only at the end; an
-upload cut short deletes what it wrote, and one whose process died is
-purged with the uploads no submission took.
+An upload is refused on what its request says before a byte of it is read:
+the question, its declared length against the question's limit, the
+sender's allowances (the hosted page's), and the form's room for uploads no
+submission took, which its row, written then, takes its share of. Its first
+bytes are then checked against the types the question accepts, and its bytes
+go to the storage a piece at a time while they are counted (a body that runs
+over is cut at the limit) and hashed. The row is marked complete only at the
+end; an upload cut short deletes what it wrote, and one whose process died
+is purged with the uploads no submission took.
 """
 
 import codecs
 import hashlib
 import logging
+import math
 import re
 import unicodedata
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -149,6 +152,27 @@ class Upload:
 class Limits:
     cap: int  # FORMSAPI_UPLOAD_MAX_BYTES
     keep: timedelta  # until an upload no submission took is purged
+    # Bytes the form's uploads no submission took may hold, this one's
+    # included (FORMSAPI_UPLOAD_ORPHAN_BYTES_PER_FORM); None: not bounded
+    # (an organization's own key).
+    unclaimed: int | None = None
+
+
+# Takes an upload's bytes (at most what it may reach) from the allowances
+# of who sends it, or raises to refuse it; before a byte of it is read.
+Allowance = Callable[[int], Awaitable[None]]
+
+
+class UploadsFull(FormsAPIError):
+    """The form holds as many bytes of uploads that no submission names yet
+    as the service lets it (FORMSAPI_UPLOAD_ORPHAN_BYTES_PER_FORM): nothing
+    was read nor kept. Room comes back as answers are sent naming their
+    files, and as uploads nobody named expire (FORMSAPI_UPLOAD_ORPHAN_HOURS):
+    retry after `Retry-After`, or send the answers without the file."""
+
+    status = 507
+    title = "Insufficient Storage"
+    slug = "uploads-full"
 
 
 async def receive(
@@ -157,9 +181,12 @@ async def receive(
     form: Form,
     upload: Upload,
     limits: Limits,
+    allowance: Allowance | None = None,
 ) -> File:
     """Take an upload to a question of a published form to the end, or
-    leave nothing of it."""
+    leave nothing of it. What can refuse it without its bytes (the form,
+    the question, the declared length, `allowance`, the form's room for
+    uploads nobody named) does, before a byte is read."""
     if form.status != FormStatus.published:
         raise FormNotAccepting(
             f"This form is {form.status}; only published forms take uploads.",
@@ -169,59 +196,93 @@ async def receive(
         form.organization_id, form.id, form.version, form.blocks, form.definition
     )
     question = question_of(version.blocks, upload.key)
-    return await _receive(sessionmaker, storages, form, question, upload, limits)
+    if upload.length == 0:
+        raise EmptyFile("The file is empty.")
+    limit = min(question.max_size, limits.cap)
+    if upload.length is not None:
+        if upload.length > limit:
+            raise _too_large(limit)
+        # A body never runs past what it declared: the allowances took that.
+        limit = upload.length
+    if limits.unclaimed is not None and limit > limits.unclaimed:
+        raise _too_large(limits.unclaimed)  # never room for it
+    if allowance is not None:
+        await allowance(limit)
+    file = await _reserve(sessionmaker, storages, form, question, upload, limits, limit)
+    return await _store(sessionmaker, storages, form, question, upload, file, limit)
 
 
-async def _receive(
+async def _reserve(
     sessionmaker: async_sessionmaker[WriteSession],
     storages: Storages,
     form: Form,
     question: FileUpload,
     upload: Upload,
     limits: Limits,
+    limit: int,
 ) -> File:
-    limit = min(question.max_size, limits.cap)
-    if upload.length is not None and upload.length > limit:
-        raise _too_large(limit)
-    head = bytearray()
-    async for piece in upload.body:
-        head += piece
-        if len(head) >= SNIFF_BYTES:
-            break
-    if not head:
-        raise EmptyFile("The file is empty.")
-    if len(head) > limit:
-        raise _too_large(limit)
-    content_type = sniff(bytes(head[:SNIFF_BYTES]))
-    if not question.accepts(content_type):
-        allowed = ", ".join(question.accept or [])
-        raise UnsupportedMediaType(
-            f"The file's content is {content_type}; this question takes {allowed}.",
-            contentType=content_type,
-            accept=question.accept,
-        )
-    storage = storages.current
-    now = utcnow()
-    file = File(
-        id=new_id("fil"),
-        organization_id=form.organization_id,
-        form_id=form.id,
-        question=question.key,
-        name=clean_name(upload.name),
-        content_type=content_type,
-        size=0,
-        storage=storage.name,
-        created_at=now,
-        expires_at=now + limits.keep,
-    )
+    """The upload's row, not yet complete, holding `limit` bytes (what it
+    may reach) of the form's room for uploads no submission took: taken
+    under the form's upload lock, so uploads racing for the last of it
+    cannot all have it."""
     async with session_scope(sessionmaker) as session:
+        if limits.unclaimed is not None:
+            await repository.queue_uploads(session, form.id)
+        now = utcnow()  # once it is this upload's turn
+        if limits.unclaimed is not None:
+            held, first_expiry = await repository.unclaimed(
+                session, form.organization_id, form.id, now
+            )
+            if held + limit > limits.unclaimed:
+                raise _full(limits, held, first_expiry, now)
+        file = File(
+            id=new_id("fil"),
+            organization_id=form.organization_id,
+            form_id=form.id,
+            question=question.key,
+            name=clean_name(upload.name),
+            content_type=UNKNOWN,  # until its first bytes say
+            size=limit,
+            storage=storages.current.name,
+            created_at=now,
+            expires_at=now + limits.keep,
+        )
         await repository.add(session, file)
-    writer = storage.writer(file.id)
+    return file
+
+
+async def _store(
+    sessionmaker: async_sessionmaker[WriteSession],
+    storages: Storages,
+    form: Form,
+    question: FileUpload,
+    upload: Upload,
+    file: File,
+    limit: int,
+) -> File:
+    """The upload's bytes into the storage its row names, typed by their
+    first bytes; the row complete at the end, or deleted with what was
+    written (left for the purge if the storage cannot delete it now)."""
+    writer = storages.of(file.storage).writer(file.id)
     digest = hashlib.sha256()
     size = 0
     try:
-        pieces = chained(bytes(head), upload.body)
-        async for piece in pieces:
+        head = bytearray()
+        async for piece in upload.body:
+            head += piece
+            if len(head) >= SNIFF_BYTES:
+                break
+        if not head:
+            raise EmptyFile("The file is empty.")
+        content_type = sniff(bytes(head[:SNIFF_BYTES]))
+        if not question.accepts(content_type):
+            allowed = ", ".join(question.accept or [])
+            raise UnsupportedMediaType(
+                f"The file's content is {content_type}; this question takes {allowed}.",
+                contentType=content_type,
+                accept=question.accept,
+            )
+        async for piece in chained(bytes(head), upload.body):
             size += len(piece)
             if size > limit:
                 raise _too_large(limit)
@@ -230,7 +291,13 @@ async def _receive(
         await writer.finish()
         async with session_scope(sessionmaker) as session:
             await repository.stored(
-                session, form.organization_id, file.id, size, digest.digest(), utcnow()
+                session,
+                form.organization_id,
+                file.id,
+                content_type,
+                size,
+                digest.digest(),
+                utcnow(),
             )
     except StoreFailed as error:
         await _forget(sessionmaker, form.organization_id, file.id, writer)
@@ -238,7 +305,7 @@ async def _receive(
     except BaseException:
         await _forget(sessionmaker, form.organization_id, file.id, writer)
         raise
-    file.size, file.sha256 = size, digest.digest()
+    file.content_type, file.size, file.sha256 = content_type, size, digest.digest()
     return file
 
 
@@ -271,7 +338,20 @@ async def _forget(
 
 
 def _too_large(limit: int) -> PayloadTooLarge:
-    return PayloadTooLarge(f"The file is over the {limit} bytes this question takes.", limit=limit)
+    return PayloadTooLarge(f"The file is over the {limit} bytes this upload takes.", limit=limit)
+
+
+def _full(limits: Limits, held: int, first_expiry: datetime | None, now: datetime) -> UploadsFull:
+    # When the first of them expires (never later than one kept from now).
+    until = (first_expiry - now) if first_expiry else limits.keep
+    wait = max(1, math.ceil(min(until, limits.keep).total_seconds()))
+    room = limits.unclaimed
+    return UploadsFull(
+        f"This form holds {held} bytes of uploads no answers name yet, of the {room} it "
+        "may hold: there is no room for this file now. Try again later.",
+        headers={"Retry-After": str(wait)},
+        unclaimedLimit=room,
+    )
 
 
 class StorageUnavailable(FormsAPIError):

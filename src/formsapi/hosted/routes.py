@@ -981,8 +981,10 @@ def _ending(
 async def upload(request: Request, form_id: FormId) -> Response:
     """A file picked on the page, sent as it is (the page's script posts it
     the moment it is chosen); its id goes into the answers. Counted against
-    the address's limit, then the allowance of uploads, before a byte is
-    read; errors are problem documents for the script to show."""
+    the address's limit, then the allowance of uploads, then, by its
+    declared length, the address's and the form's bytes and the form's room
+    for uploads no answers name yet: all before a byte is read. Errors are
+    problem documents for the script to show."""
     if (limited := await _limited(request)) is not None:
         return limited
     async with request.app.state.read_sessionmaker() as session:
@@ -992,14 +994,35 @@ async def upload(request: Request, form_id: FormId) -> Response:
     if not once.unlocked(request, form):
         raise Forbidden("Enter the form's password first.")
     await guard.refused_upload(request, form)
-    wait = await request.app.state.upload_throttle.attempt(form.id, client_ip(request))
+    address = client_ip(request)
+    wait = await request.app.state.upload_throttle.attempt(form.id, address)
     if wait:
         raise RateLimited(
             "Too many uploads from this address; try again later.",
             headers={"Retry-After": str(wait)},
         )
+
+    async def allowance(size: int) -> None:
+        throttle = request.app.state.upload_bytes
+        if size > (largest := throttle.largest()):
+            raise PayloadTooLarge(
+                f"The file is larger than the {largest} bytes an address may upload.",
+                limit=largest,
+            )
+        wait, which = await throttle.take(form.id, address, size)
+        if wait:
+            sent = "from this address" if which == "address" else "to this form in the last hour"
+            raise RateLimited(
+                f"Too many bytes uploaded {sent}; try again later.",
+                headers={"Retry-After": str(wait)},
+            )
+
     file = await receive(
-        request, form, request.query_params.get("question"), request.query_params.get("name")
+        request,
+        form,
+        request.query_params.get("question"),
+        request.query_params.get("name"),
+        allowance,
     )
     shown = {k: v for k, v in file_service.view(file).items() if k in _UPLOAD_SHOWN}
     return Response(orjson.dumps(shown), status_code=201, media_type="application/json")

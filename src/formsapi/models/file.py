@@ -23,7 +23,9 @@ class File(Base):
         # A submission's files (deleted with it) and the purge (no submission).
         Index("ix_files_submission_id", "submission_id"),
         Index("ix_files_expires_at", "expires_at"),
-        Index("ix_files_form_id", "form_id"),
+        # A form's files, and the bytes its unclaimed uploads hold (those
+        # taken have no expiry): read from those alone.
+        Index("ix_files_form_id_expires_at", "form_id", "expires_at"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -39,6 +41,8 @@ class File(Base):
     )
     name: Mapped[str] = mapped_column(String(255))
     content_type: Mapped[str] = mapped_column(String(255))
+    # Bytes; while the upload is arriving, the most it may reach (what it
+    # holds of its form's room for uploads no submission took).
     size: Mapped[int] = mapped_column(BigInteger, default=0)
     sha256: Mapped[bytes | None] = mapped_column(LargeBinary(32), nullable=True)
     storage: Mapped[str] = mapped_column(String(16))  # "database" or "s3"

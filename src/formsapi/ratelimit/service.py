@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from limits import RateLimitItem, RateLimitItemPerMinute
+from limits import RateLimitItem, RateLimitItemPerMinute, RateLimitItemPerSecond
 from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import (
     MovingWindowRateLimiter,
@@ -241,16 +241,16 @@ class Throttle:
         wait, _ = await self.refusal(email, address)
         return wait
 
-    async def refusal(self, email: str, address: str) -> tuple[int, str | None]:
+    async def refusal(self, email: str, address: str, cost: int = 1) -> tuple[int, str | None]:
         """attempt(), saying which count refused: "address" or "account" (None
-        when it may go ahead)."""
+        when it may go ahead). `cost`: how many of each allowance it takes."""
         wait, which = 0, None
         for item, key in reversed(self._counters(email, address)):
             if wait:
                 break
 
             async def take(strategy: Strategy, item: RateLimitItem = item, key: str = key) -> int:
-                if await strategy.hit(item, key):
+                if await strategy.hit(item, key, cost=cost):
                     return 0
                 reset_at, _ = await strategy.get_window_stats(item, key)
                 return max(1, math.ceil(reset_at - time.time()))
@@ -295,6 +295,48 @@ class UploadThrottle(Throttle):
 
     PER_ACCOUNT = RateLimitItemPerMinute(20_000, 60, namespace="upload-form")
     PER_ADDRESS = RateLimitItemPerMinute(100, 60, namespace="upload-ip")
+
+
+class UploadBytesThrottle(Throttle):
+    """Bytes uploaded from hosted pages: FORMSAPI_UPLOAD_BYTES_PER_IP from one
+    client within FORMSAPI_UPLOAD_ORPHAN_HOURS (the time an upload no
+    submission names is kept: so at most what one client can have waiting
+    at once), FORMSAPI_UPLOAD_BYTES_PER_FORM an hour into one form. Taken
+    when an upload starts, by what it declares (its Content-Length), so a
+    flood is refused before its bytes are read. Counted in whole MiB (a
+    moving window keeps an entry per unit), each upload at least one."""
+
+    def __init__(self, settings: Settings, pipe: RedisPipe | None = None) -> None:
+        super().__init__(settings, pipe)
+        self.PER_ACCOUNT = RateLimitItemPerMinute(
+            _mib(settings.upload_bytes_per_form), 60, namespace="upload-bytes-form"
+        )
+        self.PER_ADDRESS = RateLimitItemPerSecond(
+            _mib(settings.upload_bytes_per_ip),
+            max(1, round(settings.upload_orphan_hours * 3600)),
+            namespace="upload-bytes-ip",
+        )
+
+    def _counters(self, email: str, address: str) -> list[tuple[RateLimitItem, str]]:
+        return [(self.PER_ACCOUNT, email), (self.PER_ADDRESS, address)]  # a form's id, as it is
+
+    def largest(self) -> int:
+        """The bytes of the largest upload both allowances can ever take."""
+        return min(self.PER_ADDRESS.amount, self.PER_ACCOUNT.amount) * MIB
+
+    async def take(self, form_id: str, address: str, size: int) -> tuple[int, str | None]:
+        """Take `size` bytes of both allowances: (0, None) when the upload may
+        go ahead, else the seconds to wait and which refused it: "address"
+        or "form"."""
+        wait, which = await self.refusal(form_id, address, cost=_mib(size))
+        return wait, "form" if which == "account" else which
+
+
+MIB = 1024 * 1024
+
+
+def _mib(size: int) -> int:
+    return max(1, -(-size // MIB))
 
 
 class ResumeMailThrottle(Throttle):
