@@ -111,17 +111,17 @@ class FairShare:
     def _work(self) -> None:
         while (taken := self._next()) is not None:
             tenant, job = taken
-            try:
-                if job.done.cancelled():
-                    continue
+            result: Any = None
+            error: BaseException | None = None
+            if not job.done.cancelled():
                 try:
                     result = job.run()
-                except BaseException as error:  # handed to the caller, as the loop would
-                    _settle(job, error=error)
-                else:
-                    _settle(job, result=result)
-            finally:
-                self._finished(tenant, job)
+                except BaseException as raised:  # handed to the caller, as the loop would
+                    error = raised
+            # Its room is given back before its caller hears: a caller that
+            # goes on to queue more finds it free.
+            self._finished(tenant, job)
+            _settle(job, result=result, error=error)
 
 
 def _settle(job: _Job, *, result: Any = None, error: BaseException | None = None) -> None:
