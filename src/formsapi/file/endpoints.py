@@ -126,8 +126,15 @@ async def receive(
         timedelta(hours=settings.upload_orphan_hours),
         settings.upload_orphan_bytes_per_form if allowance is not None else None,
     )
+    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
     return await service.receive(
-        request.app.state.sessionmaker, request.app.state.storages, form, upload, limits, allowance
+        request.app.state.sessionmaker,
+        request.app.state.storages,
+        form,
+        version,
+        upload,
+        limits,
+        allowance,
     )
 
 

@@ -179,6 +179,7 @@ async def receive(
     sessionmaker: async_sessionmaker[WriteSession],
     storages: Storages,
     form: Form,
+    version: compiled.Compiled,
     upload: Upload,
     limits: Limits,
     allowance: Allowance | None = None,
@@ -186,15 +187,13 @@ async def receive(
     """Take an upload to a question of a published form to the end, or
     leave nothing of it. What can refuse it without its bytes (the form,
     the question, the declared length, `allowance`, the form's room for
-    uploads nobody named) does, before a byte is read."""
+    uploads nobody named) does, before a byte is read. `version`: the
+    form's current one."""
     if form.status != FormStatus.published:
         raise FormNotAccepting(
             f"This form is {form.status}; only published forms take uploads.",
             formStatus=form.status,
         )
-    version = compiled.compile_version(
-        form.organization_id, form.id, form.version, form.blocks, form.definition
-    )
     question = question_of(version.blocks, upload.key)
     if upload.length == 0:
         raise EmptyFile("The file is empty.")

@@ -20,6 +20,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import defer
 
 from formsapi.db import HotStatement
 from formsapi.kit.time import EPOCH
@@ -326,6 +327,10 @@ async def get_public(session: AsyncSession, form_id: str) -> Row[Form, list[str]
         select(Form, Organization.embed_origins)
         .join(Organization, Organization.id == Form.organization_id)
         .where(Form.id == form_id, Form.status.in_([FormStatus.published, FormStatus.closed]))
+        # Its questions come from the version compiled in memory (service.version_of):
+        # decoding up to a megabyte of JSON on every page and post took more
+        # than drawing the page.
+        .options(defer(Form.blocks, raiseload=True), defer(Form.definition, raiseload=True))
     )
     statement = unscoped(statement, "a public form's page, found by its id alone")
     return (await session.execute(statement)).first()

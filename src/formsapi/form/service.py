@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.admission import service as admission_service
 from formsapi.admission.service import SecretKeyNeeded
@@ -790,6 +790,22 @@ async def compiled_version(
     return compiled.compile_version(
         organization_id, form_id, snapshot.version, snapshot.blocks, snapshot.definition
     )
+
+
+async def version_of(
+    read_sessionmaker: async_sessionmaker[ReadSession], form: Form
+) -> compiled.Compiled:
+    """The form's current version, compiled: this process's, else read from
+    its snapshot and compiled once (the form's own row is read without its
+    blocks where this is used: the public page and its uploads)."""
+    known = compiled.cached(form.organization_id, form.id)
+    if known is not None and known.version == form.version:
+        return known
+    async with read_sessionmaker() as session:
+        found = await compiled_version(session, form.organization_id, form.id, form.version)
+    if found is None:  # its version went with the form, deleted meanwhile
+        raise FormNotFound(form.id)
+    return found
 
 
 async def version_detail(

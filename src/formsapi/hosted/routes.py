@@ -432,7 +432,7 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     )
     if isinstance(admitted, Response):
         return admitted
-    version = service.compiled_of(form)
+    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
     shown, page = _shown(request, form, version, _language(request, version))
     carried = {
         **service.carried_from(version, request.query_params, prefill=True),
@@ -498,7 +498,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     )
     if isinstance(admitted, Response):
         return admitted
-    version = service.compiled_of(form)
+    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
     shown, page = _shown(request, form, version, _language(request, version, posted))
     today = utcnow().date()
     answers = {
@@ -858,7 +858,7 @@ async def resume_form(
         return _page(request, form.title, "These answers were sent already. Thank you.", 410)
     except NotFound as missing:
         return _page(request, "Link not valid", missing.detail, 404)
-    version = service.compiled_of(form)
+    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
     shown, page = _shown(request, form, version, _language(request, version))
     answers = resumed.answers
     run = await _walked(request, page, version, answers, utcnow().date())
@@ -1122,7 +1122,7 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     if form is None:
         return _unavailable(request)
     key = request.query_params.get("ending")
-    version = service.compiled_of(form)
+    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
     shown, page = _shown(request, form, version, _language(request, version))
     ending = service.ending_of(shown, key) if key else None
     thanks = page.messages["thanks"]

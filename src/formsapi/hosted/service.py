@@ -12,14 +12,13 @@ from urllib.parse import quote
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.form import compiled, flow, logic
+from formsapi.form import flow, logic
 from formsapi.form import repository as form_repository
 from formsapi.form.blocks import (
     LISTED,
     NUMERIC,
     QUESTION_TYPES,
     Block,
-    BlockList,
     Matrix,
     MultipleChoice,
     PageBreak,
@@ -53,10 +52,6 @@ async def public_form(session: AsyncSession, form_id: str) -> tuple[Form, list[s
     form, organization_origins = found
     own = form.embed_origins
     return form, list(own if own is not None else organization_origins or [])
-
-
-def blocks_of(form: Form) -> list[Block]:
-    return BlockList.validate_python(form.blocks)
 
 
 def _typed(question: Question, raw: str) -> Any:
@@ -131,12 +126,6 @@ def is_spam(posted: Posted, honeypot: str) -> bool:
 
 
 # Pages, recall and endings.
-
-
-def compiled_of(form: Form) -> Compiled:
-    return compiled.compile_version(
-        form.organization_id, form.id, form.version, form.blocks, form.definition
-    )
 
 
 def carried_from(form: Compiled, source: Posted, *, prefill: bool) -> dict[str, Any]:
