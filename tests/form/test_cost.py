@@ -152,7 +152,7 @@ async def test_a_form_within_the_bound_is_taken_and_answered(
 def test_the_units_count_what_a_walk_evaluates_and_a_page_draws() -> None:
     # A dropdown of 1,000 options: its block and options drawn, its answer checked.
     one = _units(_dropdowns(1))
-    assert one == (35 + 6 * 1001) + (2 + 100)
+    assert one == (40 + 6 * 1001) + (2 + 100)
     # Variables read on every page are computed again after each answer they
     # read: reading every page's answer, as often as the pages (21 times);
     # reading the first page's only, twice.

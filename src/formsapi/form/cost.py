@@ -9,11 +9,12 @@ names (`python -m bench.form_cost` measures the forms the counts allow):
   again each time a page reads them after an answer they read came in.
   Each answer key checked counts 2, and each option of a choice checked 1
   per 10.
-- Showing a page draws every block on it (35 each, a file question 100),
-  every option and matrix cell (6 each), scale and rating points (10), a
-  ranking's options once for each rank (n x n x 6), each recalled value at
-  its longest (RECALL_SHOWN characters: 60), and the rule parts of its
-  conditions (which the page carries for its script).
+- Showing a page draws every block on it (40 each, a file question 100),
+  every option of a choice and matrix cell (8), option of a dropdown (6),
+  scale and rating point (10), a ranking's options once for each place
+  (n x n x 6), each recalled value at its longest (RECALL_SHOWN characters:
+  60), and the rule parts of its conditions (which the page carries for its
+  script).
 
 A form's cost is its walk plus its costliest page; one above MAX_UNITS is
 refused on save. Versions saved before the bound are served as they are.
@@ -43,9 +44,11 @@ MAX_UNITS = 100_000
 # handing it to the worker thread and back costs more than this saves.
 INLINE_UNITS = 2_000
 
-BLOCK = 35
+BLOCK = 40
 FILE = 100  # a file question's list, messages and script hooks
-ELEMENT = 6
+CHOICE = 8  # an option drawn as a radio button or a checkbox with its label
+CELL = 8  # a matrix's radio button, labelled with its row and column
+LISTED = 6  # an option of a dropdown's list, or of a ranking's place
 POINT = 10  # a scale's or rating's button
 RECALLED = 60
 KEY = 2
@@ -146,7 +149,7 @@ def _drawn(block: Block) -> int:
         if rule is not None
     )
     if isinstance(block, Matrix):
-        return units + ELEMENT * len(block.rows) * len(block.columns)
+        return units + CELL * len(block.rows) * len(block.columns)
     if isinstance(block, Nps):
         return units + POINT * 11
     if isinstance(block, Scale):
@@ -160,9 +163,11 @@ def _drawn(block: Block) -> int:
     options = getattr(block, "options", None) or []
     recalled = RECALLED * sum(len(RECALL.findall(option.label)) for option in options)
     if isinstance(block, Ranking):
-        return units + recalled + ELEMENT * len(options) ** 2
-    extra = 1 if getattr(block, "allow_other", False) or isinstance(block, Dropdown) else 0
-    return units + recalled + ELEMENT * (len(options) + extra)
+        return units + recalled + LISTED * len(options) ** 2
+    if isinstance(block, Dropdown):
+        return units + recalled + LISTED * (len(options) + 1)
+    extra = 1 if getattr(block, "allow_other", False) else 0
+    return units + recalled + CHOICE * (len(options) + extra)
 
 
 def problem(cost: Cost) -> tuple[str, str] | None:
