@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
+import orjson
 from sqlalchemy import CompoundSelect, Connection, Select, event
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -228,6 +229,17 @@ def database_file(engine: AsyncEngine) -> Path | None:
     return _sqlite_file(engine.url.render_as_string())
 
 
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+# JSON columns written and read in C: a large form's blocks took the json
+# module tens of milliseconds each way, inside the transaction that holds
+# the form (and on SQLite every writer) waiting. Everything stored came in
+# as I-JSON, which orjson reads and writes alike.
+_JSON_IN_C: dict[str, Any] = {"json_serializer": _json_text, "json_deserializer": orjson.loads}
+
+
 def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> AsyncEngine:
     """`pool_size` is how many connections the process keeps; past that a
     request waits up to `pool_timeout` seconds for one to come back rather
@@ -247,7 +259,7 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
             else {}
         )
         # Statements' parameters (answers, key hashes) stay out of error messages and logs.
-        engine = create_async_engine(url, hide_parameters=True, **pool)
+        engine = create_async_engine(url, hide_parameters=True, **_JSON_IN_C, **pool)
         _WORKERS_BEFORE[engine.sync_engine] = _sqlite_workers()
         event.listen(engine.sync_engine, "do_connect", _sqlite_create_private)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(pool_timeout))
@@ -269,6 +281,7 @@ def create_engine(url: str, pool_size: int = 10, pool_timeout: float = 10.0) -> 
         pool_timeout=pool_timeout,
         pool_pre_ping=False,
         hide_parameters=True,
+        **_JSON_IN_C,
         # Prepared statements keep one plan. Left to choose, PostgreSQL planned the
         # `since` page afresh on every execution (its generic plan's estimate lost
         # to the custom one's), at a cost bench/RESULTS.md records. Every statement

@@ -16,11 +16,11 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
+import orjson
 from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
-    JsonValue,
     StrictBool,
     StrictInt,
     TypeAdapter,
@@ -90,23 +90,39 @@ class Option(Schema):
     label: Annotated[CleanStr, Field(min_length=1, max_length=200)]
 
 
-def _without_nul(value: JsonValue) -> JsonValue:
-    """A rule's texts, like every text of a form, hold no NUL: PostgreSQL's
-    JSONB cannot store one (the rule's other checks are form/logic.py's)."""
-    pending = [value]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, str) and "\x00" in node:
-            raise ValueError("a text in a rule cannot hold the NUL character (U+0000)")
-        if isinstance(node, dict):
-            pending += [*node.keys(), *node.values()]
-        elif isinstance(node, list):
-            pending += node
+def _json_rule(value: Any) -> Any:
+    """A rule is JSON whose texts hold no NUL: PostgreSQL's JSONB cannot
+    store one (the rule's other checks are form/logic.py's). Both looked for
+    in its JSON, in C: pydantic's JsonValue took each node in Python, and a
+    large form's save spent a third of its time there."""
+    try:
+        clean = b"\\u0000" not in orjson.dumps(value)
+    except TypeError:  # not JSON, or a whole number past 64 bits (the checks refuse it later)
+        clean = False
+    if not clean:
+        _walk_json(value)
     return value
 
 
+def _walk_json(value: Any) -> None:
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                raise ValueError("a text in a rule cannot hold the NUL character (U+0000)")
+        elif isinstance(node, dict):
+            if not all(isinstance(key, str) for key in node):
+                raise ValueError("must be JSON: an object's keys are text")
+            pending += [*node.keys(), *node.values()]
+        elif isinstance(node, list):
+            pending += node
+        elif node is not None and not isinstance(node, bool | int | float):
+            raise ValueError("must be JSON: objects, arrays, text, numbers, booleans or null")
+
+
 # A JSON Logic rule (form/logic.py), checked with the whole form on save.
-Rule = Annotated[JsonValue, AfterValidator(_without_nul)]
+Rule = Annotated[Any, AfterValidator(_json_rule)]
 VISIBLE_IF = Field(default=None, description="JSON Logic: the block is shown only when this holds.")
 
 
