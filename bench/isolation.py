@@ -98,6 +98,7 @@ LOADS = (
     "endpoint churn",
     "heavy form posts x3",
     "heavy form page x3",
+    "heavy form saves x3",
 )
 DEFAULTS = Settings.model_fields  # the recorded run changes none of the webhook settings
 
@@ -515,7 +516,7 @@ WHO = "w" * 200  # what the heavy page's link fills its hidden field with
 
 def _heavy_forms(kind: str) -> list[dict[str, Any]]:
     """A's candidates for its costliest form, costliest first."""
-    if kind == "posts":
+    if kind in ("posts", "saves"):
         return [_rules_form(rules) for rules in range(200, 0, -5)]
     return [_page_form(20, recall=True)] + [_page_form(n, recall=False) for n in range(20, 0, -1)]
 
@@ -539,8 +540,9 @@ async def _heaviest(client: aiohttp.ClientSession, a: Tenant, kind: str) -> tupl
 
 class HeavyForm(Load):
     """A's costliest form the bounds allow, from `clients` clients back to
-    back: posted over the API (its rules checked each time), or its hosted
-    page read (drawn each time)."""
+    back: posted over the API (its rules checked each time), its hosted
+    page read (drawn each time), or saved again whole (a new version each
+    time: its JSON read, checked and counted)."""
 
     def __init__(self, kind: str, clients: int) -> None:
         self.kind, self.clients = kind, clients
@@ -549,6 +551,8 @@ class HeavyForm(Load):
     async def start(self, stage: Stage, a: Tenant, client: aiohttp.ClientSession) -> None:
         form, self.title = await _heaviest(client, a, self.kind)
         self.answers: dict[str, list[float]] = {}
+        whole = next(body for body in _heavy_forms(self.kind) if body["title"] == self.title)
+        saves = itertools.count()
 
         async def one() -> None:
             started = time.monotonic()
@@ -559,6 +563,9 @@ class HeavyForm(Load):
                         json={"answers": HEAVY_ANSWERS},
                         headers=a.headers,
                     )
+                elif self.kind == "saves":
+                    again = {**whole, "title": f"{whole['title']} {next(saves)}"}
+                    request = client.patch(f"/v1/forms/{form}", json=again, headers=a.headers)
                 else:
                     request = client.get(f"/f/{form}?who={WHO}")
                 async with request as answer:
@@ -596,6 +603,7 @@ def _loads(names: Sequence[str]) -> list[Load]:
         "endpoint churn": EndpointChurn,
         "heavy form posts x3": lambda: HeavyForm("posts", 3),
         "heavy form page x3": lambda: HeavyForm("page", 3),
+        "heavy form saves x3": lambda: HeavyForm("saves", 3),
     }
     return [made[name]() for name in names]
 

@@ -57,6 +57,7 @@ from formsapi.kit.fair import FairShare
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.sweeps import keep_sweeping
+from formsapi.kit.turns import Turns
 from formsapi.notification.retention import purge_copy_counts, purge_mails
 from formsapi.notification.sender import Sender, fan_out
 from formsapi.notification.service import CopyRules
@@ -103,7 +104,7 @@ client IP by plan (120 a minute on standard, 1,200 on pro); every response carri
 
 log = logging.getLogger("formsapi")
 
-SWITCH_INTERVAL = 0.0005
+SWITCH_INTERVAL = 0.0001
 _DOCS_ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 
@@ -231,6 +232,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     app.state.secret_box = secret_box(settings)
     # Costly forms' checks and pages, off the loop, organizations in turn.
     app.state.fair_share = FairShare(WAITING_UNITS)
+    app.state.form_writes = Turns()
     app.state.intake = Intake(
         app.state.sessionmaker,
         app.state.read_sessionmaker,

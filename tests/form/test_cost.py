@@ -243,3 +243,44 @@ async def test_a_recalled_answer_shows_at_most_its_cut_on_the_page(
     assert page.status_code == 200
     assert "a" * (RECALL_SHOWN - 1) + "…" in page.text
     assert "a" * RECALL_SHOWN not in page.text.replace(story, "")
+
+
+async def test_another_organizations_requests_go_on_while_a_costly_form_is_saved(
+    api: Api, session: AsyncSession
+) -> None:
+    a = await create_org(session)
+    _, a_secret = await create_key(session, a, scopes=SCOPES)
+    b = await create_org(session)
+    _, b_secret = await create_key(session, b, scopes=SCOPES)
+    b_form = await create_form(session, b)
+    await session.commit()
+    body = _rules(110)
+    made = await api.post("/v1/forms", a_secret, json=body)
+    assert made.status_code == 201, made.text
+    form = made.json()["id"]
+
+    done = asyncio.Event()
+    b_reads = 0
+
+    async def read_b() -> None:
+        nonlocal b_reads
+        while not done.is_set():
+            read = await api.get(f"/v1/forms/{b_form.id}", b_secret)
+            assert read.status_code == 200
+            b_reads += 1
+
+    reading = asyncio.create_task(read_b())
+    await asyncio.sleep(0)
+    saves = await asyncio.gather(
+        *(
+            api.patch(f"/v1/forms/{form}", a_secret, json={**body, "title": f"Rules {i}"})
+            for i in range(3)
+        )
+    )
+    done.set()
+    await reading
+
+    assert [save.status_code for save in saves] == [200] * 3
+    # Checked on the event loop, each save held B back for its whole check;
+    # checked off it, B reads on meanwhile.
+    assert b_reads >= 30, b_reads

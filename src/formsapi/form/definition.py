@@ -13,6 +13,7 @@ block; what spans the form sits here:
 
 import re
 from bisect import bisect_right
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
@@ -228,18 +229,6 @@ class Layout:
             for rule in definition.logic
             if any(isinstance(action, JumpAction) for action in rule.then)
         )
-        # The answers and hidden fields the variables read (their values and
-        # the rules that set them): answers to anything else leave them as they are.
-        read: set[str] = set()
-        for variable in definition.variables:
-            read |= logic.names_read(variable.value)
-        for rule in definition.logic:
-            if any(isinstance(action, SetAction) for action in rule.then):
-                read |= logic.names_read(
-                    [rule.if_, *(a.to for a in rule.then if isinstance(a, SetAction))]
-                )
-        # A list answer is read by its items too (`ranking.0`, `colors.length`).
-        self.variable_inputs = frozenset(read | {name.partition(".")[0] for name in read})
         # Jumps by the page they leave (None: after the last page), in rule order.
         self.jumps: dict[int | None, list[tuple[Any, str]]] = {}
         for rule in definition.logic:
@@ -251,6 +240,20 @@ class Layout:
                     )
                     if after is None or leaves is not None:
                         self.jumps.setdefault(leaves, []).append((rule.if_, action.jump))
+
+    @cached_property
+    def variable_inputs(self) -> frozenset[str]:
+        """The answers and hidden fields the variables read (their values and
+        the rules that set them): answers to anything else leave them as they
+        are. A list answer is read by its items too (`ranking.0`)."""
+        read: set[str] = set()
+        for variable in self.definition.variables:
+            read |= logic.names_read(variable.value)
+        for rule in self.definition.logic:
+            sets = [action.to for action in rule.then if isinstance(action, SetAction)]
+            if sets:
+                read |= logic.names_read([rule.if_, *sets])
+        return frozenset(read | {name.partition(".")[0] for name in read})
 
     def page_of(self, position: int) -> int:
         return max(0, bisect_right(self.starts, position) - 1)
@@ -264,13 +267,15 @@ def _questions(blocks: list[Block]) -> list[tuple[int, Question]]:
     return [(i, block) for i, block in enumerate(blocks) if isinstance(block, QUESTION_TYPES)]
 
 
-def check(blocks: list[Block], definition: Definition) -> list[tuple[str, str]]:
+def check(
+    blocks: list[Block], definition: Definition, layout: Layout | None = None
+) -> list[tuple[str, str]]:
     """(JSON pointer, problem) for everything wrong across the blocks and the
     definition: names used twice, rules that read what they cannot, jumps
     that go back, variables that read themselves or later ones, recall of
-    what does not exist."""
+    what does not exist. `layout`: theirs, when made already."""
     errors: list[tuple[str, str]] = []
-    layout = Layout(blocks, definition)
+    layout = layout or Layout(blocks, definition)
     errors += _unique_names(blocks, definition) + _reserved(blocks, definition)
     matches = 0
 

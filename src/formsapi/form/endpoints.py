@@ -1,9 +1,12 @@
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from typing import Annotated, TypeVar
 
 import orjson
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
+from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import (
     GuardedRoute,
@@ -16,10 +19,12 @@ from formsapi.dependencies import (
 from formsapi.errors import problem_responses
 from formsapi.form import service
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
+from formsapi.form.work import worked_out
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page, PageParams, page_params
 
+T = TypeVar("T")
 router = APIRouter(prefix="/v1/forms", tags=["Forms"], route_class=GuardedRoute)
 
 FormId = Annotated[
@@ -29,6 +34,19 @@ PageDep = Annotated[PageParams, Depends(page_params)]
 
 ERRORS = problem_responses(400, 401, 403, 429)
 ERRORS_404 = problem_responses(400, 401, 403, 404, 429)
+
+
+async def _turn(request: Request, principal: PrincipalDep) -> AsyncIterator[None]:
+    """An organization's form writes take turns in each process, each until
+    its commit: one organization saving a large form from many clients has
+    one save under way here, and no more of its writes queue for the
+    database's lock (all of SQLite's writers wait for each) ahead of others'."""
+    async with request.app.state.form_writes.turn(principal.organization_id):
+        yield
+
+
+# Before the session: its exit, after the session's commit.
+TurnDep = Annotated[None, Depends(_turn, scope="function")]
 
 
 def json(body: object) -> Response:
@@ -96,6 +114,7 @@ ERRORS_WRITE = problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 42
 )
 async def create_form(
     principal: PrincipalDep,
+    turn: TurnDep,
     session: SessionDep,
     request: Request,
     body: FormCreate,
@@ -103,10 +122,13 @@ async def create_form(
 ) -> Response:
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
     service.check_signing(body, request.app.state.secret_box is not None)
+    # Checked before the transaction (and, for a large form, off the loop).
+    await _worked(request, principal, partial(service.check_new, body))
 
     async def work() -> Outcome:
-        form = await service.create_from(session, principal.organization_id, body)
-        shown = service.detail(form, taken=await service.places_taken(session, form))
+        form = await service.create_from(session, principal.organization_id, body, checked=True)
+        taken = await service.places_taken(session, form)
+        shown = await _worked(request, principal, partial(service.detail, form, taken=taken))
         return Outcome(201, orjson.dumps(shown), f"/v1/forms/{form.id}")
 
     outcome = await run_once(
@@ -127,6 +149,7 @@ async def create_form(
 )
 async def update_form(
     principal: PrincipalDep,
+    turn: TurnDep,
     session: SessionDep,
     request: Request,
     form_id: FormId,
@@ -147,8 +170,23 @@ async def update_form(
     `oneResponse` and `password` are delivery settings too (no new version):
     who may answer the hosted page, and how often."""
     service.check_signing(body, request.app.state.secret_box is not None)
-    form = await service.update(session, principal.organization_id, form_id, body)
-    return json(service.detail(form, taken=await service.places_taken(session, form)))
+    checked = None
+    if service.changes_content(body):
+        # The new version made and checked before the form's row is locked
+        # (and, for a large form, off the loop); taken if it is still current.
+        async with request.app.state.read_sessionmaker() as reader:
+            seen = await service.get(reader, principal.organization_id, form_id)
+        checked = await _worked(request, principal, partial(service.checked_update, seen, body))
+    form = await service.update(session, principal.organization_id, form_id, body, checked)
+    taken = await service.places_taken(session, form)
+    return json(await _worked(request, principal, partial(service.detail, form, taken=taken)))
+
+
+async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
+    """A form save's CPU work where a costly form's runs (form/work.py): its
+    cost taken as the body's size, which is about what it takes in µs."""
+    size = int(request.headers.get("content-length") or 0)
+    return await worked_out(request.app.state.fair_share, principal.organization_id, size, work)
 
 
 @router.delete(

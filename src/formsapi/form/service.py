@@ -3,6 +3,7 @@ of another organization is indistinguishable from one that does not exist."""
 
 import re
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -265,8 +266,9 @@ class SlugTaken(Conflict):
 
 def check(blocks: list[Block], definition: Definition) -> None:
     """The whole form as a save checks it: keys, logic, recall, endings."""
-    errors = key_errors(blocks) or definition_check(blocks, definition)
-    if not errors and (costly := cost.problem(cost_of(Layout(blocks, definition)))):
+    layout = Layout(blocks, definition)
+    errors = key_errors(blocks) or definition_check(blocks, definition, layout)
+    if not errors and (costly := cost.problem(cost_of(layout))):
         errors = [costly]
     if errors:
         raise ValidationFailed(
@@ -331,12 +333,15 @@ async def create(
     bounds: dict[str, Any] | None = None,
     one_response: OneResponse | None = None,
     password_hash: str | None = None,
+    checked: bool = False,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it; `bounds`: its
-    schedule, limit, messages and quotas (LIMIT_FIELDS), none by default."""
+    schedule, limit, messages and quotas (LIMIT_FIELDS), none by default;
+    `checked`: its blocks and definition were checked already."""
     definition = definition or Definition()
-    check(blocks, definition)
+    if not checked:
+        check(blocks, definition)
     bounds = bounds or {}
     _check_one_response(one_response, blocks)
     if slug is None:
@@ -376,14 +381,23 @@ async def create(
     return form
 
 
+def check_new(body: FormCreate) -> None:
+    """What create_from checks of a new form's blocks and definition (`check`),
+    to be done before it: ValidationFailed for what is wrong."""
+    check(body.blocks, Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS}))
+
+
 async def create_from(
     session: AsyncSession,
     organization_id: str,
     body: FormCreate,
     password_hash: str | None = None,
+    *,
+    checked: bool = False,
 ) -> Form:
     """A new draft made from a form's JSON (POST /v1/forms's body), by the
-    API and the settings area alike; `password_hash`: a copy's."""
+    API and the settings area alike; `password_hash`: a copy's; `checked`:
+    check_new was done."""
     if body.password is not None:
         password_hash = await user_service.hash_passphrase(body.password)
     definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
@@ -400,6 +414,7 @@ async def create_from(
         bounds=_bounds(body),
         one_response=body.one_response,
         password_hash=password_hash,
+        checked=checked,
     )
 
 
@@ -532,9 +547,80 @@ def _snapshot(form: Form) -> FormVersion:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A form's blocks and definition as a save would write them, checked
+    (`check`): made before the form's row is locked, from the form as it
+    was at `version`, so that the save's costliest part holds no lock."""
+
+    version: int
+    blocks: list[Block]
+    definition: Definition
+    # As stored: dump_blocks(blocks) and _stored(definition).
+    blocks_json: list[dict[str, Any]]
+    stored: dict[str, Any] | None
+    # The JSON Schema of its answers, with the form's title it was made for.
+    schema: dict[str, Any]
+    title: str
+
+
+def changes_content(changes: FormUpdate) -> bool:
+    """Whether an update sends blocks or a part of the definition: a new
+    version, to be checked."""
+    sent = changes.model_fields_set
+    return any(
+        name in sent and getattr(changes, name) is not None
+        for name in ("blocks", *DEFINITION_FIELDS)
+    )
+
+
+def checked_update(form: Form, changes: FormUpdate) -> Checked:
+    """The blocks and definition `changes` give `form` (what they leave out
+    kept), checked: ValidationFailed for what is wrong."""
+    sent = changes.model_fields_set
+    blocks = (
+        changes.blocks
+        if "blocks" in sent and changes.blocks is not None
+        else BlockList.validate_python(form.blocks)
+    )
+    given = {
+        name for name in DEFINITION_FIELDS if name in sent and getattr(changes, name) is not None
+    }
+    # Only what the changes leave as it is read again: a large form's rules,
+    # replaced by the changes, are not validated twice.
+    stored = form.definition or {}
+    aliases = {name: Definition.model_fields[name].alias or name for name in DEFINITION_FIELDS}
+    kept = Definition.model_validate(
+        {
+            aliases[name]: stored[aliases[name]]
+            for name in aliases.keys() - given
+            if aliases[name] in stored
+        }
+    )
+    definition = Definition(
+        **{
+            name: getattr(changes, name) if name in given else getattr(kept, name)
+            for name in DEFINITION_FIELDS
+        }
+    )
+    check(blocks, definition)
+    title = changes.title if "title" in sent and changes.title is not None else form.title
+    schema = answers_schema(blocks, definition, title=title)
+    return Checked(
+        form.version, blocks, definition, dump_blocks(blocks), _stored(definition), schema, title
+    )
+
+
 async def update(
-    session: AsyncSession, organization_id: str, form_id: str, changes: FormUpdate
+    session: AsyncSession,
+    organization_id: str,
+    form_id: str,
+    changes: FormUpdate,
+    checked: Checked | None = None,
 ) -> Form:
+    """Change the form as `changes` say. `checked`: its new blocks and
+    definition made and checked before (checked_update), taken when the
+    form is still at that version, else made again here."""
     # Hashed before the form's row is locked: argon2 takes its milliseconds.
     given = changes.password
     new_hash = None if given is None else await user_service.hash_passphrase(given)
@@ -573,47 +659,38 @@ async def update(
         form.retention_days = changes.retention_days
     new_version = False
     blocks_sent = "blocks" in sent and changes.blocks is not None
-    definition_sent = any(
-        name in sent and getattr(changes, name) is not None for name in DEFINITION_FIELDS
-    )
-    if blocks_sent or definition_sent:
-        new_blocks = (
-            changes.blocks
-            if changes.blocks is not None
-            else (BlockList.validate_python(form.blocks))
-        )
-        current = definition_of(form)
-        definition = Definition(
-            **{
-                name: getattr(changes, name)
-                if name in sent and getattr(changes, name) is not None
-                else getattr(current, name)
-                for name in DEFINITION_FIELDS
-            }
-        )
-        check(new_blocks, definition)
-        blocks, stored = dump_blocks(new_blocks), _stored(definition)
+    new_blocks: list[Block] | None = None
+    if changes_content(changes):
+        if checked is None or checked.version != form.version:  # changed since: again
+            checked = checked_update(form, changes)
+        new_blocks, definition = checked.blocks, checked.definition
+        resume_days = (form.definition or {}).get("resumeDays", RESUME_DAYS)
+        blocks, stored = checked.blocks_json, checked.stored
         if blocks != form.blocks or stored != form.definition:
             form.blocks, form.definition = blocks, stored
             form.version += 1
             new_version = True
-        if definition.resume_days != current.resume_days:
+        if definition.resume_days != resume_days:
             # Partials already saved are kept for the new time too, a shorter one included.
             await repository.keep_partials_for(
                 session, organization_id, form.id, definition.resume_days, utcnow()
             )
     bounds_after = tuple(getattr(form, name) for name in LIMIT_FIELDS)
+    checks_blocks = new_version or bounds_after != bounds_before or "one_response" in sent
+    if checks_blocks and new_blocks is None:
+        new_blocks = BlockList.validate_python(form.blocks)
     if new_version or bounds_after != bounds_before:  # quotas checked against its blocks
-        check_limits(form, BlockList.validate_python(form.blocks))
+        assert new_blocks is not None
+        check_limits(form, new_blocks)
     if "one_response" in sent or blocks_sent:
         rule = admission_service.setting(
             form.one_response_by, form.one_response_question, form.one_response_hours
         )
-        _check_one_response(
-            None if rule is None else OneResponse.model_validate(rule),
-            BlockList.validate_python(form.blocks),
-        )
+        assert new_blocks is not None
+        _check_one_response(None if rule is None else OneResponse.model_validate(rule), new_blocks)
     form.updated_at = utcnow()
+    if checked is not None and checked.title == form.title:  # its schema, made off the lock
+        _SCHEMAS[(form.id, form.version, form.updated_at)] = checked.schema
     asked = changes.status if "status" in sent and changes.status is not None else None
     reason = limits.settle(form, form.updated_at, asked)
     if new_version:
