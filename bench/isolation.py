@@ -68,6 +68,7 @@ from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, dispose, migrate
 from formsapi.form import service as form_service
 from formsapi.form.blocks import BlockList
+from formsapi.form.definition import Definition, Layout
 from formsapi.kit.ids import new_id
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
@@ -515,10 +516,25 @@ WHO = "w" * 200  # what the heavy page's link fills its hidden field with
 
 
 def _heavy_forms(kind: str) -> list[dict[str, Any]]:
-    """A's candidates for its costliest form, costliest first."""
+    """A's candidates for its costliest form, costliest first: those this
+    checkout's bound on a form's cost takes (when it has one), else those of
+    the bounds before it."""
     if kind in ("posts", "saves"):
-        return [_rules_form(rules) for rules in range(200, 0, -5)]
-    return [_page_form(20, recall=True)] + [_page_form(n, recall=False) for n in range(20, 0, -1)]
+        forms = [_rules_form(rules) for rules in range(200, 0, -5)]
+    else:
+        forms = [_page_form(20, recall=True)]
+        forms += [_page_form(n, recall=False) for n in range(20, 0, -1)]
+    try:
+        from formsapi.form.cost import MAX_UNITS, cost_of
+    except ImportError:  # a build from before the bound: its own refusals tell
+        return forms
+    return [form for form in forms if _units(form, cost_of) <= MAX_UNITS] or forms
+
+
+def _units(body: dict[str, Any], cost_of: Callable[[Layout], Any]) -> int:
+    fields = {k: v for k, v in body.items() if k not in ("title", "blocks")}
+    blocks = BlockList.validate_python(body["blocks"])
+    return int(cost_of(Layout(blocks, Definition(**fields))).units)
 
 
 async def _heaviest(client: aiohttp.ClientSession, a: Tenant, kind: str) -> tuple[str, str]:

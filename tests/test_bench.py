@@ -72,6 +72,7 @@ def test_the_isolation_benchmark_runs_and_reports(redis_url: str) -> None:
     # SQLite, one process, a second a phase, each kind of load A puts on:
     # receivers that hang, names that never answer at registration and at delivery.
     loads = ["hanging endpoints", "names at registration x12", "names at delivery"]
+    loads += ["heavy form posts x3", "heavy form page x3", "heavy form saves x3"]
     done = kit(
         "isolation",
         *("--engines", "sqlite", "--processes", "1", "--seconds", "1", "--rounds", "1"),
@@ -89,6 +90,21 @@ def test_the_isolation_benchmark_runs_and_reports(redis_url: str) -> None:
     # A held its whole share of slots, and its names were asked and left unanswered.
     assert "16 of A's requests held at once" in done.stdout
     assert "16 of A's 16 names looked up and left unanswered" in done.stdout
+    # A's costliest forms the bound takes, posted, read and saved.
+    assert re.search(r"A's form “Heavy rules x\d+”: \d+ x 201 in", done.stdout)
+    assert re.search(r"A's form “Heavy page x\d+”: \d+ x 200 in", done.stdout)
+    assert "| sqlite | 1 | heavy form saves x3 | get form |" in done.stdout
+
+
+def test_the_form_cost_benchmark_runs_and_reports() -> None:
+    done = kit("form_cost", "--requests", "1", "--no-record", timeout=120)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = re.findall(
+        r"^\| (.+?) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d.,]+) \|", done.stdout, re.M
+    )
+    assert len(rows) == 8, done.stdout  # every kind of form was taken, posted to and read
+    assert all(int(units.replace(",", "")) <= 100_000 for *_, units, _ in rows), rows
 
 
 def test_the_form_language_benchmark_runs_and_reports(redis_url: str) -> None:
