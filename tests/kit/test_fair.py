@@ -87,3 +87,28 @@ async def test_an_error_reaches_the_caller_and_the_thread_goes_on(fair: FairShar
         await fair.run("a", 1, broken)
     assert await fair.run("a", 1, lambda: 2) == 2
     fair.close()
+
+
+async def test_closing_fails_the_jobs_not_begun_and_lets_the_one_on_the_thread_finish(
+    fair: FairShare,
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    running = asyncio.create_task(fair.run("a", 1, first))
+    await asyncio.to_thread(started.wait, 10)
+    waiting = asyncio.create_task(fair.run("b", 1, lambda: "never"))
+    await asyncio.sleep(0.01)
+
+    closing = asyncio.create_task(asyncio.to_thread(fair.close))
+    await asyncio.sleep(0.01)
+    release.set()
+    await closing
+
+    assert await running == "done"
+    with pytest.raises(RuntimeError, match="stopped"):
+        await waiting

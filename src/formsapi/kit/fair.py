@@ -81,10 +81,16 @@ class FairShare:
         return result
 
     def close(self) -> None:
-        """Stop the thread once it has finished the job it is on (at shutdown)."""
+        """Stop the thread once it has finished the job it is on (at shutdown);
+        jobs not begun fail, rather than leave their callers waiting."""
         with self._ready:
             self._closed = True
+            left = [job for tenant in self._tenants.values() for job in tenant.jobs]
+            self._tenants.clear()
+            self._turns.clear()
             self._ready.notify_all()
+        for job in left:
+            _settle(job, error=RuntimeError("the worker thread stopped"))
         if self._thread is not None:
             self._thread.join(timeout=30)
 
@@ -103,7 +109,9 @@ class FairShare:
 
     def _finished(self, tenant: str, job: _Job) -> None:
         with self._ready:
-            held = self._tenants[tenant]
+            held = self._tenants.get(tenant)
+            if held is None:  # closed meanwhile
+                return
             held.waiting -= job.cost
             if not held.jobs and held.waiting <= 0:
                 del self._tenants[tenant]
