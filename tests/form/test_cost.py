@@ -284,3 +284,99 @@ async def test_another_organizations_requests_go_on_while_a_costly_form_is_saved
     # Checked on the event loop, each save held B back for its whole check;
     # checked off it, B reads on meanwhile.
     assert b_reads >= 30, b_reads
+
+
+def _options(count: int) -> list[dict[str, str]]:
+    return [{"value": f"o{j}", "label": f"Option {j}"} for j in range(count)]
+
+
+def _translated_recall() -> dict[str, Any]:
+    """Ten dropdowns whose French labels each recall a hidden field forty
+    times: cheap in the form's own language, a page of 90 MB in French."""
+    blocks = [
+        {"type": "dropdown", "key": f"d{i}", "title": f"D{i}", "options": _options(1000)}
+        for i in range(10)
+    ]
+    labels = {f"o{j}": "{{h}}" * 40 for j in range(1000)}
+    french = {"blocks": {f"d{i}": {"options": labels} for i in range(2)}}
+    return {
+        "title": "Translated",
+        "blocks": blocks,
+        "hiddenFields": [{"key": "h"}],
+        "translations": {"fr": french},
+    }
+
+
+def _patterns() -> dict[str, Any]:
+    """Ten texts of up to 100,000 characters, each checked against a pattern."""
+    return {
+        "title": "Patterns",
+        "blocks": [
+            {
+                "type": "short_text",
+                "key": f"t{i}",
+                "title": f"T{i}",
+                "maxLength": 100_000,
+                "pattern": "a[ab]{100}c",
+            }
+            for i in range(10)
+        ],
+    }
+
+
+def _matches(pages: int) -> dict[str, Any]:
+    """A long text, then pages each reading a variable that matches it
+    twenty times: each match may read 10,000 characters."""
+    blocks: list[dict[str, Any]] = [{"type": "long_text", "key": "story", "title": "Story"}]
+    for page in range(pages):
+        blocks.append({"type": "page_break"})
+        blocks.append({"type": "short_text", "key": f"t{page}", "title": "Score {{vars.v}}"})
+    test = {"if": [{"match": [{"var": "story"}, "a[ab]{50}c"]}, 1, 0]}
+    variable = {"name": "v", "type": "number", "value": {"+": [test] * 20}}
+    return {"title": "Matches", "blocks": blocks, "variables": [variable]}
+
+
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        pytest.param(_translated_recall(), "/blocks", id="labels recalling in a translation"),
+        pytest.param(_patterns(), "/logic", id="patterns on answers of 100,000 characters"),
+        pytest.param(_matches(5), "/logic", id="matches read again on pages"),
+    ],
+)
+async def test_what_an_answer_or_a_translation_makes_a_form_cost_counts_against_the_bound(
+    api: Api, session: AsyncSession, body: dict[str, Any], pointer: str
+) -> None:
+    secret = await _writer(session)
+
+    created = await api.post("/v1/forms", secret, json=body)
+
+    assert created.status_code == 422, created.text
+    (error,) = created.json()["errors"]
+    assert error["pointer"] == pointer
+    assert f"more than the {MAX_UNITS:,} a form may" in error["detail"]
+
+
+@pytest.mark.parametrize(
+    ("texts", "pointer", "detail"),
+    [
+        ({"title": "T" * 501}, "/translations/fr/blocks/q/title", "at most 500"),
+        ({"title": "Hi {{nobody}}"}, "/translations/fr/blocks/q/title", "does not have"),
+    ],
+)
+async def test_a_translated_text_must_fit_and_recall_what_the_form_has(
+    api: Api, session: AsyncSession, texts: dict[str, Any], pointer: str, detail: str
+) -> None:
+    secret = await _writer(session)
+    body = {
+        "title": "Translated",
+        "blocks": [{"type": "short_text", "key": "q", "title": "Name"}],
+        "translations": {"fr": {"blocks": {"q": texts}}},
+    }
+
+    created = await api.post("/v1/forms", secret, json=body)
+
+    assert created.status_code == 422, created.text
+    (error,) = created.json()["errors"]
+    assert error["pointer"] == pointer
+    assert detail in error["detail"]

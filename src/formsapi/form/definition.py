@@ -16,7 +16,7 @@ from bisect import bisect_right
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from formsapi.form import logic, translation
 from formsapi.form.blocks import (
@@ -25,6 +25,7 @@ from formsapi.form.blocks import (
     NUMERIC,
     QUESTION_TYPES,
     Block,
+    BlockList,
     Bound,
     Matrix,
     PageBreak,
@@ -355,6 +356,35 @@ def check(
         dump_blocks(blocks), endings, definition.language, definition.translations
     )
     return errors
+
+
+def translated(
+    blocks: list[Block], definition: Definition, layout: Layout
+) -> tuple[dict[str, list[Block]], list[tuple[str, str]]]:
+    """The blocks in each language the form is translated into, and
+    (JSON pointer, problem) for a translated text that would not fit its
+    block (a title longer than a title may be) or recalls what it cannot."""
+    shown: dict[str, list[Block]] = {}
+    errors: list[tuple[str, str]] = []
+    dumped = dump_blocks(blocks)
+    names = [translation.name_of(block, i) for i, block in enumerate(dumped)]
+    for tag, texts in definition.translations.items():
+        base = f"/translations/{tag}/blocks"
+        _, given, _ = translation.translate("", dumped, [], texts)
+        try:
+            shown[tag] = BlockList.validate_python(given)
+        except ValidationError as invalid:
+            for found in invalid.errors()[:20]:
+                place = [str(part) for part in found["loc"]]
+                # (position, type, field, ...): where the translation said it.
+                at = "/".join([names[int(place[0])], *place[2:3]]) if place else ""
+                errors.append((f"{base}/{at}", found["msg"]))
+            continue
+        for position, block in enumerate(shown[tag]):
+            for pointer, problem in _recall_errors(block, position, layout):
+                field = pointer.split("/")[3]  # /blocks/{i}/{field}[/{index}/label]
+                errors.append((f"{base}/{names[position]}/{field}", problem))
+    return shown, errors
 
 
 # Taken: `vars` holds the variables in rule data; `constructor` is on every

@@ -174,7 +174,10 @@ def to_string(value: Json) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return ",".join("" if item is None else to_string(item) for item in value)
+        try:
+            return ",".join(value)  # a list answer's values: text, joined in C
+        except TypeError:
+            return ",".join("" if item is None else to_string(item) for item in value)
     return "[object Object]"
 
 
@@ -321,6 +324,8 @@ def _extreme(pick: Callable[[list[float | int]], float | int]) -> Callable[..., 
 
 def _in(needle: Json = None, haystack: Json = None, *more: Json) -> bool:
     if isinstance(haystack, list):
+        if isinstance(needle, str):  # text equals only the same text: found in C
+            return needle in haystack
         return any(strict_equals(needle, item) for item in haystack)
     if isinstance(haystack, str) and haystack:
         return to_string(needle) in haystack
@@ -431,8 +436,11 @@ class Context:
         return compiled.search(to_string(text)[:TEXT_READ_MAX]) is not None
 
 
+@functools.lru_cache(maxsize=256)
 def compile_pattern(pattern: str) -> Any:
-    """RE2: its time is linear in the text, whatever the pattern."""
+    """RE2: its time is linear in the text, whatever the pattern. Compiled
+    once for every answer checked against it (a pattern is at most 500
+    characters)."""
     options = re2.Options()
     options.max_mem = 1 << 20
     options.log_errors = False

@@ -5,6 +5,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import orjson
@@ -28,12 +29,20 @@ from formsapi.form.blocks import (
     questions,
 )
 from formsapi.form.cost import cost_of
-from formsapi.form.definition import DEFAULT_LANGUAGE, RESUME_DAYS, Definition, Layout
+from formsapi.form.definition import (
+    DEFAULT_LANGUAGE,
+    RESUME_DAYS,
+    Definition,
+    Layout,
+    translated,
+)
 from formsapi.form.definition import check as definition_check
 from formsapi.form.limits import FormNotAccepting
 from formsapi.form.schema import answers_schema
 from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, OneResponse, Quota
 from formsapi.form.translation import Translation
+from formsapi.form.work import worked_out
+from formsapi.kit.fair import FairShare
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
@@ -124,11 +133,16 @@ def _schema_of(form: Form) -> dict[str, Any]:
     key = (form.id, form.version, form.updated_at)
     schema = _SCHEMAS.get(key)
     if schema is None:
-        if len(_SCHEMAS) >= _SCHEMAS_MAX:
-            _SCHEMAS.clear()
         blocks = BlockList.validate_python(form.blocks)
-        schema = _SCHEMAS[key] = answers_schema(blocks, definition_of(form), title=form.title)
+        schema = answers_schema(blocks, definition_of(form), title=form.title)
+        _keep_schema(key, schema)
     return schema
+
+
+def _keep_schema(key: tuple[str, int, datetime], schema: dict[str, Any]) -> None:
+    if len(_SCHEMAS) >= _SCHEMAS_MAX:
+        _SCHEMAS.clear()
+    _SCHEMAS[key] = schema
 
 
 def _definition_wire(stored: dict[str, Any] | None, blocks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -268,7 +282,9 @@ def check(blocks: list[Block], definition: Definition) -> None:
     """The whole form as a save checks it: keys, logic, recall, endings."""
     layout = Layout(blocks, definition)
     errors = key_errors(blocks) or definition_check(blocks, definition, layout)
-    if not errors and (costly := cost.problem(cost_of(layout))):
+    if not errors:
+        shown, errors = translated(blocks, definition, layout)
+    if not errors and (costly := cost.problem(cost_of(layout, shown.values()))):
         errors = [costly]
     if errors:
         raise ValidationFailed(
@@ -690,7 +706,7 @@ async def update(
         _check_one_response(None if rule is None else OneResponse.model_validate(rule), new_blocks)
     form.updated_at = utcnow()
     if checked is not None and checked.title == form.title:  # its schema, made off the lock
-        _SCHEMAS[(form.id, form.version, form.updated_at)] = checked.schema
+        _keep_schema((form.id, form.version, form.updated_at), checked.schema)
     asked = changes.status if "status" in sent and changes.status is not None else None
     reason = limits.settle(form, form.updated_at, asked)
     if new_version:
@@ -870,19 +886,30 @@ async def compiled_version(
 
 
 async def version_of(
-    read_sessionmaker: async_sessionmaker[ReadSession], form: Form
+    read_sessionmaker: async_sessionmaker[ReadSession], fair: FairShare, form: Form
 ) -> compiled.Compiled:
     """The form's current version, compiled: this process's, else read from
-    its snapshot and compiled once (the form's own row is read without its
-    blocks where this is used: the public page and its uploads)."""
+    its snapshot and compiled once, on the fair-share thread (form/work.py)
+    with all it needs made (the form's own row is read without its blocks
+    where this is used: the public page and its uploads)."""
     known = compiled.cached(form.organization_id, form.id)
     if known is not None and known.version == form.version:
         return known
     async with read_sessionmaker() as session:
-        found = await compiled_version(session, form.organization_id, form.id, form.version)
-    if found is None:  # its version went with the form, deleted meanwhile
+        snapshot = await repository.get_version(
+            session, form.organization_id, form.id, form.version
+        )
+    if snapshot is None:  # its version went with the form, deleted meanwhile
         raise FormNotFound(form.id)
-    return found
+    build = partial(
+        compiled.compile_ready,
+        form.organization_id,
+        form.id,
+        snapshot.version,
+        snapshot.blocks,
+        snapshot.definition,
+    )
+    return await worked_out(fair, form.organization_id, cost.COMPILE_UNITS, build)
 
 
 async def version_detail(
