@@ -126,7 +126,9 @@ async def receive(
         timedelta(hours=settings.upload_orphan_hours),
         settings.upload_orphan_bytes_per_form if allowance is not None else None,
     )
-    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
+    version = await form_service.version_of(
+        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+    )
     return await service.receive(
         request.app.state.sessionmaker,
         request.app.state.storages,

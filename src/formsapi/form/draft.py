@@ -174,18 +174,20 @@ async def save(
     *,
     user_id: str | None,
     summary: str,
+    checked: dict[str, Any] | None = None,
 ) -> Draft:
     """Save `document` as the draft's next revision, if the draft is still
     at `token` (the one the saver's page showed): else DraftChanged,
     saying who changed what since. The form's row lock makes the check and
-    the save one step for savers of the same form."""
+    the save one step for savers of the same form. `checked`: `document`
+    normalized already (`normalized`, made off the loop)."""
     form = await form_service.get(session, organization_id, form_id, for_update=True)
     if form.status == FormStatus.archived:
         raise form_service.FormArchived("Archived forms are read-only.")
     draft = await _of(session, form)
     if draft.token != token:
         await _refuse_late(session, draft, token)
-    checked = normalized(document)
+    checked = checked if checked is not None else normalized(document)
     if len(checked["blocks"]) > MAX_BLOCKS or len(orjson.dumps(checked)) > MAX_BYTES:
         raise BadRequest(
             f"A form holds at most {MAX_BLOCKS} blocks and {MAX_BYTES:,} bytes of JSON: "

@@ -18,6 +18,7 @@ from formsapi.dependencies import (
 )
 from formsapi.errors import problem_responses
 from formsapi.form import service
+from formsapi.form.cost import COMPILE_UNITS
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
 from formsapi.form.work import worked_out
 from formsapi.idempotency.service import Outcome, fingerprint, run_once
@@ -185,7 +186,9 @@ async def update_form(
 async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
     """A form save's CPU work where a costly form's runs (form/work.py): its
     cost taken as the body's size, which is about what it takes in µs."""
-    size = int(request.headers.get("content-length") or 0)
+    length = request.headers.get("content-length")
+    # A body sent in chunks says no length: taken as a large one.
+    size = int(length) if length and length.isdigit() else COMPILE_UNITS
     return await worked_out(request.app.state.fair_share, principal.organization_id, size, work)
 
 

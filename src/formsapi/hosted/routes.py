@@ -235,7 +235,7 @@ async def _render(
     values: Any,
     errors: dict[str, str],
     status: int = 200,
-    step: Callable[[], service.Step] | None = None,
+    step: "_Step | None" = None,
     resume: str | None = None,
     action: str | None = None,
     fields: Mapping[str, str] | None = None,
@@ -243,7 +243,7 @@ async def _render(
 ) -> HTMLResponse:
     """The page of the form, drawn (its `step` worked out first) on the
     loop or, for a costly form, on the fair-share thread."""
-    uploaded = await _uploaded(request, page, page.blocks, values)
+    uploaded = await _uploaded(request, page, step.blocks_here if step else page.blocks, values)
     full = await _full(request, page)
     required, invalid = page.messages["required"], page.messages["invalid"]
     errors = {
@@ -251,7 +251,7 @@ async def _render(
     }
 
     def draw() -> str:
-        shown = step() if step is not None else None
+        shown = step.made() if step is not None else None
         blocks = shown.blocks if shown else page.blocks
         context = {
             "form": page,
@@ -280,6 +280,26 @@ async def _render(
 
 
 _FORM_TEMPLATE = templates.get_template("form.html")
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """A page of the form as the answers so far show it (service.step), made
+    where the page is drawn."""
+
+    version: Compiled  # in the page's language
+    answers: dict[str, Any]
+    page: int
+    run: flow.Run
+    seed: str
+
+    def made(self) -> service.Step:
+        return service.step(self.version, self.answers, self.page, self.run, self.seed)
+
+    @property
+    def blocks_here(self) -> list[Block]:
+        layout = self.version.layout
+        return layout.blocks[layout.starts[self.page] : layout.page_end(self.page)]
 
 
 async def _worked(request: Request, organization_id: str, cost: int, work: Callable[[], T]) -> T:
@@ -432,7 +452,9 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     )
     if isinstance(admitted, Response):
         return admitted
-    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
+    version = await form_service.version_of(
+        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+    )
     shown, page = _shown(request, form, version, _language(request, version))
     carried = {
         **service.carried_from(version, request.query_params, prefill=True),
@@ -440,7 +462,7 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     }
     now = utcnow()
     run = await _walked(request, page, version, carried, now.date())
-    step = partial(service.step, shown, carried, 0, run, service.new_seed())
+    step = _Step(shown, carried, 0, run, service.new_seed())
     if request.method == "GET" and not _ROBOT.search(request.headers.get("user-agent", "")[:500]):
         request.app.state.funnel.add(
             form.organization_id, form.id, form.version, now, funnel_steps.VIEW
@@ -498,7 +520,9 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     )
     if isinstance(admitted, Response):
         return admitted
-    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
+    version = await form_service.version_of(
+        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+    )
     shown, page = _shown(request, form, version, _language(request, version, posted))
     today = utcnow().date()
     answers = {
@@ -513,11 +537,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     journey = _journey_of(request, form, posted, admitted.token)
     if posted.get("_switch"):  # the same page, in the language switched to
         run = await _walked(request, page, version, answers, today)
-        step = (
-            partial(service.step, shown, answers, current, run, seed)
-            if current is not None
-            else None
-        )
+        step = _Step(shown, answers, current, run, seed) if current is not None else None
         return await _render(
             request, page, _values(answers), {}, step=step, resume=token, journey=journey
         )
@@ -551,7 +571,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         ):
             errors = {taken: _EMAIL_TAKEN}
         if errors:
-            step = partial(service.step, shown, answers, current, run, seed)
+            step = _Step(shown, answers, current, run, seed)
             return await _render(
                 request, page, _values(answers), errors, 422, step, token, journey=journey
             )
@@ -560,7 +580,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             kept = await _keep(request, form, version, answers, going, current, token, journey)
             if isinstance(kept, Response):
                 return kept
-            step = partial(service.step, shown, answers, going, run, seed)
+            step = _Step(shown, answers, going, run, seed)
             return await _render(
                 request, page, _values(answers), {}, step=step, resume=kept, journey=journey
             )
@@ -618,7 +638,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
             return await _render(request, page, posted, errors, status=422, journey=journey)
         run = await _walked(request, page, version, answers, today)
         first = _first_page_with(version, run, errors)
-        step = partial(service.step, shown, answers, first, run, seed)
+        step = _Step(shown, answers, first, run, seed)
         return await _render(
             request, page, _values(answers), errors, 422, step, token, journey=journey
         )
@@ -656,7 +676,7 @@ async def preview(
     if posted is None:
         carried = service.carried_from(version, request.query_params, prefill=True)
         run = await _walked(request, page, version, carried, today)
-        step = partial(service.step, shown, carried, 0, run, service.new_seed())
+        step = _Step(shown, carried, 0, run, service.new_seed())
         return await _render(
             request, page, _values(carried), {}, step=step, action=action, fields=fields
         )
@@ -675,14 +695,14 @@ async def preview(
         )
         if errors or going is not None:
             shown_page = current if errors or going is None else going
-            step = partial(service.step, shown, answers, shown_page, run, seed)
+            step = _Step(shown, answers, shown_page, run, seed)
             status = 422 if errors else 200
             return await _render(
                 request, page, _values(answers), errors, status, step, action=action, fields=fields
             )
         answers = service.on_path(version, answers, run)
     elif current is not None:  # the same page, in the language switched to
-        step = partial(service.step, shown, answers, current, run, seed)
+        step = _Step(shown, answers, current, run, seed)
         return await _render(
             request, page, _values(answers), {}, step=step, action=action, fields=fields
         )
@@ -695,7 +715,7 @@ async def preview(
     if checked.errors:
         errors = {e.pointer.removeprefix("/answers/"): e.detail for e in checked.errors}
         first = _first_page_with(version, run, errors)
-        step = partial(service.step, shown, answers, first, run, seed)
+        step = _Step(shown, answers, first, run, seed)
         return await _render(
             request, page, _values(answers), errors, 422, step, action=action, fields=fields
         )
@@ -858,12 +878,14 @@ async def resume_form(
         return _page(request, form.title, "These answers were sent already. Thank you.", 410)
     except NotFound as missing:
         return _page(request, "Link not valid", missing.detail, 404)
-    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
+    version = await form_service.version_of(
+        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+    )
     shown, page = _shown(request, form, version, _language(request, version))
     answers = resumed.answers
     run = await _walked(request, page, version, answers, utcnow().date())
     page_number = min(resumed.page, len(version.layout.starts) - 1)
-    step = partial(service.step, shown, answers, page_number, run, service.new_seed())
+    step = _Step(shown, answers, page_number, run, service.new_seed())
     # Their stamp stayed on the page they left: timed from their first save.
     began = resumed.started_at
     made = stamp.make(request.app.state.secret_box, form.id, began)
@@ -1122,7 +1144,9 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     if form is None:
         return _unavailable(request)
     key = request.query_params.get("ending")
-    version = await form_service.version_of(request.app.state.read_sessionmaker, form)
+    version = await form_service.version_of(
+        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+    )
     shown, page = _shown(request, form, version, _language(request, version))
     ending = service.ending_of(shown, key) if key else None
     thanks = page.messages["thanks"]

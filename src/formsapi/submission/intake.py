@@ -50,6 +50,7 @@ from formsapi.file import service as file_service
 from formsapi.form import compiled, limits
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
+from formsapi.form.cost import COMPILE_UNITS
 from formsapi.form.limits import QuotaFull, Reason
 from formsapi.form.work import WAITING_UNITS, worked_out
 from formsapi.funnel import repository as funnel_repository
@@ -313,8 +314,17 @@ class Intake:
                     blocks, definition = await form_repository.definition_of(
                         session, organization_id, form_id
                     )
-                    compiled.compile_version(organization_id, form_id, version, blocks, definition)
                     await session.rollback()
+                    # Compiled with the form's lock let go, off the loop.
+                    build = partial(
+                        compiled.compile_ready,
+                        organization_id,
+                        form_id,
+                        version,
+                        blocks,
+                        definition,
+                    )
+                    await worked_out(self._fair_share, organization_id, COMPILE_UNITS, build)
                     continue
                 now = locked_at or utcnow()
                 # Judged by the time, not only the status: past its closing

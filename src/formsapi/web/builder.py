@@ -11,7 +11,7 @@ setting of a block type shows up here without a template of its own."""
 import re
 import typing
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Annotated, Any
 
 import orjson
@@ -29,6 +29,7 @@ from formsapi.form.blocks import Block, BlockList
 from formsapi.form.compiled import Compiled
 from formsapi.form.definition import DEFAULT_LANGUAGE, Definition
 from formsapi.form.translation import LANGUAGE_PATTERN, LISTS, TEXTS, name_of
+from formsapi.form.work import worked_out
 from formsapi.hosted import routes as hosted
 from formsapi.kit.schemas import CleanStr
 from formsapi.models import Form as FormRow
@@ -315,14 +316,22 @@ async def _save(
     """Save the draft, with a refusal's problems (each at the block it
     concerns) or a late save's changes kept for the page."""
     try:
+        # Checked where a costly form's work is (form/work.py), its size its cost.
+        size = len(orjson.dumps(document))
+        organization_id = managed.organization.id
+        fair = request.app.state.fair_share
+        checked = await worked_out(
+            fair, organization_id, size, partial(drafts.normalized, document)
+        )
         return await drafts.save(
             session,
-            managed.organization.id,
+            organization_id,
             form_id,
             revision,
             document,
             user_id=managed.viewer.user.id,
             summary=summary,
+            checked=checked,
         )
     except drafts.DraftChanged as error:
         keep(request, changes=[change.text for change in error.changes])
