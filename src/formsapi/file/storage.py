@@ -150,15 +150,21 @@ class S3Storage:
 
     @cached_property
     def client(self) -> Any:
+        """The store's client; StoreFailed when one cannot be made (no
+        region, a profile that is not there): as any failure of the store."""
         import boto3  # only a deployment that stores in S3 pays for the import
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError
 
-        return boto3.client(
-            "s3",
-            endpoint_url=self._endpoint_url,
-            region_name=self._region,
-            config=Config(retries={"mode": "standard", "max_attempts": 5}),
-        )
+        try:
+            return boto3.client(
+                "s3",
+                endpoint_url=self._endpoint_url,
+                region_name=self._region,
+                config=Config(retries={"mode": "standard", "max_attempts": 5}),
+            )
+        except (BotoCoreError, ValueError) as error:
+            raise StoreFailed(type(error).__name__, str(error)) from error
 
     def key(self, file_id: str) -> str:
         return self.prefix + file_id
