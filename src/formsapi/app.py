@@ -66,6 +66,7 @@ from formsapi.partial.retention import purge_partials
 from formsapi.problems import install_handlers, problem_response
 from formsapi.ratelimit.middleware import RateLimitHeaders
 from formsapi.ratelimit.service import (
+    FormSaveThrottle,
     PartialThrottle,
     PasswordThrottle,
     PublicPostThrottle,
@@ -248,6 +249,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     app.state.resume_mail_throttle = ResumeMailThrottle(settings, redis)
     app.state.partial_throttle = PartialThrottle(settings, redis)
     app.state.upload_throttle = UploadThrottle(settings, redis)
+    app.state.form_saves = FormSaveThrottle(settings, redis)
     app.state.upload_bytes = UploadBytesThrottle(settings, redis)
     app.state.public_post_throttle = PublicPostThrottle(settings, redis)
     app.state.password_throttle = PasswordThrottle(settings, redis)

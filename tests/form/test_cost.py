@@ -6,6 +6,7 @@ while it runs (form/work.py, kit/fair.py)."""
 import asyncio
 from typing import Any
 
+import orjson
 import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -380,3 +381,30 @@ async def test_a_translated_text_must_fit_and_recall_what_the_form_has(
     (error,) = created.json()["errors"]
     assert error["pointer"] == pointer
     assert detail in error["detail"]
+
+
+async def test_an_organizations_large_saves_are_limited_and_another_organizations_are_not(
+    api: Api, session: AsyncSession
+) -> None:
+    a_secret = await _writer(session)
+    b_secret = await _writer(session)
+    # Large in bytes, cheap to check: 400 paragraphs of 2,000 characters.
+    text = [{"type": "paragraph", "text": "Lorem ipsum. " * 150} for _ in range(400)]
+    body = {"title": "Long", "blocks": [{"type": "number", "key": "n", "title": "N"}, *text]}
+    size = len(orjson.dumps(body))
+    # What each save takes of the 300 steps of 10,000 bytes a minute past its first 20,000.
+    allowed = 300 // -(-(size - 20_000) // 10_000)
+
+    answers = [
+        (await api.post("/v1/forms", a_secret, json=body)).status_code for _ in range(allowed + 1)
+    ]
+
+    assert answers == [201] * allowed + [429], (size, answers)
+    refused = await api.post("/v1/forms", a_secret, json=body)
+    assert refused.status_code == 429
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert refused.json()["type"] == "/problems/rate-limited"
+    # A small form saves all the same, and so does another organization's large one.
+    small = await api.post("/v1/forms", a_secret, json={"title": "Small", "blocks": text[:3]})
+    assert small.status_code == 201
+    assert (await api.post("/v1/forms", b_secret, json=body)).status_code == 201

@@ -16,7 +16,7 @@ from formsapi.dependencies import (
     SessionDep,
     requires,
 )
-from formsapi.errors import problem_responses
+from formsapi.errors import RateLimited, problem_responses
 from formsapi.form import service
 from formsapi.form.cost import COMPILE_UNITS
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
@@ -123,6 +123,7 @@ async def create_form(
 ) -> Response:
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
     service.check_signing(body, request.app.state.secret_box is not None)
+    await _large_saves(request, principal)
     # Checked before the transaction (and, for a large form, off the loop).
     await _worked(request, principal, partial(service.check_new, body))
 
@@ -173,6 +174,7 @@ async def update_form(
     service.check_signing(body, request.app.state.secret_box is not None)
     checked = None
     if service.changes_content(body):
+        await _large_saves(request, principal)
         # The new version made and checked before the form's row is locked
         # (and, for a large form, off the loop); taken if it is still current.
         async with request.app.state.read_sessionmaker() as reader:
@@ -183,13 +185,29 @@ async def update_form(
     return json(await _worked(request, principal, partial(service.detail, form, taken=taken)))
 
 
-async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
-    """A form save's CPU work where a costly form's runs (form/work.py): its
-    cost taken as the body's size, which is about what it takes in µs."""
+def _size(request: Request) -> int:
+    """A save's body's size: about what it takes in µs to check and write. A
+    body sent in chunks says none: taken as a large one."""
     length = request.headers.get("content-length")
-    # A body sent in chunks says no length: taken as a large one.
-    size = int(length) if length and length.isdigit() else COMPILE_UNITS
-    return await worked_out(request.app.state.fair_share, principal.organization_id, size, work)
+    return int(length) if length and length.isdigit() else COMPILE_UNITS
+
+
+async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
+    """A form save's CPU work where a costly form's runs (form/work.py)."""
+    fair = request.app.state.fair_share
+    return await worked_out(fair, principal.organization_id, _size(request), work)
+
+
+async def _large_saves(request: Request, principal: Principal) -> None:
+    """429 past the organization's allowance of large saves a minute
+    (FormSaveThrottle): its forms' saves take the server's time in turn with
+    everyone's, not all of it."""
+    wait = await request.app.state.form_saves.take(principal.organization_id, _size(request))
+    if wait:
+        raise RateLimited(
+            "This organization has saved large forms often in the last minute; try again later.",
+            headers={"Retry-After": str(wait)},
+        )
 
 
 @router.delete(
