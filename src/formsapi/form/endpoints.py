@@ -14,6 +14,7 @@ from formsapi.dependencies import (
     PrincipalDep,
     ReadSessionDep,
     SessionDep,
+    before_body,
     requires,
 )
 from formsapi.errors import RateLimited, problem_responses
@@ -48,6 +49,32 @@ async def _turn(request: Request, principal: PrincipalDep) -> AsyncIterator[None
 
 # Before the session: its exit, after the session's commit.
 TurnDep = Annotated[None, Depends(_turn, scope="function")]
+
+
+def _size(request: Request) -> int:
+    """A save's body's size: about what it takes in µs to check and write. A
+    body sent in chunks says none: taken as a large one."""
+    length = request.headers.get("content-length")
+    return int(length) if length and length.isdigit() else COMPILE_UNITS
+
+
+async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
+    """A form save's CPU work where a costly form's runs (form/work.py)."""
+    fair = request.app.state.fair_share
+    return await worked_out(fair, principal.organization_id, _size(request), work)
+
+
+async def _large_saves(request: Request, principal: Principal) -> None:
+    """429 past the organization's allowance of large saves a minute
+    (FormSaveThrottle), before the body is read: its forms' saves take the
+    server's time in turn with everyone's, not all of it, and a save refused
+    costs no parsing."""
+    wait = await request.app.state.form_saves.take(principal.organization_id, _size(request))
+    if wait:
+        raise RateLimited(
+            "This organization has saved large forms often in the last minute; try again later.",
+            headers={"Retry-After": str(wait)},
+        )
 
 
 def json(body: object) -> Response:
@@ -113,6 +140,7 @@ ERRORS_WRITE = problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 42
     responses=problem_responses(400, 401, 403, 408, 409, 413, 415, 422, 429),
     openapi_extra=requires(Scope.forms_write),
 )
+@before_body(_large_saves)
 async def create_form(
     principal: PrincipalDep,
     turn: TurnDep,
@@ -123,7 +151,6 @@ async def create_form(
 ) -> Response:
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
     service.check_signing(body, request.app.state.secret_box is not None)
-    await _large_saves(request, principal)
     # Checked before the transaction (and, for a large form, off the loop).
     await _worked(request, principal, partial(service.check_new, body))
 
@@ -149,6 +176,7 @@ async def create_form(
     responses=ERRORS_WRITE,
     openapi_extra=requires(Scope.forms_write),
 )
+@before_body(_large_saves)
 async def update_form(
     principal: PrincipalDep,
     turn: TurnDep,
@@ -174,7 +202,6 @@ async def update_form(
     service.check_signing(body, request.app.state.secret_box is not None)
     checked = None
     if service.changes_content(body):
-        await _large_saves(request, principal)
         # The new version made and checked before the form's row is locked
         # (and, for a large form, off the loop); taken if it is still current.
         async with request.app.state.read_sessionmaker() as reader:
@@ -183,31 +210,6 @@ async def update_form(
     form = await service.update(session, principal.organization_id, form_id, body, checked)
     taken = await service.places_taken(session, form)
     return json(await _worked(request, principal, partial(service.detail, form, taken=taken)))
-
-
-def _size(request: Request) -> int:
-    """A save's body's size: about what it takes in µs to check and write. A
-    body sent in chunks says none: taken as a large one."""
-    length = request.headers.get("content-length")
-    return int(length) if length and length.isdigit() else COMPILE_UNITS
-
-
-async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
-    """A form save's CPU work where a costly form's runs (form/work.py)."""
-    fair = request.app.state.fair_share
-    return await worked_out(fair, principal.organization_id, _size(request), work)
-
-
-async def _large_saves(request: Request, principal: Principal) -> None:
-    """429 past the organization's allowance of large saves a minute
-    (FormSaveThrottle): its forms' saves take the server's time in turn with
-    everyone's, not all of it."""
-    wait = await request.app.state.form_saves.take(principal.organization_id, _size(request))
-    if wait:
-        raise RateLimited(
-            "This organization has saved large forms often in the last minute; try again later.",
-            headers={"Retry-After": str(wait)},
-        )
 
 
 @router.delete(
