@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -60,7 +60,7 @@ import aiohttp
 import asyncpg  # type: ignore[import-untyped]
 
 from bench.report import publish, section
-from bench.run import Server, free_port, service_env
+from bench.run import KEEP_ALIVE, Server, free_port, service_env
 from bench.webhooks import ANSWERS, BLOCKS, FORMSAPI, read_request, submission_of
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import Scope
@@ -515,20 +515,24 @@ HEAVY_ANSWERS = {f"q{i}": i for i in range(10)}
 WHO = "w" * 200  # what the heavy page's link fills its hidden field with
 
 
-def _heavy_forms(kind: str) -> list[dict[str, Any]]:
+def _heavy_forms(kind: str) -> Iterator[dict[str, Any]]:
     """A's candidates for its costliest form, costliest first: those this
     checkout's bound on a form's cost takes (when it has one), else those of
-    the bounds before it."""
+    the bounds before it. Made one at a time: each costs a second to price."""
+    forms: Iterator[dict[str, Any]]
     if kind in ("posts", "saves"):
-        forms = [_rules_form(rules) for rules in range(200, 0, -5)]
+        forms = (_rules_form(rules) for rules in range(200, 0, -5))
     else:
-        forms = [_page_form(20, recall=True)]
-        forms += [_page_form(n, recall=False) for n in range(20, 0, -1)]
+        forms = itertools.chain(
+            [_page_form(20, recall=True)],
+            (_page_form(n, recall=False) for n in range(20, 0, -1)),
+        )
     try:
         from formsapi.form.cost import MAX_UNITS, cost_of
     except ImportError:  # a build from before the bound: its own refusals tell
-        return forms
-    return [form for form in forms if _units(form, cost_of) <= MAX_UNITS] or forms
+        yield from forms
+        return
+    yield from (form for form in forms if _units(form, cost_of) <= MAX_UNITS)
 
 
 def _units(body: dict[str, Any], cost_of: Callable[[Layout], Any]) -> int:
@@ -537,21 +541,39 @@ def _units(body: dict[str, Any], cost_of: Callable[[Layout], Any]) -> int:
     return int(cost_of(Layout(blocks, Definition(**fields))).units)
 
 
-async def _heaviest(client: aiohttp.ClientSession, a: Tenant, kind: str) -> tuple[str, str]:
-    """The costliest of the candidates the server takes, published: its id and title."""
+async def _heaviest(
+    client: aiohttp.ClientSession, a: Tenant, kind: str
+) -> tuple[str, dict[str, Any]]:
+    """The costliest of the candidates the server takes, published: its id and body."""
     for body in _heavy_forms(kind):
-        async with client.post("/v1/forms", json=body, headers=a.headers) as made:
-            if made.status == 422:
-                continue
-            if made.status != 201:
-                raise RuntimeError(f"heavy form: {made.status} {await made.text()}")
-            form = str((await made.json())["id"])
+        form = await _created(client, a, body)
+        if form is None:
+            continue
         published = {"status": "published"}
         async with client.patch(f"/v1/forms/{form}", json=published, headers=a.headers) as done:
             if done.status != 200:
                 raise RuntimeError(f"heavy form: {done.status} {await done.text()}")
-        return form, str(body["title"])
+        return form, body
     raise RuntimeError("no heavy form was taken")
+
+
+async def _created(client: aiohttp.ClientSession, a: Tenant, body: dict[str, Any]) -> str | None:
+    """The form `body` made (None when refused as too costly): sent again
+    with the same Idempotency-Key when the connection failed under it."""
+    headers = {**a.headers, "Idempotency-Key": new_id("bench")}
+    attempts = 3
+    while True:
+        attempts -= 1
+        try:
+            async with client.post("/v1/forms", json=body, headers=headers) as made:
+                if made.status == 422:
+                    return None
+                if made.status != 201:
+                    raise RuntimeError(f"heavy form: {made.status} {await made.text()}")
+                return str((await made.json())["id"])
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+            if not attempts:
+                raise
 
 
 class HeavyForm(Load):
@@ -565,9 +587,9 @@ class HeavyForm(Load):
         self.name = f"heavy form {kind} x{clients}"
 
     async def start(self, stage: Stage, a: Tenant, client: aiohttp.ClientSession) -> None:
-        form, self.title = await _heaviest(client, a, self.kind)
+        form, whole = await _heaviest(client, a, self.kind)
+        self.title = str(whole["title"])
         self.answers: dict[str, list[float]] = {}
-        whole = next(body for body in _heavy_forms(self.kind) if body["title"] == self.title)
         saves = itertools.count()
 
         async def one() -> None:
@@ -648,7 +670,7 @@ async def _quiet_organization(stage: Stage, b: Tenant, seconds: float, phase: Ph
     others take; then its deliveries are waited for."""
     created: dict[str, float] = {}
     timeout = aiohttp.ClientTimeout(total=60)
-    connector = aiohttp.TCPConnector(limit=64)
+    connector = aiohttp.TCPConnector(limit=64, keepalive_timeout=KEEP_ALIVE)
     async with aiohttp.ClientSession(stage.base, timeout=timeout, connector=connector) as client:
         requests: dict[str, Callable[[], Any]] = {
             "post submission": lambda: client.post(
@@ -819,7 +841,10 @@ async def _engine_run(
             timeout = aiohttp.ClientTimeout(total=120)
             stage = Stage(base, processes, quiet, stuck, dns, processes * _share())
             try:
-                async with aiohttp.ClientSession(base, timeout=timeout) as client:
+                connector = aiohttp.TCPConnector(keepalive_timeout=KEEP_ALIVE)
+                async with aiohttp.ClientSession(
+                    base, timeout=timeout, connector=connector
+                ) as client:
                     await _endpoint(client, b, f"http://b.quiet.example:{quiet.port}/hook")
                     await _warm_up(stage, b, args.seconds)
                     for round_ in range(args.rounds):

@@ -36,7 +36,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bench.report import publish, section
-from bench.run import Server, free_port, in_process, service_env, wrk
+from bench.run import KEEP_ALIVE, Server, free_port, in_process, service_env, wrk
 from formsapi.api_key import service as api_key_service
 from formsapi.db import migrate
 from formsapi.member import service as member_service
@@ -286,7 +286,7 @@ async def latency(
         base = f"http://127.0.0.1:{port}"
         targets = [await _api_objects(base, key, receiver) for _ in range(forms)]
         headers = {"Authorization": f"Bearer {key}"}
-        connector = aiohttp.TCPConnector(limit=64)
+        connector = aiohttp.TCPConnector(limit=64, keepalive_timeout=KEEP_ALIVE)
         async with aiohttp.ClientSession(base, headers=headers, connector=connector) as client:
 
             async def post(at: float, form: str) -> None:

@@ -341,3 +341,31 @@ def test_a_server_is_not_taken_for_another_process_answering_on_its_port(tmp_pat
                 server.wait_until_healthy()
         finally:
             ours.kill()
+
+
+def test_a_large_save_refused_before_its_body_is_read_still_gets_its_429(
+    pair: Pair, tenant: Tenant, tmp_path: Path
+) -> None:
+    server = pair.servers[0]
+    _, secret = member_key(
+        tmp_path, tenant.database_url, "Savers", "editor", "forms:read", "forms:write"
+    )
+    auth = {"Authorization": f"Bearer {secret}", "X-Forwarded-For": "203.0.113.60"}
+    # 900 KB of paragraphs: cheap to check, large enough to count against the
+    # organization's allowance of large saves a minute.
+    text = [{"type": "paragraph", "text": "Lorem ipsum. " * 150} for _ in range(450)]
+    body = {"title": "Long", "blocks": [{"type": "number", "key": "n", "title": "N"}, *text]}
+
+    with httpx.Client(base_url=server.base_url, timeout=30) as client:
+        # The whole body is sent every time, as any client does: the refusal
+        # must reach it, not a connection reset under its feet.
+        answers = [client.post("/v1/forms", headers=auth, json=body) for _ in range(6)]
+        after = client.get("/v1/forms", headers=auth)
+
+    codes = [answer.status_code for answer in answers]
+    assert codes[0] == 201, codes
+    assert codes[-1] == 429, codes
+    assert answers[-1].json()["type"] == "/problems/rate-limited"
+    assert int(answers[-1].headers["Retry-After"]) >= 1
+    # The connection is still good for the next request.
+    assert after.status_code == 200
