@@ -25,7 +25,7 @@ from ulid import ULID
 from formsapi.db import create_engine, create_sessionmaker, migrate
 from formsapi.demo import answers_for
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList
+from formsapi.language.blocks import BlockList
 from formsapi.models import Base, Form, Membership, Organization, Submission, User
 from formsapi.submission import repository as submission_repository
 from formsapi.submission import service as submission_service

@@ -1,4 +1,4 @@
-"""What a form's cost units mean in CPU time (form/cost.py): forms of each
+"""What a form's cost units mean in CPU time (language/cost.py): forms of each
 kind the bound allows, near it, and the CPU a request to each takes.
 
     python -m bench.form_cost                 # recorded in RESULTS.md
@@ -33,10 +33,10 @@ from formsapi.api_key.scopes import Scope
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db import create_write_sessionmaker, migrate
-from formsapi.form.blocks import BlockList
-from formsapi.form.cost import MAX_UNITS, Cost, cost_of
-from formsapi.form.definition import Definition, Layout
 from formsapi.kit.ids import new_id
+from formsapi.language.blocks import BlockList
+from formsapi.language.cost import MAX_UNITS, Cost, cost_of
+from formsapi.language.definition import Definition, Layout
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service

@@ -67,9 +67,9 @@ from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
 from formsapi.db import create_engine, create_sessionmaker, dispose, migrate
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList
-from formsapi.form.definition import Definition, Layout
 from formsapi.kit.ids import new_id
+from formsapi.language.blocks import BlockList
+from formsapi.language.definition import Definition, Layout
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service
@@ -528,7 +528,7 @@ def _heavy_forms(kind: str) -> Iterator[dict[str, Any]]:
             (_page_form(n, recall=False) for n in range(20, 0, -1)),
         )
     try:
-        from formsapi.form.cost import MAX_UNITS, cost_of
+        from formsapi.language.cost import MAX_UNITS, cost_of
     except ImportError:  # a build from before the bound: its own refusals tell
         yield from forms
         return

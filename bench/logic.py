@@ -26,10 +26,10 @@ from bench.report import publish, section
 from bench.run import Server, free_port, wrk
 from bench.webhooks import FORMSAPI, _env, _fresh_database, _setup, _vacuum
 from formsapi.db import migrate
-from formsapi.form.blocks import BlockList
-from formsapi.form.compiled import Compiled
-from formsapi.form.definition import Definition
 from formsapi.kit.time import utcnow
+from formsapi.language.blocks import BlockList
+from formsapi.language.compiled import Compiled
+from formsapi.language.definition import Definition
 from formsapi.submission.validation import validate_submission
 
 DATABASE = "bench_logic"

@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql
 
 from formsapi.event import repository as event_repository
 from formsapi.form import repository as form_repository
-from formsapi.form.compiled import Counted
+from formsapi.language.compiled import Counted
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository import counts, tallies
 

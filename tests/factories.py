@@ -9,12 +9,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
-from formsapi.form import compiled
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow
+from formsapi.language import compiled
+from formsapi.language.blocks import BlockList
 from formsapi.member import service as member_service
 from formsapi.models import Form, Organization, Plan, Role, Submission, User
 from formsapi.organization import service as organization_service

@@ -61,6 +61,12 @@ def test_kit_and_config_depend_on_no_domain() -> None:
     assert graph["config"] <= {"kit"}
 
 
+def test_the_form_language_imports_only_kit() -> None:
+    # What a form is and checks (formsapi.language) knows nothing of the
+    # database, HTTP or the service's settings: every reader can use it.
+    assert _graph()["language"] <= {"kit"}
+
+
 def test_services_and_repositories_import_no_web_framework() -> None:
     offenders = [
         str(path.relative_to(SRC))
@@ -71,3 +77,36 @@ def test_services_and_repositories_import_no_web_framework() -> None:
         and (node.module or "").split(".")[0] in ("fastapi", "starlette")
     ]
     assert offenders == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The formsapi modules a file imports by name, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("formsapi.")}
+
+
+def test_no_module_but_the_app_imports_another_packages_endpoints() -> None:
+    # Endpoints are a front door: what two of them share lives in
+    # formsapi.routing (the API's HTTP kit) or in the package's service.
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        relative = path.relative_to(SRC).parts
+        if relative == ("app.py",) or "migrations" in relative:
+            continue
+        for name in _imported_modules(path):
+            parts = name.split(".")
+            if len(parts) >= 3 and parts[2] in ("endpoints", "routes") and parts[1] != relative[0]:
+                offenders.append(f"{'/'.join(relative)} imports {name}")
+    # The builder's preview walks a draft through the hosted page's own
+    # routes, until the respondent's journey is a service both call.
+    assert offenders == ["web/builder.py imports formsapi.hosted.routes"]
+
+
+def test_the_api_kit_imports_no_domain_but_the_idempotency_store() -> None:
+    assert _imports(SRC / "routing.py") <= {"kit", "errors", "idempotency"}

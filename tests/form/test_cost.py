@@ -1,4 +1,4 @@
-"""A form's cost (form/cost.py): counted on save and bounded, so that no
+"""A form's cost (language/cost.py): counted on save and bounded, so that no
 form can make a post or a page cost more than MAX_UNITS; and a costly form's
 work done off the event loop, so that another organization's requests go on
 while it runs (form/work.py, kit/fair.py)."""
@@ -8,15 +8,14 @@ from typing import Any
 
 import orjson
 import pytest
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.form.blocks import BlockList
-from formsapi.form.cost import MAX_UNITS, RECALL_SHOWN, cost_of
-from formsapi.form.definition import Definition, Layout
-from formsapi.models import Form, FormVersion
-from formsapi.tenancy import scoped
+from formsapi.form import service as form_service
+from formsapi.language.blocks import BlockList
+from formsapi.language.compiled import Compiled
+from formsapi.language.cost import MAX_UNITS, RECALL_SHOWN, cost_of
+from formsapi.language.definition import Definition, Layout
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
@@ -168,17 +167,17 @@ async def _heavy_form_saved_before_the_bound(session: AsyncSession, org_id: str)
         {"name": f"v{j}", "type": "number", "value": body["variables"][0]["value"]}
         for j in range(20)
     ]
-    org = await session.get(type(await create_org(session)), org_id)
-    assert org is not None
-    form = await create_form(session, org, blocks=[{"type": "number", "key": "x", "title": "X"}])
-    stored = {"blocks": body["blocks"], "definition": {"variables": body["variables"]}}
-    await session.execute(
-        update(Form).where(scoped(Form, org_id), Form.id == form.id).values(**stored)
-    )
-    await session.execute(
-        update(FormVersion)
-        .where(scoped(FormVersion, org_id), FormVersion.form_id == form.id)
-        .values(**stored)
+    blocks = BlockList.validate_python(body["blocks"])
+    definition = Definition.model_validate({"variables": body["variables"]})
+    form = await form_service.create(
+        session,
+        org_id,
+        "Saved before the bound",
+        blocks,
+        status="published",
+        definition=definition,
+        # Taken unchecked, as the service took forms before it counted their cost.
+        checked=Compiled(1, blocks, definition),
     )
     await session.commit()
     return form.id

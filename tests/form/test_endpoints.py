@@ -5,7 +5,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi import demo
 from formsapi.demo.data import TEMPLATES
-from formsapi.form.blocks import BlockList
+from formsapi.language.blocks import BlockList
 from formsapi.models import Role
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, create_submission

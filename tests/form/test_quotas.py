@@ -217,3 +217,24 @@ async def test_quotas_set_while_posts_arrive_apply_to_the_next_post(
 
     assert sorted(r.status_code for r in posts) == [201, 422, 422, 422, 422]
     assert await _stored(session, org_id, form_id) == 4
+
+
+async def test_a_save_refused_by_its_quotas_leaves_nothing_of_its_version_behind(
+    api: Api, session: AsyncSession
+) -> None:
+    # The refused save's new version is made and checked before its quotas
+    # are: its number is the next save's, which must answer with its own.
+    _, form_id, secret = await _form(session, [TUESDAY])
+    without_workshop = [block for block in BLOCKS if block["key"] != "workshop"]
+    refused = await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": without_workshop})
+    assert refused.status_code == 422, refused.text
+    renamed = [{**block, "title": f"New {block['title']}"} for block in BLOCKS]
+
+    saved = await api.patch(f"/v1/forms/{form_id}", secret, json={"blocks": renamed})
+    read = await api.get(f"/v1/forms/{form_id}", secret)
+    posted = await _choose(api, form_id, secret, "tue")
+
+    assert saved.status_code == 200, saved.text
+    assert read.json()["version"] == 2
+    assert read.json()["schema"]["properties"]["workshop"]["title"] == "New Workshop"
+    assert posted.status_code == 201, posted.text

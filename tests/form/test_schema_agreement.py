@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from formsapi.form.blocks import BlockList
-from formsapi.form.compiled import Compiled
-from formsapi.form.definition import Definition, check
-from formsapi.form.schema import answers_schema
+from formsapi.language.blocks import BlockList
+from formsapi.language.compiled import Compiled
+from formsapi.language.definition import Definition, check
+from formsapi.language.schema import answers_schema
 from formsapi.submission.validation import validate_submission
 
 CHOICES = [{"value": v, "label": v.title()} for v in ("red", "blue", "green")]

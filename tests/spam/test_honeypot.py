@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.form.blocks import KEY_PATTERN, ROW_PATTERN
+from formsapi.language.blocks import KEY_PATTERN, ROW_PATTERN
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org, publish_over_api
 from tests.honeypot import honeypot_in

@@ -9,7 +9,7 @@ import pytest
 
 from formsapi import demo
 from formsapi.demo.data import TEMPLATES
-from formsapi.form.blocks import BlockList, answers_schema
+from formsapi.language.blocks import BlockList, answers_schema
 from formsapi.submission.validation import validate_answers
 
 BLOCKS = BlockList.validate_python(

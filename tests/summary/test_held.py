@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.db import create_read_sessionmaker
 from formsapi.form import service as form_service
-from formsapi.form.compiled import Compiled
+from formsapi.language.compiled import Compiled
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository.tallies import tally
 from formsapi.summary import held, repository, service

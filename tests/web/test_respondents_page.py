@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList
-from formsapi.form.definition import Definition, HiddenField
+from formsapi.language.blocks import BlockList
+from formsapi.language.definition import Definition, HiddenField
 from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api

@@ -18,8 +18,8 @@ from ulid import ULID
 
 from formsapi.demo.data import COMPANIES, FIRST, LAST, SENTENCES, SUMMARIES, TEMPLATES
 from formsapi.form import service as form_service
-from formsapi.form.blocks import Block, BlockList, MultipleChoice, Number, Rating, questions
 from formsapi.kit.time import utcnow
+from formsapi.language.blocks import Block, BlockList, MultipleChoice, Number, Rating, questions
 from formsapi.models import Form, Submission
 from formsapi.submission import repository as submission_repository
 from formsapi.submission import service as submission_service

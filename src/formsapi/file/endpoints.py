@@ -1,24 +1,18 @@
-from datetime import timedelta
 from typing import Annotated, Any
-from urllib.parse import quote
 
-import orjson
 from fastapi import APIRouter, Body, Path, Query, Request
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
-from formsapi.config import Settings
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
-from formsapi.errors import NotReady, ValidationFailed, problem_responses
+from formsapi.errors import problem_responses
 from formsapi.file import service
+from formsapi.file.http import NO_STORE, download, receive, signed_link
 from formsapi.file.schemas import FileLink, FileLinkCreate, FileOut
-from formsapi.file.storage import Storages
 from formsapi.form import service as form_service
-from formsapi.form.endpoints import ERRORS_404, FormId, json
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.time import utcnow
-from formsapi.models import File, Form
-from formsapi.request_body import streamed
+from formsapi.routing import ERRORS_404, FormId, json
 
 router = APIRouter(prefix="/v1", tags=["Files"], route_class=GuardedRoute)
 # Signed links carry their own authority: no key.
@@ -28,7 +22,6 @@ FileId = Annotated[
     str, Path(alias="fileId", pattern=ID_PATTERN, max_length=64, description="A file's id.")
 ]
 
-_NO_STORE = {"Cache-Control": "private, no-store"}
 _STORE_503 = (
     "The database, or the store files are kept in, cannot be reached or refused the "
     "service; nothing was kept. See `Retry-After`."
@@ -95,49 +88,7 @@ async def upload_file(
     async with request.app.state.read_sessionmaker() as session:
         form = await form_service.get(session, principal.organization_id, form_id)
     file = await receive(request, form, question, name)
-    return Response(
-        orjson.dumps(service.view(file)),
-        status_code=201,
-        media_type="application/json",
-        headers=_NO_STORE,
-    )
-
-
-async def receive(
-    request: Request,
-    form: Form,
-    key: str | None,
-    name: str | None,
-    allowance: service.Allowance | None = None,
-) -> File:
-    """An upload to one of the form's questions (the API's and, with the
-    `allowance` of whoever sends it, the hosted page's: bounded then by the
-    form's room for uploads no submission took)."""
-    settings: Settings = request.app.state.settings
-    length = request.headers.get("content-length")
-    upload = service.Upload(
-        key,
-        name,
-        int(length) if length and length.isdigit() else None,
-        streamed(request, settings.upload_idle_timeout, settings.upload_min_rate),
-    )
-    limits = service.Limits(
-        settings.upload_max_bytes,
-        timedelta(hours=settings.upload_orphan_hours),
-        settings.upload_orphan_bytes_per_form if allowance is not None else None,
-    )
-    version = await form_service.version_of(
-        request.app.state.read_sessionmaker, request.app.state.fair_share, form
-    )
-    return await service.receive(
-        request.app.state.sessionmaker,
-        request.app.state.storages,
-        form,
-        version,
-        upload,
-        limits,
-        allowance,
-    )
+    return json(service.view(file), 201, NO_STORE)
 
 
 @router.get(
@@ -203,27 +154,8 @@ async def create_file_link(
         FileLink(url=url, expires_at=expires_at).model_dump_json(by_alias=True),
         status_code=201,
         media_type="application/json",
-        headers=_NO_STORE,
+        headers=NO_STORE,
     )
-
-
-def signed_link(request: Request, file_id: str, seconds: int) -> tuple[str, Any]:
-    """A signed link to a file (the API's and the settings area's)."""
-    settings: Settings = request.app.state.settings
-    box = request.app.state.secret_box
-    if box is None:
-        raise NotReady("Signed links need FORMSAPI_SECRET_KEY to be set.")
-    if seconds > settings.file_link_max_seconds:
-        raise ValidationFailed(
-            "The link would live too long.",
-            errors=[
-                {
-                    "pointer": "/expiresIn",
-                    "detail": f"must be at most {settings.file_link_max_seconds} seconds",
-                }
-            ],
-        )
-    return service.link(box, settings.public_url, file_id, seconds, utcnow())
 
 
 @links_router.get(
@@ -258,25 +190,3 @@ async def download_by_link(
     async with request.app.state.read_sessionmaker() as session:
         file = await service.by_link(session, file_id)
     return await download(request.app.state.storages, file)
-
-
-async def download(storages: Storages, file: File) -> StreamingResponse:
-    """A file's bytes as an attachment that no browser runs or sniffs. The
-    first piece is read before the answer starts, so bytes the storage has
-    lost answer 404, and a store that fails 503, not a 200 cut short."""
-    pieces = await service.content(storages, file)
-    ascii_name = file.name.encode("ascii", "replace").decode().replace('"', "'").replace("?", "_")
-    return StreamingResponse(
-        pieces,
-        media_type=file.content_type,
-        headers={
-            "Content-Length": str(file.size),
-            "Content-Disposition": (
-                f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(file.name)}"
-            ),
-            "ETag": f'"{file.sha256.hex()}"' if file.sha256 else "",
-            "X-Content-Type-Options": "nosniff",
-            "Content-Security-Policy": "default-src 'none'; sandbox",
-            **_NO_STORE,
-        },
-    )

@@ -37,12 +37,12 @@ from formsapi.errors import (
 )
 from formsapi.file import repository
 from formsapi.file.storage import BytesMissing, Storages, StoreFailed
-from formsapi.form import blocks, compiled
-from formsapi.form.blocks import Block, FileUpload, questions
 from formsapi.form.service import FormNotAccepting
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language import blocks, compiled
+from formsapi.language.blocks import Block, FileUpload, questions
 from formsapi.models import File, Form, FormStatus
 
 log = logging.getLogger("formsapi")

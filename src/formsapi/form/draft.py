@@ -20,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.errors import BadRequest, Conflict, NotFound
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
-from formsapi.form.blocks import dump_blocks
-from formsapi.form.definition import Definition
 from formsapi.form.schemas import FormCreate, FormUpdate
+from formsapi.language.blocks import dump_blocks
+from formsapi.language.compiled import Compiled
+from formsapi.language.definition import Definition
 from formsapi.models import Form, FormDraft, FormStatus, FormVersion, User
 from formsapi.tenancy import scoped
 
@@ -103,7 +104,7 @@ def normalized(document: Any) -> dict[str, Any]:
     may frame the form, are not the draft's (the form's settings change them)."""
     body = FormCreate.model_validate(document)
     definition = Definition(**{n: getattr(body, n) for n in form_service.DEFINITION_FIELDS})
-    form_service.check(body.blocks, definition)
+    form_service.check(Compiled(1, body.blocks, definition))
     return {"title": body.title, "blocks": dump_blocks(body.blocks), **definition.dump()}
 
 

@@ -3,7 +3,7 @@ from functools import partial
 from typing import Annotated, TypeVar
 
 import orjson
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.principal import Principal
@@ -19,23 +19,24 @@ from formsapi.dependencies import (
 )
 from formsapi.errors import RateLimited, problem_responses
 from formsapi.form import service
-from formsapi.form.cost import COMPILE_UNITS
 from formsapi.form.schemas import FormCreate, FormDetail, FormSummary, FormUpdate
 from formsapi.form.work import worked_out
-from formsapi.idempotency.service import Outcome, fingerprint, run_once
-from formsapi.kit.ids import ID_PATTERN
-from formsapi.kit.pagination import Page, PageParams, page_params
+from formsapi.idempotency.service import Outcome
+from formsapi.kit.pagination import Page
+from formsapi.language.cost import COMPILE_UNITS
+from formsapi.routing import (
+    ERRORS,
+    ERRORS_404,
+    ERRORS_WRITE,
+    FormId,
+    PageDep,
+    idempotent,
+    json,
+    replay,
+)
 
 T = TypeVar("T")
 router = APIRouter(prefix="/v1/forms", tags=["Forms"], route_class=GuardedRoute)
-
-FormId = Annotated[
-    str, Path(alias="formId", pattern=ID_PATTERN, max_length=64, description="A form id.")
-]
-PageDep = Annotated[PageParams, Depends(page_params)]
-
-ERRORS = problem_responses(400, 401, 403, 429)
-ERRORS_404 = problem_responses(400, 401, 403, 404, 429)
 
 
 async def _turn(request: Request, principal: PrincipalDep) -> AsyncIterator[None]:
@@ -75,11 +76,6 @@ async def _large_saves(request: Request, principal: Principal) -> None:
             "This organization has saved large forms often in the last minute; try again later.",
             headers={"Retry-After": str(wait)},
         )
-
-
-def json(body: object) -> Response:
-    # orjson straight to bytes: the list endpoints skip generic serialization.
-    return Response(orjson.dumps(body), media_type="application/json")
 
 
 @router.get(
@@ -130,9 +126,6 @@ async def get_form(
     return response
 
 
-ERRORS_WRITE = problem_responses(400, 401, 403, 404, 408, 409, 413, 415, 422, 429)
-
-
 @router.post(
     "",
     status_code=201,
@@ -152,22 +145,18 @@ async def create_form(
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
     service.check_signing(body, request.app.state.secret_box is not None)
     # Checked before the transaction (and, for a large form, off the loop).
-    await _worked(request, principal, partial(service.check_new, body))
+    made = await _worked(request, principal, partial(service.check_new, body))
 
     async def work() -> Outcome:
-        form = await service.create_from(session, principal.organization_id, body, checked=True)
+        form = await service.create_from(session, principal.organization_id, body, checked=made)
         taken = await service.places_taken(session, form)
         shown = await _worked(request, principal, partial(service.detail, form, taken=taken))
         return Outcome(201, orjson.dumps(shown), f"/v1/forms/{form.id}")
 
-    outcome = await run_once(
-        session,
-        principal.organization_id,
-        idempotency_key,
-        fingerprint("POST", request.url.path, body.model_dump(mode="json", by_alias=True)),
-        work,
+    sent = body.model_dump(mode="json", by_alias=True)
+    return replay(
+        await idempotent(session, principal.organization_id, idempotency_key, request, sent, work)
     )
-    return replay(outcome)
 
 
 @router.patch(
@@ -233,10 +222,3 @@ async def delete_form(
         session, principal.organization_id, form_id, delete_submissions=delete_submissions
     )
     return Response(status_code=204)
-
-
-def replay(outcome: Outcome) -> Response:
-    headers = {"Location": outcome.location} if outcome.location else None
-    return Response(
-        outcome.body, status_code=outcome.status, headers=headers, media_type="application/json"
-    )

@@ -3,7 +3,6 @@ listed and revoked through the API."""
 
 from typing import Annotated
 
-import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
@@ -12,10 +11,10 @@ from formsapi.admission.schemas import Invitation, InvitationCreate, Invitations
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, SessionDep, requires
 from formsapi.form import service as form_service
-from formsapi.form.endpoints import ERRORS_404, ERRORS_WRITE, FormId, PageDep, json
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import utcnow
+from formsapi.routing import ERRORS_404, ERRORS_WRITE, FormId, PageDep, json
 
 router = APIRouter(
     prefix="/v1/forms/{formId}/invitations", tags=["Forms"], route_class=GuardedRoute
@@ -67,12 +66,7 @@ async def create_invitations(
         ]
     }
     # The tokens are secrets: no cache keeps this answer.
-    return Response(
-        orjson.dumps(body_out),
-        status_code=201,
-        media_type="application/json",
-        headers={"Cache-Control": "no-store"},
-    )
+    return json(body_out, 201, {"Cache-Control": "no-store"})
 
 
 @router.get(

@@ -15,8 +15,9 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from formsapi.form.blocks import Block
-from formsapi.form.definition import (
+from formsapi.kit.schemas import CleanStr, Schema
+from formsapi.language.blocks import Block
+from formsapi.language.definition import (
     DEFAULT_LANGUAGE,
     LANGUAGE_DESCRIPTION,
     MAX_ENDINGS,
@@ -31,8 +32,7 @@ from formsapi.form.definition import (
     LogicRule,
     Variable,
 )
-from formsapi.form.translation import MAX_LANGUAGES, Language, Message, Translation
-from formsapi.kit.schemas import CleanStr, Schema
+from formsapi.language.translation import MAX_LANGUAGES, Language, Message, Translation
 from formsapi.models import FormStatus
 from formsapi.organization.service import MAX_EMBED_ORIGINS, ORIGIN_RULE, normalized_origin
 

@@ -9,17 +9,26 @@ from functools import partial
 from typing import Any
 
 import orjson
-from sqlalchemy import Row
+from sqlalchemy import Row, event, inspect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
 
 from formsapi.admission import service as admission_service
 from formsapi.admission.service import SecretKeyNeeded
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
-from formsapi.form import compiled, cost, limits, repository, translation
-from formsapi.form.blocks import (
+from formsapi.form import limits, repository
+from formsapi.form.limits import FormNotAccepting
+from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, OneResponse, Quota
+from formsapi.form.work import worked_out
+from formsapi.kit.fair import FairShare
+from formsapi.kit.ids import is_plausible, new_id
+from formsapi.kit.pagination import PageParams
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language import compiled, cost, translation
+from formsapi.language.blocks import (
     Block,
     BlockList,
     Dropdown,
@@ -28,24 +37,15 @@ from formsapi.form.blocks import (
     key_errors,
     questions,
 )
-from formsapi.form.cost import cost_of
-from formsapi.form.definition import (
+from formsapi.language.cost import cost_of
+from formsapi.language.definition import (
     DEFAULT_LANGUAGE,
     RESUME_DAYS,
     Definition,
-    Layout,
     translated,
 )
-from formsapi.form.definition import check as definition_check
-from formsapi.form.limits import FormNotAccepting
-from formsapi.form.schema import answers_schema
-from formsapi.form.schemas import TITLE_MAX, FormCreate, FormUpdate, OneResponse, Quota
-from formsapi.form.translation import Translation
-from formsapi.form.work import worked_out
-from formsapi.kit.fair import FairShare
-from formsapi.kit.ids import is_plausible, new_id
-from formsapi.kit.pagination import PageParams
-from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language.definition import check as definition_check
+from formsapi.language.translation import Translation
 from formsapi.models import EventType, Form, FormStatus, FormVersion
 from formsapi.user import service as user_service
 
@@ -123,26 +123,39 @@ def summary(form: Form | repository.SummaryRow) -> dict[str, Any]:
     }
 
 
-# Derived schemas by (form, version, updatedAt): any change to a form moves
-# updatedAt, so an entry is never stale; bounded, as forms come and go.
-_SCHEMAS: dict[tuple[str, int, datetime], dict[str, Any]] = {}
-_SCHEMAS_MAX = 2048
+def current(form: Form) -> compiled.Compiled:
+    """The form's version as it stands, compiled (language/compiled.py).
+    Inside the transaction that saved it, the save's own, which the cache
+    takes once it commits: a version rolled back is never kept."""
+    session = inspect(form).session
+    if session is not None:
+        held: dict[tuple[str, str, int], compiled.Compiled] = session.info.get(_PENDING, {})
+        pending = held.get((form.organization_id, form.id, form.version))
+        if pending is not None:
+            return pending
+    return compiled.compile_version(
+        form.organization_id, form.id, form.version, form.blocks, form.definition
+    )
 
 
-def _schema_of(form: Form) -> dict[str, Any]:
-    key = (form.id, form.version, form.updated_at)
-    schema = _SCHEMAS.get(key)
-    if schema is None:
-        blocks = BlockList.validate_python(form.blocks)
-        schema = answers_schema(blocks, definition_of(form), title=form.title)
-        _keep_schema(key, schema)
-    return schema
+_PENDING = "formsapi.compiled_pending"
 
 
-def _keep_schema(key: tuple[str, int, datetime], schema: dict[str, Any]) -> None:
-    if len(_SCHEMAS) >= _SCHEMAS_MAX:
-        _SCHEMAS.clear()
-    _SCHEMAS[key] = schema
+def _hold(session: AsyncSession, form: Form, made: compiled.Compiled) -> None:
+    """`made`, the form's new version, for current() until the transaction
+    ends, and for the cache if it commits."""
+    session.info.setdefault(_PENDING, {})[(form.organization_id, form.id, made.version)] = made
+
+
+@event.listens_for(Session, "after_commit")
+def _kept(session: Session) -> None:
+    for (organization_id, form_id, _), made in session.info.pop(_PENDING, {}).items():
+        compiled.keep(organization_id, form_id, made)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _dropped(session: Session, _: Any) -> None:
+    session.info.pop(_PENDING, None)
 
 
 def _definition_wire(stored: dict[str, Any] | None, blocks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -240,7 +253,7 @@ def detail(
             form.one_response_by, form.one_response_question, form.one_response_hours
         ),
         "passwordRequired": form.password_hash is not None,
-        "schema": _schema_of(form),
+        "schema": current(form).schema_titled(form.title),
     }
 
 
@@ -278,9 +291,10 @@ class SlugTaken(Conflict):
     slug = "slug-taken"
 
 
-def check(blocks: list[Block], definition: Definition) -> None:
-    """The whole form as a save checks it: keys, logic, recall, endings."""
-    layout = Layout(blocks, definition)
+def check(made: compiled.Compiled) -> None:
+    """The whole form as a save checks it: keys, logic, recall, endings,
+    translations and cost."""
+    blocks, definition, layout = made.blocks, made.definition, made.layout
     errors = key_errors(blocks) or definition_check(blocks, definition, layout)
     if not errors:
         shown, errors = translated(blocks, definition, layout)
@@ -349,15 +363,17 @@ async def create(
     bounds: dict[str, Any] | None = None,
     one_response: OneResponse | None = None,
     password_hash: str | None = None,
-    checked: bool = False,
+    checked: compiled.Compiled | None = None,
 ) -> Form:
     """A new form (a draft unless told otherwise) and its version 1;
     `embed_origins` None: its organization's list frames it; `bounds`: its
     schedule, limit, messages and quotas (LIMIT_FIELDS), none by default;
-    `checked`: its blocks and definition were checked already."""
+    `checked`: its version, made from these blocks and definition and
+    checked already (check_new)."""
     definition = definition or Definition()
-    if not checked:
-        check(blocks, definition)
+    made = checked or compiled.Compiled(1, blocks, definition)
+    if checked is None:
+        check(made)
     bounds = bounds or {}
     _check_one_response(one_response, blocks)
     if slug is None:
@@ -393,14 +409,19 @@ async def create(
     except IntegrityError:
         # Another request took the slug between our check and this insert.
         raise SlugTaken(f"Another form of this organization has the slug '{slug}'.") from None
+    _hold(session, form, made)
     await _record(session, form, EventType.form_created)
     return form
 
 
-def check_new(body: FormCreate) -> None:
-    """What create_from checks of a new form's blocks and definition (`check`),
-    to be done before it: ValidationFailed for what is wrong."""
-    check(body.blocks, Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS}))
+def check_new(body: FormCreate) -> compiled.Compiled:
+    """A new form's first version, made and checked (`check`) before
+    create_from takes it, with its schema: ValidationFailed for what is wrong."""
+    definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
+    made = compiled.Compiled(1, body.blocks, definition)
+    check(made)
+    _ = made.schema
+    return made
 
 
 async def create_from(
@@ -409,11 +430,11 @@ async def create_from(
     body: FormCreate,
     password_hash: str | None = None,
     *,
-    checked: bool = False,
+    checked: compiled.Compiled | None = None,
 ) -> Form:
     """A new draft made from a form's JSON (POST /v1/forms's body), by the
     API and the settings area alike; `password_hash`: a copy's; `checked`:
-    check_new was done."""
+    its version from check_new."""
     if body.password is not None:
         password_hash = await user_service.hash_passphrase(body.password)
     definition = Definition(**{name: getattr(body, name) for name in DEFINITION_FIELDS})
@@ -570,14 +591,12 @@ class Checked:
     was at `version`, so that the save's costliest part holds no lock."""
 
     version: int
-    blocks: list[Block]
-    definition: Definition
+    # What the form's next version would be: its blocks and definition,
+    # parsed, laid out and checked once.
+    compiled: compiled.Compiled
     # As stored: dump_blocks(blocks) and _stored(definition).
     blocks_json: list[dict[str, Any]]
     stored: dict[str, Any] | None
-    # The JSON Schema of its answers, with the form's title it was made for.
-    schema: dict[str, Any]
-    title: str
 
 
 def changes_content(changes: FormUpdate) -> bool:
@@ -619,12 +638,10 @@ def checked_update(form: Form, changes: FormUpdate) -> Checked:
             for name in DEFINITION_FIELDS
         }
     )
-    check(blocks, definition)
-    title = changes.title if "title" in sent and changes.title is not None else form.title
-    schema = answers_schema(blocks, definition, title=title)
-    return Checked(
-        form.version, blocks, definition, dump_blocks(blocks), _stored(definition), schema, title
-    )
+    made = compiled.Compiled(form.version + 1, blocks, definition)
+    check(made)
+    _ = made.schema  # made here, off the form's lock
+    return Checked(form.version, made, dump_blocks(blocks), _stored(definition))
 
 
 async def update(
@@ -679,13 +696,14 @@ async def update(
     if changes_content(changes):
         if checked is None or checked.version != form.version:  # changed since: again
             checked = checked_update(form, changes)
-        new_blocks, definition = checked.blocks, checked.definition
+        new_blocks, definition = checked.compiled.blocks, checked.compiled.definition
         resume_days = (form.definition or {}).get("resumeDays", RESUME_DAYS)
         blocks, stored = checked.blocks_json, checked.stored
         if blocks != form.blocks or stored != form.definition:
             form.blocks, form.definition = blocks, stored
             form.version += 1
             new_version = True
+            _hold(session, form, checked.compiled)
         if definition.resume_days != resume_days:
             # Partials already saved are kept for the new time too, a shorter one included.
             await repository.keep_partials_for(
@@ -694,7 +712,7 @@ async def update(
     bounds_after = tuple(getattr(form, name) for name in LIMIT_FIELDS)
     checks_blocks = new_version or bounds_after != bounds_before or "one_response" in sent
     if checks_blocks and new_blocks is None:
-        new_blocks = BlockList.validate_python(form.blocks)
+        new_blocks = current(form).blocks
     if new_version or bounds_after != bounds_before:  # quotas checked against its blocks
         assert new_blocks is not None
         check_limits(form, new_blocks)
@@ -705,8 +723,6 @@ async def update(
         assert new_blocks is not None
         _check_one_response(None if rule is None else OneResponse.model_validate(rule), new_blocks)
     form.updated_at = utcnow()
-    if checked is not None and checked.title == form.title:  # its schema, made off the lock
-        _keep_schema((form.id, form.version, form.updated_at), checked.schema)
     asked = changes.status if "status" in sent and changes.status is not None else None
     reason = limits.settle(form, form.updated_at, asked)
     if new_version:
@@ -920,11 +936,13 @@ async def version_detail(
     snapshot = await repository.get_version(session, organization_id, form.id, version)
     if snapshot is None:
         raise NotFound(f"Form '{form_id}' has no version {version}; it is at {form.version}.")
-    blocks = BlockList.validate_python(snapshot.blocks)
+    then = compiled.compile_version(
+        organization_id, form.id, snapshot.version, snapshot.blocks, snapshot.definition
+    )
     return {
         **detail(form, taken=await places_taken(session, form)),
         "version": snapshot.version,
         "blocks": snapshot.blocks,
         **_definition_wire(snapshot.definition, snapshot.blocks),
-        "schema": answers_schema(blocks, definition_of(snapshot), title=snapshot.title),
+        "schema": then.schema_titled(snapshot.title),
     }

@@ -1,5 +1,5 @@
 """Where a form's CPU work runs: checking answers against its rules and
-drawing its pages. A form that costs little (form/cost.py) is worked out on
+drawing its pages. A form that costs little (language/cost.py) is worked out on
 the event loop, as handing it over would cost more; a costly one in its
 organization's turn on the fair-share thread (kit/fair.py), so that one
 organization's heavy form never holds back another's requests."""
@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from formsapi.errors import FormsAPIError
-from formsapi.form.cost import INLINE_UNITS
 from formsapi.kit.fair import FairShare, TooMuchWork
+from formsapi.language.cost import INLINE_UNITS
 
 T = TypeVar("T")
 
 # The cost of an organization's work that may wait in one process: about two
-# seconds of one core (form/cost.py's unit). Past it, a 503.
+# seconds of one core (language/cost.py's unit). Past it, a 503.
 WAITING_UNITS = 2_000_000
 
 

@@ -10,11 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.db import ReadSession, purge_in_batches
 from formsapi.errors import BadRequest, NotFound
-from formsapi.form import compiled
 from formsapi.form import service as form_service
-from formsapi.form.compiled import Compiled
 from formsapi.funnel import repository, steps
 from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language import compiled
+from formsapi.language.compiled import Compiled
 
 # Ranges are cut to these: nothing is counted before or after.
 OLDEST = datetime(1970, 1, 1, tzinfo=UTC)

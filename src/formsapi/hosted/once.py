@@ -27,10 +27,10 @@ from formsapi.admission import service as admission_service
 from formsapi.admission.service import Digests, Opened
 from formsapi.db import session_scope
 from formsapi.dependencies import client_ip
-from formsapi.form.compiled import Compiled
 from formsapi.kit.breaker import Open
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import utcnow
+from formsapi.language.compiled import Compiled
 from formsapi.models import Form
 
 log = logging.getLogger("formsapi")

@@ -42,22 +42,23 @@ from formsapi.errors import (
     ValidationFailed,
 )
 from formsapi.file import service as file_service
-from formsapi.file.endpoints import receive
-from formsapi.form import flow, limits, translation
+from formsapi.file.http import receive
+from formsapi.form import limits
 from formsapi.form import service as form_service
-from formsapi.form.blocks import Block, FileUpload, parts, questions
-from formsapi.form.compiled import Compiled
-from formsapi.form.cost import NO_COST, Cost
-from formsapi.form.definition import DEFAULT_LANGUAGE
 from formsapi.form.limits import QuotaFull
 from formsapi.form.service import FormNotAccepting
-from formsapi.form.translation import MESSAGES
 from formsapi.form.work import OrganizationBusy, worked_out
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel import steps as funnel_steps
 from formsapi.hosted import ending_pass, guard, once, service, stamp
 from formsapi.kit.mail import MailNotSent
 from formsapi.kit.time import utcnow
+from formsapi.language import flow, translation
+from formsapi.language.blocks import Block, FileUpload, parts, questions
+from formsapi.language.compiled import Compiled
+from formsapi.language.cost import NO_COST, Cost
+from formsapi.language.definition import DEFAULT_LANGUAGE
+from formsapi.language.translation import MESSAGES
 from formsapi.models import File, Form, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
@@ -171,7 +172,7 @@ class Page:
     # The email question a form taking one response per address needs answered.
     email_once: str | None = None
     honeypot: str = ""  # its field's name (hosted.service.honeypot)
-    # What checking its answers and drawing its pages cost (form/cost.py).
+    # What checking its answers and drawing its pages cost (language/cost.py).
     cost: Cost = NO_COST
 
 
@@ -310,7 +311,7 @@ async def _worked(request: Request, organization_id: str, cost: int, work: Calla
 async def _walked(
     request: Request, page: Page, version: Compiled, answers: dict[str, Any], today: date
 ) -> flow.Run:
-    """The answers' walk through the form (form/flow.py)."""
+    """The answers' walk through the form (language/flow.py)."""
     return await _worked(
         request,
         page.organization_id,

@@ -12,9 +12,11 @@ from urllib.parse import quote
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.form import flow, logic
 from formsapi.form import repository as form_repository
-from formsapi.form.blocks import (
+from formsapi.kit.ids import is_plausible
+from formsapi.kit.secretbox import SecretBox
+from formsapi.language import flow, logic
+from formsapi.language.blocks import (
     LISTED,
     NUMERIC,
     QUESTION_TYPES,
@@ -26,11 +28,9 @@ from formsapi.form.blocks import (
     SingleChoice,
     questions,
 )
-from formsapi.form.compiled import Compiled
-from formsapi.form.cost import RECALL_SHOWN
-from formsapi.form.definition import HIDDEN_VALUE_MAX, RECALL, Ending, Layout
-from formsapi.kit.ids import is_plausible
-from formsapi.kit.secretbox import SecretBox
+from formsapi.language.compiled import Compiled
+from formsapi.language.cost import RECALL_SHOWN
+from formsapi.language.definition import HIDDEN_VALUE_MAX, RECALL, Ending, Layout
 from formsapi.models import Form
 
 

@@ -9,7 +9,7 @@ tenants in turn (one job each, round robin), so a tenant with many jobs
 waiting delays another's next job by one of its own at most.
 
 Each tenant may have work of a bounded cost waiting in each process (in
-the units form/cost.py counts); past it, TooMuchWork, and the caller
+the units language/cost.py counts); past it, TooMuchWork, and the caller
 answers 503 with Retry-After instead of queueing without end.
 """
 

@@ -44,7 +44,7 @@ class Form(Base):
     version: Mapped[int] = mapped_column(Integer, default=1)
     # Blocks as the API shows them (camelCase), validated on the way in.
     blocks: Mapped[list[dict[str, Any]]] = mapped_column(JSONColumn)
-    # Hidden fields, variables, rules and endings (form/definition.py), as
+    # Hidden fields, variables, rules and endings (language/definition.py), as
     # the API shows them; None: none of them.
     definition: Mapped[dict[str, Any] | None] = mapped_column(JSONColumn, nullable=True)
     # Origins whose pages may show this form's hosted page in a frame, in place

@@ -18,7 +18,7 @@ from email.message import EmailMessage
 from email.utils import getaddresses
 from typing import Any
 
-from formsapi.form.blocks import (
+from formsapi.language.blocks import (
     EMAIL,
     OTHER,
     Block,
@@ -37,7 +37,7 @@ from formsapi.form.blocks import (
     YesNo,
     parts,
 )
-from formsapi.form.definition import RECALL
+from formsapi.language.definition import RECALL
 
 MAX_ANSWER = 2000  # characters of one answer in a mail; the page has them all
 TYPED = "(typed: not repeated in this mail)"

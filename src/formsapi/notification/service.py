@@ -33,9 +33,9 @@ from formsapi.admission.service import normalized_email
 from formsapi.config import Settings
 from formsapi.errors import BadRequest, FormNotFound
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList, Email, questions
 from formsapi.kit.ids import new_id
 from formsapi.kit.secretbox import SecretBox
+from formsapi.language.blocks import Email, questions
 from formsapi.member import service as member_service
 from formsapi.models import Frequency, MailKind, MailStatus
 from formsapi.notification import message, repository
@@ -65,8 +65,11 @@ async def settings(session: AsyncSession, organization_id: str, form_id: str) ->
         Member(user.id, user.email, chosen.get(user.id))
         for user, _ in await member_service.list_members(session, organization_id)
     ]
-    blocks = BlockList.validate_python(form.blocks)
-    emails = [(q.key, q.title) for q in questions(blocks) if isinstance(q, Email)]
+    emails = [
+        (q.key, q.title)
+        for q in questions(form_service.current(form).blocks)
+        if isinstance(q, Email)
+    ]
     copy = await repository.copy_question(session, organization_id, form.id)
     return FormNotifications(members, copy, emails)
 

@@ -8,12 +8,12 @@ from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, Se
 from formsapi.errors import NotFound
 from formsapi.file import service as file_service
 from formsapi.form import service as form_service
-from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json
 from formsapi.kit.ids import ID_PATTERN, is_plausible
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import utcnow
 from formsapi.partial import repository, service
 from formsapi.partial.schemas import PartialOut
+from formsapi.routing import ERRORS_404, FormId, PageDep, json
 
 router = APIRouter(
     prefix="/v1/forms/{formId}/partials", tags=["Partials"], route_class=GuardedRoute

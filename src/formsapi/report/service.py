@@ -28,8 +28,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.errors import BadRequest, NotFound
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList, questions
 from formsapi.kit.ids import new_id
+from formsapi.language.blocks import questions
 from formsapi.models import ReportLink
 from formsapi.report import repository
 
@@ -77,7 +77,7 @@ async def create(
     """A new link to the form's report. The questions left out must be the
     form's; the link must expire within a year; k is 1 (nothing withheld) to 1,000."""
     form = await form_service.get(session, organization_id, form_id)
-    keys = {question.key for question in questions(BlockList.validate_python(form.blocks))}
+    keys = {question.key for question in questions(form_service.current(form).blocks)}
     unknown = sorted(set(hidden_questions) - keys)
     if unknown:
         raise BadRequest(f"The form has no question '{unknown[0][:64]}'.")

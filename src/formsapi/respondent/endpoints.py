@@ -9,13 +9,12 @@ from formsapi.audit.schemas import AuditEntries
 from formsapi.audit.service import Actor
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, SessionDep, requires
 from formsapi.errors import problem_responses
-from formsapi.form.endpoints import json
 from formsapi.respondent import service
 from formsapi.respondent.schemas import RespondentData, RespondentErased, RespondentQuery
+from formsapi.routing import ERRORS, json
 
 router = APIRouter(prefix="/v1", tags=["Respondents"], route_class=GuardedRoute)
 
-ERRORS = problem_responses(400, 401, 403, 429)
 BODY_ERRORS = problem_responses(400, 401, 403, 408, 413, 415, 422, 429)
 
 

@@ -3,9 +3,9 @@ from typing import Any
 
 from pydantic import Field
 
-from formsapi.form.blocks import KEY_PATTERN
-from formsapi.form.definition import HIDDEN_VALUE_MAX
 from formsapi.kit.schemas import CleanStr, Schema
+from formsapi.language.blocks import KEY_PATTERN
+from formsapi.language.definition import HIDDEN_VALUE_MAX
 from formsapi.submission.schemas import SubmissionDetail
 
 

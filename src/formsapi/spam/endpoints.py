@@ -5,7 +5,7 @@ from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
-from formsapi.form.endpoints import ERRORS_404, FormId, json
+from formsapi.routing import ERRORS_404, FormId, json
 from formsapi.spam import service
 from formsapi.spam.schemas import RefusalCounts
 

@@ -5,8 +5,7 @@ import orjson
 from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic import Field, TypeAdapter, ValidationError
 from starlette.routing import Route
 
 from formsapi.api_key.principal import Principal
@@ -22,12 +21,11 @@ from formsapi.dependencies import (
 )
 from formsapi.errors import problem_responses
 from formsapi.form import service as form_service
-from formsapi.form.endpoints import ERRORS_404, FormId, PageDep, json, replay
-from formsapi.idempotency.service import Outcome, fingerprint, run_once
+from formsapi.idempotency.service import Outcome, fingerprint
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.schemas import Schema
-from formsapi.kit.time import parse_timestamp
+from formsapi.routing import ERRORS_404, FormId, PageDep, Timestamp, idempotent, json, replay
 from formsapi.submission import export, service
 from formsapi.submission.intake import Claim, Intake
 from formsapi.submission.schemas import Changes, SubmissionDetail, SubmissionOut
@@ -38,18 +36,6 @@ router = APIRouter(
     prefix="/v1/forms/{formId}/submissions", tags=["Submissions"], route_class=GuardedRoute
 )
 
-
-def _parse_since(value: object) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    try:
-        return parse_timestamp(str(value))
-    except ValueError as error:
-        raise PydanticCustomError("timestamp", str(error)) from None
-
-
-# An ISO 8601 query parameter, as the API reads timestamps everywhere.
-Timestamp = BeforeValidator(lambda value: None if value is None else _parse_since(value))
 
 Since = Annotated[
     datetime | None,
@@ -344,12 +330,8 @@ async def edit_submission(
 
     request_print = body.model_dump(mode="json") | {"ifMatch": if_match}
     await service.queue_for(session, form_id)
-    outcome = await run_once(
-        session,
-        principal.organization_id,
-        idempotency_key,
-        fingerprint("PATCH", request.url.path, request_print),
-        work,
+    outcome = await idempotent(
+        session, principal.organization_id, idempotency_key, request, request_print, work
     )
     response = replay(outcome)
     response.headers["ETag"] = service.etag(orjson.loads(outcome.body)["version"])

@@ -23,9 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.db import ReadSession
 from formsapi.form import repository as form_repository
-from formsapi.form.blocks import BlockList
-from formsapi.form.definition import Definition, answer_keys
 from formsapi.kit.time import utcnow
+from formsapi.language import compiled
+from formsapi.language.definition import answer_keys
 from formsapi.submission import repository
 from formsapi.submission.repository import ChangeRow
 from formsapi.submission.schemas import change_wire
@@ -42,9 +42,10 @@ async def columns(session: AsyncSession, organization_id: str, form_id: str) -> 
     version's in order, then keys only older versions had."""
     keys: list[str] = []
     for version in await form_repository.all_versions(session, organization_id, form_id):
-        blocks = BlockList.validate_python(version.blocks)
-        definition = Definition.model_validate(version.definition or {})
-        for key in answer_keys(blocks, definition):
+        then = compiled.compile_version(
+            organization_id, form_id, version.version, version.blocks, version.definition
+        )
+        for key in answer_keys(then.blocks, then.definition):
             if key not in keys:
                 keys.append(key)
     return keys

@@ -47,10 +47,9 @@ from formsapi.db import ReadSession, WriteSession
 from formsapi.errors import Conflict, FormNotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.file import service as file_service
-from formsapi.form import compiled, limits
+from formsapi.form import limits
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
-from formsapi.form.cost import COMPILE_UNITS
 from formsapi.form.limits import QuotaFull, Reason
 from formsapi.form.work import WAITING_UNITS, worked_out
 from formsapi.funnel import repository as funnel_repository
@@ -62,6 +61,8 @@ from formsapi.kit.fair import FairShare
 from formsapi.kit.ids import is_plausible
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language import compiled
+from formsapi.language.cost import COMPILE_UNITS
 from formsapi.partial import repository as partial_repository
 from formsapi.partial.service import LinkUsed
 from formsapi.submission import repository

@@ -17,15 +17,15 @@ from formsapi.errors import (
 )
 from formsapi.event import service as event_service
 from formsapi.file import service as file_service
-from formsapi.form import compiled, limits
+from formsapi.form import limits
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
-from formsapi.form.blocks import Block, BlockList
-from formsapi.form.definition import Definition
 from formsapi.idempotency import service as idempotency_service
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language import compiled
+from formsapi.language.blocks import Block
 from formsapi.models import EventType, FormStatus, Submission
 from formsapi.submission import repository
 from formsapi.submission.repository import PageRow, hour_of
@@ -557,10 +557,8 @@ async def recount_answers(session: AsyncSession, organization_id: str) -> None:
     writers wait meanwhile."""
     await form_repository.lock_all(session, organization_id)
     counted = {
-        (v.form_id, v.version): compiled.Compiled(
-            v.version,
-            BlockList.validate_python(v.blocks),
-            Definition.model_validate(v.definition or {}),
+        (v.form_id, v.version): compiled.compile_version(
+            organization_id, v.form_id, v.version, v.blocks, v.definition
         ).counted
         for v in await form_repository.versions_of_organization(session, organization_id)
     }

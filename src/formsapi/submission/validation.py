@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from formsapi.form import flow
-from formsapi.form.blocks import OTHER, Answer, Block, OtherText, Part, parts
-from formsapi.form.compiled import Compiled
-from formsapi.form.definition import HIDDEN_VALUE_MAX
+from formsapi.language import flow
+from formsapi.language.blocks import OTHER, Answer, Block, OtherText, Part, parts
+from formsapi.language.compiled import Compiled
+from formsapi.language.definition import HIDDEN_VALUE_MAX
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,9 @@ from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
-from formsapi.form.endpoints import ERRORS_404, FormId, json
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel.schemas import Funnel
-from formsapi.submission.endpoints import Timestamp
+from formsapi.routing import ERRORS_404, FormId, Timestamp, json
 from formsapi.summary import service
 from formsapi.summary.buckets import Interval
 from formsapi.summary.schemas import FormAnswerSummary, TimeSeries

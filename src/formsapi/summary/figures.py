@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from math import floor
 from typing import Any
 
-from formsapi.form.blocks import (
+from formsapi.language.blocks import (
     OTHER,
     Block,
     Matrix,
@@ -25,8 +25,8 @@ from formsapi.form.blocks import (
     YesNo,
     questions,
 )
-from formsapi.form.compiled import VARIABLE_PREFIX
-from formsapi.form.definition import Definition
+from formsapi.language.compiled import VARIABLE_PREFIX
+from formsapi.language.definition import Definition
 
 # The quantiles a number question reports, as percentages.
 QUANTILES = (10, 25, 50, 75, 90)

@@ -29,7 +29,7 @@ import orjson
 from sqlalchemy import Row
 
 from formsapi.db import ReadSession
-from formsapi.form.compiled import Counted
+from formsapi.language.compiled import Counted
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository.changes import ROW_CHANGE_SEQ, ROW_ID, ChangeRow
 from formsapi.submission.repository.tallies import ENDING, VALUE_MAX

@@ -33,8 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from formsapi.db import ReadSession
-from formsapi.form.compiled import Counted
 from formsapi.kit.time import EPOCH
+from formsapi.language.compiled import Counted
 from formsapi.models import AnswerCount, Submission
 from formsapi.submission.repository.counts import DAY, HOUR, day_of, hour_of
 from formsapi.submission.repository.tallies import ENDING, VALUE_MAX

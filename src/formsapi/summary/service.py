@@ -14,9 +14,10 @@ import orjson
 
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, FormsAPIError, NotFound
-from formsapi.form import compiled
 from formsapi.form import service as form_service
-from formsapi.form.blocks import (
+from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language import compiled
+from formsapi.language.blocks import (
     LARGEST_NUMBER,
     OTHER,
     Dropdown,
@@ -32,9 +33,8 @@ from formsapi.form.blocks import (
     YesNo,
     questions,
 )
-from formsapi.form.compiled import Compiled
-from formsapi.form.definition import Definition
-from formsapi.kit.time import isoformat_z, utcnow
+from formsapi.language.compiled import Compiled
+from formsapi.language.definition import Definition
 from formsapi.models import Form
 from formsapi.summary import buckets, figures, held, repository
 from formsapi.summary.repository import AnswerIs, Filters

@@ -25,13 +25,13 @@ from formsapi.dependencies import check_json
 from formsapi.errors import BadRequest, MalformedJSON, RateLimited, ValidationFailed
 from formsapi.form import draft as drafts
 from formsapi.form import service as form_service
-from formsapi.form.blocks import Block, BlockList
-from formsapi.form.compiled import Compiled
-from formsapi.form.definition import DEFAULT_LANGUAGE, Definition
-from formsapi.form.translation import LANGUAGE_PATTERN, LISTS, TEXTS, name_of
 from formsapi.form.work import worked_out
 from formsapi.hosted import routes as hosted
 from formsapi.kit.schemas import CleanStr
+from formsapi.language.blocks import Block, BlockList
+from formsapi.language.compiled import Compiled
+from formsapi.language.definition import DEFAULT_LANGUAGE, Definition
+from formsapi.language.translation import LANGUAGE_PATTERN, LISTS, TEXTS, name_of
 from formsapi.models import Form as FormRow
 from formsapi.web.context import SECURITY_HEADERS, DbDep, PathId, ReadDep, back_with, render
 from formsapi.web.forms import (

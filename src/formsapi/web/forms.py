@@ -14,14 +14,14 @@ from starlette.datastructures import UploadFile
 from formsapi.dependencies import check_json
 from formsapi.errors import BadRequest, Forbidden, FormsAPIError, MalformedJSON, ValidationFailed
 from formsapi.file import service as file_service
-from formsapi.file.endpoints import download, signed_link
+from formsapi.file.http import download, signed_link
 from formsapi.form import gallery
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList, FileUpload, questions
 from formsapi.form.schemas import MAX_RETENTION_DAYS, FormCreate, FormUpdate
 from formsapi.kit.pagination import PageParams
 from formsapi.kit.schemas import CleanStr
 from formsapi.kit.time import parse_timestamp
+from formsapi.language.blocks import FileUpload, questions
 from formsapi.models import File
 from formsapi.organization.service import parse_origins
 from formsapi.spam import service as spam_service
@@ -579,7 +579,7 @@ async def form_page(
 ) -> Response:
     form = await form_service.get(session, managed.organization.id, form_id)
     organization_id = form.organization_id
-    blocks = BlockList.validate_python(form.blocks)
+    blocks = form_service.current(form).blocks
     asked = questions(blocks)
     recent = await submission_service.recent(session, organization_id, form.id, RECENT)
     days = await export.daily_counts(session, organization_id, form.id)

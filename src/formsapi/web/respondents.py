@@ -19,9 +19,9 @@ from formsapi.audit import service as audit_service
 from formsapi.audit.service import Actor
 from formsapi.errors import BadRequest
 from formsapi.form import service as form_service
-from formsapi.form.blocks import KEY_PATTERN
-from formsapi.form.definition import HIDDEN_VALUE_MAX
 from formsapi.kit.schemas import CleanStr
+from formsapi.language.blocks import KEY_PATTERN
+from formsapi.language.definition import HIDDEN_VALUE_MAX
 from formsapi.member import service as member_service
 from formsapi.respondent import service
 from formsapi.respondent.service import Person

@@ -11,9 +11,9 @@ from fastapi.responses import Response
 from formsapi.db import ReadSession
 from formsapi.errors import BadRequest, Forbidden, NotFound
 from formsapi.form import service as form_service
-from formsapi.form.blocks import BlockList, questions
 from formsapi.funnel import service as funnel_service
 from formsapi.kit.time import parse_timestamp, utcnow
+from formsapi.language.blocks import questions
 from formsapi.models import Form as FormModel
 from formsapi.report import service as report_service
 from formsapi.summary import service as summary_service
@@ -235,7 +235,7 @@ async def summary_page(
                 version=_version(version),
             )
         )
-    blocks = BlockList.validate_python(form.blocks)
+    blocks = form_service.current(form).blocks
     links = []
     if managed.viewer.can_share_reports:
         now = utcnow()

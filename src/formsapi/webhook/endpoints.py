@@ -1,8 +1,7 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-import orjson
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
 from formsapi.api_key.scopes import Scope
@@ -15,9 +14,10 @@ from formsapi.dependencies import (
 )
 from formsapi.errors import problem_responses
 from formsapi.kit.ids import ID_PATTERN
-from formsapi.kit.pagination import Page, PageParams, page_params
+from formsapi.kit.pagination import Page
 from formsapi.kit.time import isoformat_z
 from formsapi.models import WebhookAttempt, WebhookDelivery
+from formsapi.routing import PageDep, json
 from formsapi.webhook import service
 from formsapi.webhook.schemas import (
     DeliveryDetail,
@@ -61,10 +61,6 @@ DeliveryId = Annotated[
 ]
 
 
-def _json(body: object, status: int = 200) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
-
-
 def _settings(request: Request) -> Any:
     return request.app.state.settings
 
@@ -93,14 +89,14 @@ async def create_endpoint(
         policy=service.egress_policy(_settings(request)),
         scopes=principal.scopes,
     )
-    return _json({**service.endpoint_wire(endpoint), "secret": secret}, 201)
+    return json({**service.endpoint_wire(endpoint), "secret": secret}, 201)
 
 
 @router.get("", response_model=Page[WebhookEndpointOut], responses=ERRORS, openapi_extra=MANAGE)
 async def list_endpoints(principal: PrincipalDep, session: ReadSessionDep) -> Response:
     """Every webhook endpoint of your organization, oldest first (50 at most)."""
     endpoints = await service.list_all(session, principal.organization_id)
-    return _json(
+    return json(
         {
             "data": [service.endpoint_wire(e) for e in endpoints],
             "pagination": {"page": 1, "limit": service.MAX_ENDPOINTS, "total": len(endpoints)},
@@ -115,7 +111,7 @@ async def get_endpoint(
     principal: PrincipalDep, session: ReadSessionDep, endpoint_id: EndpointId
 ) -> Response:
     """One endpoint, with why it was disabled if it was."""
-    return _json(
+    return json(
         service.endpoint_wire(await service.get(session, principal.organization_id, endpoint_id))
     )
 
@@ -145,7 +141,7 @@ async def update_endpoint(
         policy=service.egress_policy(_settings(request)),
         scopes=principal.scopes,
     )
-    return _json(service.endpoint_wire(endpoint))
+    return json(service.endpoint_wire(endpoint))
 
 
 @router.delete("/{endpointId}", status_code=204, responses=ERRORS, openapi_extra=MANAGE)
@@ -172,7 +168,7 @@ async def rotate_secret(
         session, request.app.state.secret_box, principal.organization_id, endpoint_id
     )
     assert endpoint.previous_secret_until is not None
-    return _json(
+    return json(
         {"secret": secret, "previousSecretExpiresAt": isoformat_z(endpoint.previous_secret_until)}
     )
 
@@ -190,7 +186,7 @@ async def send_test(
     """Send a `ping` event to this endpoint alone, at once; its delivery
     shows in the endpoint's log."""
     event_id, delivery_id = await service.send_test(session, principal.organization_id, endpoint_id)
-    return _json({"eventId": event_id, "deliveryId": delivery_id}, 202)
+    return json({"eventId": event_id, "deliveryId": delivery_id}, 202)
 
 
 def _delivery(found: WebhookDelivery) -> dict[str, Any]:
@@ -231,7 +227,7 @@ async def list_deliveries(
     principal: PrincipalDep,
     session: ReadSessionDep,
     endpoint_id: EndpointId,
-    page: Annotated[PageParams, Depends(page_params)],
+    page: PageDep,
     status: Annotated[
         Literal["pending", "succeeded", "failed"] | None, Query(description="Only these.")
     ] = None,
@@ -240,7 +236,7 @@ async def list_deliveries(
     rows, total = await service.deliveries(
         session, principal.organization_id, endpoint_id, page, status
     )
-    return _json(
+    return json(
         {
             "data": [_delivery(row) for row in rows],
             "pagination": {"page": page.page, "limit": page.limit, "total": total},
@@ -265,7 +261,7 @@ async def get_delivery(
     found, attempts = await service.delivery_detail(
         session, principal.organization_id, endpoint_id, delivery_id
     )
-    return _json({**_delivery(found), "attemptLog": [_attempt(a) for a in attempts]})
+    return json({**_delivery(found), "attemptLog": [_attempt(a) for a in attempts]})
 
 
 @router.post(
@@ -291,7 +287,7 @@ async def resend_delivery(
         len(_settings(request).webhook_retry_schedule),
         scopes=principal.scopes,
     )
-    return _json(_delivery(found), 202)
+    return json(_delivery(found), 202)
 
 
 @router.post(
@@ -321,4 +317,4 @@ async def recover(
         request.app.state.settings.event_days,
         scopes=principal.scopes,
     )
-    return _json({"queued": queued}, 202)
+    return json({"queued": queued}, 202)

@@ -14,8 +14,8 @@ from sqlalchemy import Insert, and_, bindparam, delete, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.form.compiled import Counted
 from formsapi.kit.time import EPOCH
+from formsapi.language.compiled import Counted
 from formsapi.models import AnswerCount, Submission
 from formsapi.submission.repository.counts import day_of, hour_of
 from formsapi.tenancy import scoped

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from formsapi.form import logic
+from formsapi.language import logic
 
 TODAY = date(2026, 11, 25)
 DATA: dict[str, Any] = {

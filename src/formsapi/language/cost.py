@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from formsapi.form.blocks import (
+from formsapi.language.blocks import (
     LISTED,
     Block,
     Dropdown,
@@ -42,9 +42,9 @@ from formsapi.form.blocks import (
     YesNo,
     questions,
 )
-from formsapi.form.definition import HIDDEN_VALUE_MAX, RECALL, Layout, SetAction
-from formsapi.form.flow import TEXT_VARIABLE_MAX
-from formsapi.form.logic import TEXT_READ_MAX
+from formsapi.language.definition import HIDDEN_VALUE_MAX, RECALL, Layout, SetAction
+from formsapi.language.flow import TEXT_VARIABLE_MAX
+from formsapi.language.logic import TEXT_READ_MAX
 
 MAX_UNITS = 100_000
 # What a post or page may cost and still be worked out on the event loop:
@@ -181,7 +181,7 @@ def _walk(layout: Layout) -> int:
 
 def _computations(layout: Layout) -> int:
     """How many times a walk through every page may compute the variables
-    (form/flow.py: when something reads them after an answer they read)."""
+    (language/flow.py: when something reads them after an answer they read)."""
     if not layout.definition.variables:
         return 0
     count, stale = 0, True

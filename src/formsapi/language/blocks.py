@@ -27,8 +27,8 @@ from pydantic import (
     model_validator,
 )
 
-from formsapi.form.logic import compile_pattern, pattern_problem
 from formsapi.kit.schemas import CleanStr, Schema
+from formsapi.language.logic import compile_pattern, pattern_problem
 
 KEY_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 # No commas (multiple choice joins values with them) and no edge whitespace.
@@ -92,7 +92,7 @@ class Option(Schema):
 
 def _json_rule(value: Any) -> Any:
     """A rule is JSON whose texts hold no NUL: PostgreSQL's JSONB cannot
-    store one (the rule's other checks are form/logic.py's). Both looked for
+    store one (the rule's other checks are language/logic.py's). Both looked for
     in its JSON, in C: pydantic's JsonValue took each node in Python, and a
     large form's save spent a third of its time there."""
     try:
@@ -121,7 +121,7 @@ def _walk_json(value: Any) -> None:
             raise ValueError("must be JSON: objects, arrays, text, numbers, booleans or null")
 
 
-# A JSON Logic rule (form/logic.py), checked with the whole form on save.
+# A JSON Logic rule (language/logic.py), checked with the whole form on save.
 Rule = Annotated[Any, AfterValidator(_json_rule)]
 VISIBLE_IF = Field(default=None, description="JSON Logic: the block is shown only when this holds.")
 

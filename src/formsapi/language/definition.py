@@ -18,8 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from formsapi.form import logic, translation
-from formsapi.form.blocks import (
+from formsapi.kit.schemas import CleanStr, Schema
+from formsapi.language import logic, translation
+from formsapi.language.blocks import (
     KEY_PATTERN,
     LISTED,
     NUMERIC,
@@ -36,8 +37,7 @@ from formsapi.form.blocks import (
     dump_blocks,
     parts,
 )
-from formsapi.form.translation import MAX_LANGUAGES, Language, Message, Translation
-from formsapi.kit.schemas import CleanStr, Schema
+from formsapi.language.translation import MAX_LANGUAGES, Language, Message, Translation
 
 Key = Annotated[CleanStr, Field(pattern=KEY_PATTERN)]
 MAX_RULES = 200

@@ -13,8 +13,8 @@ without `x-logic` accepts exactly what the server accepts.
 
 from typing import Any
 
-from formsapi.form import logic
-from formsapi.form.blocks import (
+from formsapi.language import logic
+from formsapi.language.blocks import (
     JSON_SCHEMA_DIALECT,
     LISTED,
     NUMERIC,
@@ -24,8 +24,8 @@ from formsapi.form.blocks import (
     ecma_escape,
     questions,
 )
-from formsapi.form.blocks import answers_schema as blocks_schema
-from formsapi.form.definition import HIDDEN_VALUE_MAX, Definition, JumpAction, Layout
+from formsapi.language.blocks import answers_schema as blocks_schema
+from formsapi.language.definition import HIDDEN_VALUE_MAX, Definition, JumpAction, Layout
 
 Schema = dict[str, Any]
 _ORDER = {"<": "exclusiveMaximum", "<=": "maximum", ">": "exclusiveMinimum", ">=": "minimum"}
@@ -33,12 +33,16 @@ _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def answers_schema(
-    blocks: list[Block], definition: Definition, *, title: str | None = None
+    blocks: list[Block],
+    definition: Definition,
+    *,
+    title: str | None = None,
+    layout: Layout | None = None,
 ) -> Schema:
     schema = blocks_schema(blocks, title=title)
     if not _has_logic(blocks, definition):
         return schema
-    layout = Layout(blocks, definition)
+    layout = layout or Layout(blocks, definition)
     properties: Schema = schema["properties"]
     for hidden in definition.hidden_fields:
         properties[hidden.key] = {

@@ -1,14 +1,21 @@
-"""A form version ready to check answers: its blocks parsed and its logic
-laid out once, kept by (organization, form, version) as versions never change."""
+"""A form version ready for every reader: its blocks parsed and its logic
+laid out once, with the JSON Schema of its answers, what summaries count,
+its translations and its cost, each made when first asked for. Kept by
+(organization, form, version), as versions never change: the API, the
+hosted page, the intake, summaries, exports and the builder all take
+theirs from compile_version."""
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from formsapi.form import translation
-from formsapi.form.blocks import VALUED, Block, BlockList, Matrix, dump_blocks, questions
-from formsapi.form.cost import Cost, cost_of
-from formsapi.form.definition import Definition, Ending, Layout
+from formsapi.language import translation
+from formsapi.language.blocks import VALUED, Block, BlockList, Matrix, dump_blocks, questions
+from formsapi.language.cost import Cost, cost_of
+from formsapi.language.definition import Definition, Ending, Layout
+from formsapi.language.schema import answers_schema
 
 VARIABLE_PREFIX = "vars."
 
@@ -35,9 +42,26 @@ class Compiled:
         return Layout(self.blocks, self.definition)
 
     @cached_property
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of its answers, untitled (schema_titled)."""
+        return answers_schema(self.blocks, self.definition, layout=self.layout)
+
+    def schema_titled(self, title: str) -> dict[str, Any]:
+        """The schema with the form's title, which changes without a new
+        version, where answers_schema puts it."""
+        if not title:
+            return self.schema
+        titled: dict[str, Any] = {}
+        for name, value in self.schema.items():
+            titled[name] = value
+            if name == "additionalProperties":
+                titled["title"] = title
+        return titled
+
+    @cached_property
     def cost(self) -> Cost:
         """What checking its answers and showing its pages, in each of its
-        languages, cost (form/cost.py)."""
+        languages, cost (language/cost.py)."""
         languages = [self.in_language(tag).blocks for tag in self.definition.translations]
         return cost_of(self.layout, languages)
 
@@ -101,14 +125,19 @@ class Compiled:
         )
 
 
-_CACHE: dict[tuple[str, str], Compiled] = {}
+_CACHE: OrderedDict[tuple[str, str, int], Compiled] = OrderedDict()  # least recent first
+_LATEST: dict[tuple[str, str], int] = {}
 _CACHE_MAX = 4096
+# Compiled on worker threads (compile_ready) and read on the loop.
+_LOCK = threading.Lock()
 
 
 def cached(organization_id: str, form_id: str) -> Compiled | None:
     """The latest version compiled here, if any: a guess, checked against
     the version the post locks."""
-    return _CACHE.get((organization_id, form_id))
+    with _LOCK:
+        version = _LATEST.get((organization_id, form_id))
+        return None if version is None else _CACHE.get((organization_id, form_id, version))
 
 
 def compile_version(
@@ -118,18 +147,34 @@ def compile_version(
     blocks: list[dict[str, Any]],
     definition: dict[str, Any] | None,
 ) -> Compiled:
-    key = (organization_id, form_id)
-    known = _CACHE.get(key)
-    if known is not None and known.version == version:
-        return known
-    compiled = Compiled(
+    """The version of the form whose stored blocks and definition these
+    are, compiled once in this process (the most recently used 4,096 kept)."""
+    key = (organization_id, form_id, version)
+    with _LOCK:
+        known = _CACHE.get(key)
+        if known is not None:
+            _CACHE.move_to_end(key)
+            return known
+    made = Compiled(
         version, BlockList.validate_python(blocks), Definition.model_validate(definition or {})
     )
-    if known is None or known.version < version:
-        if len(_CACHE) >= _CACHE_MAX:
-            _CACHE.clear()
-        _CACHE[key] = compiled
-    return compiled
+    return keep(organization_id, form_id, made)
+
+
+def keep(organization_id: str, form_id: str, made: Compiled) -> Compiled:
+    """`made` as its form's version `made.version` in the cache (a save's,
+    compiled as it was checked), or the one kept already."""
+    key = (organization_id, form_id, made.version)
+    with _LOCK:
+        made = _CACHE.setdefault(key, made)
+        _CACHE.move_to_end(key)
+        if _LATEST.get(key[:2], 0) < made.version:
+            _LATEST[key[:2]] = made.version
+        while len(_CACHE) > _CACHE_MAX:
+            (organization, form, version), _ = _CACHE.popitem(last=False)
+            if _LATEST.get((organization, form)) == version:
+                del _LATEST[(organization, form)]
+    return made
 
 
 def compile_ready(

@@ -1,6 +1,6 @@
 """The server's rule evaluator and json-logic-js (with our operators, as the
 hosted page loads them) give the same answers: the table of
-tests/form/test_logic.py and thousands of generated rules, run through both.
+tests/language/test_logic.py and thousands of generated rules, run through both.
 Needs Node and `npm ci --prefix frontend` (which .ci/run does)."""
 
 import json
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from formsapi.form import logic
-from tests.form.test_logic import DATA, EVALUATED, TODAY
+from formsapi.language import logic
+from tests.language.test_logic import DATA, EVALUATED, TODAY
 
 FRONTEND = Path(__file__).parents[2] / "frontend"
 
@@ -116,7 +116,7 @@ def test_generated_rules_give_the_same_in_json_logic_js() -> None:
 
 
 # Answers as long as a form allows (100,000 characters), which the server
-# reads by other paths than short ones (form/logic.py, _LONG).
+# reads by other paths than short ones (language/logic.py, _LONG).
 LONG_VALUES: list[str] = [
     "7" * 100_000,
     " 12" + "0" * 2_000 + " ",

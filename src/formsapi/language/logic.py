@@ -6,7 +6,7 @@ its `add_operation`); this module runs them on the server, which decides.
 The two must agree on every rule a form can hold, so this evaluator follows
 json-logic-js's JavaScript semantics (loose `==`, `+` by parseFloat, truthy
 empty lists being false, strings compared by UTF-16 code units) for the
-operators we accept, and `tests/form/test_logic_parity.py` runs the same
+operators we accept, and `tests/language/test_logic_parity.py` runs the same
 rules and data through both.
 
 Why our own: the Python evaluators on PyPI either stopped in 2018-2021 or

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from formsapi.form import logic
-from formsapi.form.blocks import LISTED, QUESTION_TYPES, OtherText
-from formsapi.form.definition import Layout, SetAction
+from formsapi.language import logic
+from formsapi.language.blocks import LISTED, QUESTION_TYPES, OtherText
+from formsapi.language.definition import Layout, SetAction
 
 TEXT_VARIABLE_MAX = 10_000
 
