@@ -44,7 +44,7 @@ def http_floor() -> FastAPI:
 
 def bare_floor() -> FastAPI:
     """GET /{scenario}: run that scenario's captured statements, return the rows."""
-    from formsapi.db import create_engine
+    from formsapi.db.engine import create_engine
 
     # Written by bench.run from bench.capture: trusted, and pickle keeps the
     # parameters' types (datetimes) exactly as the service passed them.

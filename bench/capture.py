@@ -13,7 +13,7 @@ from sqlalchemy import event
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import HotStatement
+from formsapi.db.hot import HotStatement
 
 
 async def capture(

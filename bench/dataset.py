@@ -22,7 +22,9 @@ from sqlalchemy import insert, text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 from ulid import ULID
 
-from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.db.engine import create_engine
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_sessionmaker
 from formsapi.demo import answers_for
 from formsapi.form import service as form_service
 from formsapi.language.blocks import BlockList

@@ -32,7 +32,8 @@ from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import Scope
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import create_write_sessionmaker, migrate
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_write_sessionmaker
 from formsapi.kit.ids import new_id
 from formsapi.language.blocks import BlockList
 from formsapi.language.cost import MAX_UNITS, Cost, cost_of

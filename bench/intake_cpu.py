@@ -20,7 +20,8 @@ import uvloop
 from bench.compare import vacuum
 from bench.dataset import ORG_ID
 from bench.run import BIG_FORM, POST_BODIES
-from formsapi.db import create_engine, create_read_sessionmaker, create_write_sessionmaker
+from formsapi.db.engine import create_engine
+from formsapi.db.session import create_read_sessionmaker, create_write_sessionmaker
 from formsapi.submission.intake import Intake
 
 _HZ = os.sysconf("SC_CLK_TCK")

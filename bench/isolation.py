@@ -65,7 +65,9 @@ from bench.webhooks import ANSWERS, BLOCKS, FORMSAPI, read_request, submission_o
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
-from formsapi.db import create_engine, create_sessionmaker, dispose, migrate
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_sessionmaker
 from formsapi.form import service as form_service
 from formsapi.kit.ids import new_id
 from formsapi.language.blocks import BlockList

@@ -25,7 +25,7 @@ import httpx
 from bench.report import publish, section
 from bench.run import Server, free_port, wrk
 from bench.webhooks import FORMSAPI, _env, _fresh_database, _setup, _vacuum
-from formsapi.db import migrate
+from formsapi.db.migrations import migrate
 from formsapi.kit.time import utcnow
 from formsapi.language.blocks import BlockList
 from formsapi.language.compiled import Compiled

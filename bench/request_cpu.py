@@ -26,7 +26,8 @@ from formsapi import demo
 from formsapi.api_key import service as api_key_service
 from formsapi.app import create_app
 from formsapi.config import Settings
-from formsapi.db import migrate, session_scope
+from formsapi.db.migrations import migrate
+from formsapi.db.session import session_scope
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service

@@ -36,7 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bench.capture import capture_sync, pgbench_script
 from bench.dataset import END, ORG_ID
 from formsapi.api_key import service as api_key_service
-from formsapi.db import create_engine, create_sessionmaker, dispose
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.session import create_sessionmaker
 from formsapi.organization import service as organization_service
 from formsapi.user import service as user_service
 

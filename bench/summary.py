@@ -36,7 +36,8 @@ from bench.dataset import ORG_ID
 from bench.report import publish, section
 from bench.run import BIG_FORM
 from formsapi.config import Settings
-from formsapi.db import create_engine, create_read_sessionmaker
+from formsapi.db.engine import create_engine
+from formsapi.db.session import create_read_sessionmaker
 from formsapi.form import service as form_service
 from formsapi.summary import held, service, stored
 

@@ -27,7 +27,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bench.dataset import ORG_ID
 from bench.report import publish, section
 from bench.run import ROOT, Server, bench_key, free_port, service_env
-from formsapi.db import create_engine, create_sessionmaker, dispose
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.session import create_sessionmaker
 from formsapi.submission import repository
 
 BIG_FORM = "frm_bench00"

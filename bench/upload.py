@@ -41,7 +41,7 @@ import httpx
 from bench.report import publish, section
 from bench.run import Server, free_port, service_env
 from bench.webhooks import FORMSAPI, _setup
-from formsapi.db import migrate
+from formsapi.db.migrations import migrate
 
 MB = 1024 * 1024
 PIECE = 256 * 1024  # what the client hands the socket at a time

@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bench.report import publish, section
 from bench.run import KEEP_ALIVE, Server, free_port, in_process, service_env, wrk
 from formsapi.api_key import service as api_key_service
-from formsapi.db import migrate
+from formsapi.db.migrations import migrate
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service

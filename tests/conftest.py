@@ -38,7 +38,10 @@ from sqlalchemy.sql import ClauseElement, Executable
 from formsapi import tenancy
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import HotStatement, create_engine, create_sessionmaker, migrate
+from formsapi.db.engine import create_engine
+from formsapi.db.hot import HotStatement
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_sessionmaker
 from formsapi.models import Base
 from formsapi.user import service as user_service
 from tests import forks

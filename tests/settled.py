@@ -7,7 +7,7 @@ import asyncio
 
 from sqlalchemy import text
 
-from formsapi.db import create_engine
+from formsapi.db.engine import create_engine
 from formsapi.event.repository import HORIZON
 
 HELD_BACK = text(f"SELECT EXISTS (SELECT 1 FROM events WHERE xid >= {HORIZON})")  # noqa: S608

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.db.engine import create_engine
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_sessionmaker
 from tests.conftest import scratch_postgres
 from tests.factories import EVERY_SCOPE, create_form, create_key, create_org
 

@@ -14,7 +14,8 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from formsapi.db import create_engine, create_sessionmaker, dispose, session_scope
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.session import create_sessionmaker, session_scope
 from formsapi.kit.time import utcnow
 from formsapi.member import service as member_service
 from formsapi.models import User

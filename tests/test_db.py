@@ -9,7 +9,8 @@ from sqlalchemy import Column, MetaData, String, Table, bindparam, event, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.db import HotStatement, create_read_sessionmaker
+from formsapi.db.hot import HotStatement
+from formsapi.db.session import create_read_sessionmaker
 from formsapi.form import repository as form_repository
 from formsapi.submission import repository
 from tests.factories import create_form, create_org, create_submission

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import insert, update
 
-from formsapi.db import create_engine
+from formsapi.db.engine import create_engine
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Submission
 from formsapi.tenancy import scoped

@@ -110,3 +110,7 @@ def test_no_module_but_the_app_imports_another_packages_endpoints() -> None:
 
 def test_the_api_kit_imports_no_domain_but_the_idempotency_store() -> None:
     assert _imports(SRC / "routing.py") <= {"kit", "errors", "idempotency"}
+
+
+def test_the_database_package_imports_only_kit() -> None:
+    assert _graph()["db"] <= {"kit"}

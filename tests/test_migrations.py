@@ -11,7 +11,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import BindParameter, Connection, bindparam, insert, select, text
 
-from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.db.engine import create_engine
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_sessionmaker
 from formsapi.kit.crypto import hash_secret
 from formsapi.models import Base, SubmissionCount, SubmissionDayCount
 from formsapi.models.base import UTCDateTime

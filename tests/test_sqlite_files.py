@@ -12,7 +12,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from formsapi.config import Settings
-from formsapi.db import create_engine, dispose, migrate
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.migrations import migrate
 from formsapi.webhook.service import secret_box
 
 

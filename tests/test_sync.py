@@ -22,7 +22,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from formsapi.db import create_engine
+from formsapi.db.engine import create_engine
 from formsapi.models import Submission
 from formsapi.tenancy import scoped
 from tests.conftest import service_unavailable

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import func, select
 from standardwebhooks import Webhook
 
-from formsapi.db import create_engine
+from formsapi.db.engine import create_engine
 from formsapi.models import EventOutbox, WebhookAttempt, WebhookDelivery
 from formsapi.tenancy import unscoped
 from tests.servers import Process, Server, clean_env, command, start_server, stop_servers

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from formsapi.db import create_engine, locked
+from formsapi.db.engine import create_engine
+from formsapi.db.errors import locked
 
 
 @pytest.fixture

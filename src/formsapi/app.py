@@ -30,13 +30,8 @@ from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.last_use import LastUse
 from formsapi.config import Settings, get_settings
-from formsapi.db import (
-    autocommit,
-    create_engine,
-    create_read_sessionmaker,
-    create_write_sessionmaker,
-    database_file,
-)
+from formsapi.db.engine import autocommit, create_engine, database_file
+from formsapi.db.session import create_read_sessionmaker, create_write_sessionmaker
 from formsapi.dependencies import CloseReadSession
 from formsapi.errors import PROBLEM_JSON, NotReady
 from formsapi.event import service as event_service

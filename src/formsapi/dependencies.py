@@ -16,7 +16,7 @@ from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
 from formsapi.api_key.service import require_scope
-from formsapi.db import ReadSession, WriteSession, session_scope
+from formsapi.db.session import ReadSession, WriteSession, session_scope
 from formsapi.errors import MalformedJSON, Unauthorized, UnsupportedMediaType
 from formsapi.models import Plan
 from formsapi.ratelimit.service import Decision, RateLimiter, enforce

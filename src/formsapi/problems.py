@@ -21,7 +21,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Match
 
-from formsapi.db import locked, unreachable
+from formsapi.db.errors import locked, unreachable
 from formsapi.errors import (
     PROBLEM_JSON,
     BadRequest,

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.admission.service import purge_lapsed
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker
+from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import shift
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org

@@ -15,7 +15,7 @@ from formsapi.api_key.cache import PrincipalCache
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker, session_scope
+from formsapi.db.session import create_sessionmaker, session_scope
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.time import utcnow
 from formsapi.models import APIKey

@@ -9,7 +9,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.api_key import service as api_key_service
-from formsapi.db import create_read_sessionmaker
+from formsapi.db.session import create_read_sessionmaker
 from formsapi.models import APIKey
 from formsapi.tenancy import scoped
 from tests.conftest import Api

@@ -25,7 +25,7 @@ from pwdlib import PasswordHash
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import migrate
+from formsapi.db.migrations import migrate
 from tests import cli_runner
 
 FORMSAPI = Path(sys.executable).parent / "formsapi"

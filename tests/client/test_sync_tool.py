@@ -12,7 +12,8 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from formsapi.db import create_engine, create_sessionmaker
+from formsapi.db.engine import create_engine
+from formsapi.db.session import create_sessionmaker
 from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client, UnreadableResponse
 from formsapi_client.sync.runner import Sync

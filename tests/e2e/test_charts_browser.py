@@ -17,7 +17,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import select
 
-from formsapi.db import create_engine, create_sessionmaker, dispose, session_scope
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.session import create_sessionmaker, session_scope
 from formsapi.kit.time import utcnow
 from formsapi.models import Form
 from formsapi.report import service as report_service

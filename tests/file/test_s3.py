@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import (
+from formsapi.db.session import (
     WriteSession,
     create_read_sessionmaker,
     create_write_sessionmaker,

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_write_sessionmaker
+from formsapi.db.session import create_write_sessionmaker
 from formsapi.file import repository
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import utcnow

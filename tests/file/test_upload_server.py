@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from formsapi.db import create_engine, create_sessionmaker
+from formsapi.db.engine import create_engine
+from formsapi.db.session import create_sessionmaker
 from formsapi.file.storage import CHUNK
 from formsapi.models import File, FileChunk
 from formsapi.tenancy import unscoped

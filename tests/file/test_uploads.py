@@ -15,7 +15,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_write_sessionmaker
+from formsapi.db.session import create_write_sessionmaker
 from formsapi.file import service as file_service
 from formsapi.file.storage import CHUNK, Storages
 from formsapi.kit.time import shift, utcnow

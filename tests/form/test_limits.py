@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_write_sessionmaker
+from formsapi.db.session import create_write_sessionmaker
 from formsapi.form import service as form_service
 from formsapi.form.schemas import FormUpdate
 from formsapi.kit.time import isoformat_z, shift, utcnow

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import create_write_sessionmaker
+from formsapi.db.session import create_write_sessionmaker
 from formsapi.file import service as file_service
 from formsapi.file.storage import Storages
 from formsapi.kit.time import shift

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from formsapi.db import create_engine, create_sessionmaker
+from formsapi.db.engine import create_engine
+from formsapi.db.session import create_sessionmaker
 from formsapi.form import service as form_service
 from formsapi.kit.time import utcnow
 from formsapi.member import service as member_service

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.api_key import service as api_key_service
 from formsapi.api_key.epoch import AuthEpoch
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker, session_scope
+from formsapi.db.session import create_sessionmaker, session_scope
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.models import Plan
 from formsapi.ratelimit.service import RateLimiter, _window_stats

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker
+from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import shift
 from formsapi.spam.challenge import purge_spent
 from tests.conftest import Api, apps_sharing

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_read_sessionmaker
+from formsapi.db.session import create_read_sessionmaker
 from formsapi.submission import export
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org

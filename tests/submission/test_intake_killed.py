@@ -12,7 +12,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from formsapi.db import create_engine
+from formsapi.db.engine import create_engine
 from formsapi.models import Event, EventOutbox, Form, Submission, SubmissionCount
 from formsapi.tenancy import scoped, unscoped
 from tests.servers import Server, clean_env, start_server, stop_servers

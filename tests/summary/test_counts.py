@@ -14,7 +14,9 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.db import create_engine, create_sessionmaker, migrate
+from formsapi.db.engine import create_engine
+from formsapi.db.migrations import migrate
+from formsapi.db.session import create_sessionmaker
 from formsapi.models import AnswerCount
 from formsapi.submission import service as submission_service
 from formsapi.tenancy import scoped

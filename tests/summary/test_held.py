@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.db import create_read_sessionmaker
+from formsapi.db.session import create_read_sessionmaker
 from formsapi.form import service as form_service
 from formsapi.language.compiled import Compiled
 from formsapi.submission import repository as submission_repository

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker
+from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import parse_timestamp, shift
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.retention import purge_tombstones

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import create_read_sessionmaker
+from formsapi.db.session import create_read_sessionmaker
 from formsapi.form import service as form_service
 from formsapi.submission import repository as submission_repository
 from formsapi.summary import held, repository, service

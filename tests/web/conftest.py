@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.app import release
 from formsapi.config import Settings
-from formsapi.db import create_sessionmaker
+from formsapi.db.session import create_sessionmaker
 from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, User
 from tests.conftest import Api, app_on

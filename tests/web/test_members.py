@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from formsapi.db import create_sessionmaker
+from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import utcnow
 from formsapi.models import Invitation, Role
 from formsapi.organization import service as organization_service

@@ -16,7 +16,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
-from formsapi.db import session_scope
+from formsapi.db.session import session_scope
 from formsapi.kit.time import shift, utcnow
 from formsapi.models import WebhookDelivery
 from formsapi.tenancy import unscoped

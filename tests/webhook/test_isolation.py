@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import session_scope
+from formsapi.db.session import session_scope
 from formsapi.kit import egress
 from formsapi.kit.time import shift, utcnow
 from formsapi.webhook import repository

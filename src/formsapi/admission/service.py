@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.admission import repository
 from formsapi.admission.repository import InvitationRow
-from formsapi.db import purge_in_batches
+from formsapi.db.session import purge_in_batches
 from formsapi.errors import Conflict, NotFound
 from formsapi.kit.ids import is_plausible, new_id
 from formsapi.kit.secretbox import SecretBox

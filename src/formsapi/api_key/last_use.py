@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from formsapi.api_key import repository
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.kit.time import utcnow
 
 log = logging.getLogger("formsapi")

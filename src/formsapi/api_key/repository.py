@@ -5,7 +5,8 @@ from typing import NamedTuple
 from sqlalchemy import Row, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.db import HotStatement, ReadSession
+from formsapi.db.hot import HotStatement
+from formsapi.db.session import ReadSession
 from formsapi.models import APIKey, Membership, Organization, User
 from formsapi.tenancy import same_organization, scoped, unscoped
 

@@ -11,7 +11,7 @@ from formsapi.api_key.epoch import mark_keys_changed
 from formsapi.api_key.last_use import LastUse
 from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import READ_SCOPES, ROLE_SCOPES, Scope, effective_scopes
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from formsapi.kit import crypto
 from formsapi.kit.ids import new_id

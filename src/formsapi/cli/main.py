@@ -24,16 +24,9 @@ from formsapi.api_key.epoch import AuthEpoch
 from formsapi.api_key.scopes import Scope
 from formsapi.cli.launch import uncollected
 from formsapi.config import get_settings
-from formsapi.db import (
-    SchemaNotCurrent,
-    check_schema,
-    create_engine,
-    create_sessionmaker,
-    create_write_sessionmaker,
-    dispose,
-    migrate,
-    session_scope,
-)
+from formsapi.db.engine import create_engine, dispose
+from formsapi.db.migrations import SchemaNotCurrent, check_schema, migrate
+from formsapi.db.session import create_sessionmaker, create_write_sessionmaker, session_scope
 from formsapi.errors import FormsAPIError
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.secret_url import scrub

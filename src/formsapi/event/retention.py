@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import purge_in_batches
+from formsapi.db.session import purge_in_batches
 from formsapi.event import repository
 from formsapi.kit.time import utcnow
 

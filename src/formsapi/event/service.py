@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
 from formsapi.api_key.scopes import Scope
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.errors import FormsAPIError
 from formsapi.event import repository
 from formsapi.kit.ids import is_plausible, new_id

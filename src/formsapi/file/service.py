@@ -27,7 +27,7 @@ from typing import Any
 import filetype
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import ReadSession, WriteSession, session_scope
+from formsapi.db.session import ReadSession, WriteSession, session_scope
 from formsapi.errors import (
     FormsAPIError,
     InvalidParameters,

@@ -16,7 +16,7 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import ReadSession, WriteSession, session_scope
+from formsapi.db.session import ReadSession, WriteSession, session_scope
 from formsapi.models import FileChunk
 
 # Bytes a database chunk holds: large enough that a file is few rows, small

@@ -22,7 +22,7 @@ from sqlalchemy import delete as sa_delete
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import defer
 
-from formsapi.db import HotStatement
+from formsapi.db.hot import HotStatement
 from formsapi.kit.time import EPOCH
 from formsapi.kit.time import offset as clock_offset
 from formsapi.models import (

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from formsapi.admission import service as admission_service
 from formsapi.admission.service import SecretKeyNeeded
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.errors import BadRequest, Conflict, FormNotFound, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import limits, repository

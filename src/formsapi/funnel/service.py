@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import ReadSession, purge_in_batches
+from formsapi.db.session import ReadSession, purge_in_batches
 from formsapi.errors import BadRequest, NotFound
 from formsapi.form import service as form_service
 from formsapi.funnel import repository, steps

@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from formsapi.admission import service as admission_service
 from formsapi.admission.service import Digests, Opened
-from formsapi.db import session_scope
+from formsapi.db.session import session_scope
 from formsapi.dependencies import client_ip
 from formsapi.kit.breaker import Open
 from formsapi.kit.secretbox import SecretBox

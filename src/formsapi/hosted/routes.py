@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formsapi.admission import service as admission_service
 from formsapi.admission.service import AlreadyAnswered, InvitationUsed, SecretKeyNeeded
-from formsapi.db import session_scope
+from formsapi.db.session import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
 from formsapi.errors import (
     Forbidden,

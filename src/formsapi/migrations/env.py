@@ -3,7 +3,7 @@ import asyncio
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from formsapi.db import create_engine
+from formsapi.db.engine import create_engine
 from formsapi.models import Base
 from formsapi.tenancy import UNSCOPED
 

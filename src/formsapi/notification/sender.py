@@ -22,7 +22,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import session_scope, unreachable
+from formsapi.db.errors import unreachable
+from formsapi.db.session import session_scope
 from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.kit.time import monotonic, utcnow
 from formsapi.models import EventType, MailStatus

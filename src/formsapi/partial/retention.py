@@ -4,7 +4,7 @@ answers, a batch per transaction, by the sweeps each serving process runs
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import purge_in_batches
+from formsapi.db.session import purge_in_batches
 from formsapi.kit.time import utcnow
 from formsapi.partial import repository
 

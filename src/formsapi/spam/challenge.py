@@ -22,7 +22,7 @@ import altcha
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import purge_in_batches, session_scope
+from formsapi.db.session import purge_in_batches, session_scope
 from formsapi.kit.breaker import Open
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.secretbox import SecretBox

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, time, timedelta
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.form import repository as form_repository
 from formsapi.kit.time import utcnow
 from formsapi.language import compiled

@@ -43,7 +43,7 @@ from formsapi.admission.service import (
     InvitationUsed,
     SecretKeyNeeded,
 )
-from formsapi.db import ReadSession, WriteSession
+from formsapi.db.session import ReadSession, WriteSession
 from formsapi.errors import Conflict, FormNotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.file import service as file_service

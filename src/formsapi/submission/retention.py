@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from formsapi.db import WriteSession, purge_in_batches, session_scope
+from formsapi.db.session import WriteSession, purge_in_batches, session_scope
 from formsapi.errors import FormNotFound
 from formsapi.form import repository as form_repository
 from formsapi.kit.time import utcnow

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Row
 
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.language.compiled import Counted
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository.changes import ROW_CHANGE_SEQ, ROW_ID, ChangeRow

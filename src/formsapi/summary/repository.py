@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.kit.time import EPOCH
 from formsapi.language.compiled import Counted
 from formsapi.models import AnswerCount, Submission

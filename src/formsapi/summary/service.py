@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.errors import BadRequest, FormsAPIError, NotFound
 from formsapi.form import service as form_service
 from formsapi.kit.time import isoformat_z, utcnow

@@ -35,7 +35,7 @@ from markupsafe import Markup, escape
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import ReadSession, session_scope
+from formsapi.db.session import ReadSession, session_scope
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.schemas import CleanStr
 from formsapi.member import service as member_service

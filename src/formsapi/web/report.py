@@ -10,7 +10,7 @@ framed, and its address (the secret) never sent on as a referrer."""
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
-from formsapi.db import session_scope
+from formsapi.db.session import session_scope
 from formsapi.dependencies import ReadSessionDep, client_ip
 from formsapi.errors import FormNotFound, RateLimited
 from formsapi.form import service as form_service

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import Response
 
-from formsapi.db import ReadSession
+from formsapi.db.session import ReadSession
 from formsapi.errors import BadRequest, Forbidden, NotFound
 from formsapi.form import service as form_service
 from formsapi.funnel import service as funnel_service

@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
-from formsapi.db import async_url
+from formsapi.db.engine import async_url
 from formsapi.errors import Conflict, Forbidden, FormsAPIError, NotFound, ValidationFailed
 from formsapi.event import service as event_service
 from formsapi.form import repository as form_repository

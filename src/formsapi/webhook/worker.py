@@ -33,7 +33,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.config import Settings
-from formsapi.db import create_read_sessionmaker, session_scope, unreachable
+from formsapi.db.errors import unreachable
+from formsapi.db.session import create_read_sessionmaker, session_scope
 from formsapi.event import service as event_service
 from formsapi.kit import egress
 from formsapi.kit.ids import new_id

@@ -31,7 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter
 
-from formsapi.db import HotStatement
+from formsapi.db.hot import HotStatement
 from formsapi.models import Form, Submission, SubmissionTombstone
 from formsapi.models.base import byte_length, iso_utc
 from formsapi.tenancy import scoped, unscoped

@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.db import HotStatement
+from formsapi.db.hot import HotStatement
 from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCount
 from formsapi.models.base import iso_utc
 from formsapi.submission.repository.counts import DAY, HOUR, day_of, hour_of
