@@ -7,7 +7,7 @@ import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from functools import cache, partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,6 +49,7 @@ from formsapi.funnel import service as funnel_service
 from formsapi.funnel.buffer import Buffer as FunnelBuffer
 from formsapi.hosted import routes as hosted
 from formsapi.kit.fair import FairShare
+from formsapi.kit.loops import Background
 from formsapi.kit.mail import Mailer
 from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.kit.sweeps import keep_sweeping
@@ -158,53 +159,16 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
         # set the p99 (bench/RESULTS.md).
         gc.collect()
         gc.freeze()
-        sessionmaker = app.state.sessionmaker
-        sweeps = {
-            "expired submissions": partial(delete_expired, sessionmaker),
-            "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
-            "partial responses": partial(purge_partials, sessionmaker),
-            "events": partial(purge_events, sessionmaker, settings.event_days),
-            "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
-            "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
-            "mails": partial(purge_mails, sessionmaker, settings.event_days),
-            "counts of copies": partial(purge_copy_counts, sessionmaker),
-            "spent challenges": partial(purge_spent, sessionmaker),
-            "started stamps": partial(funnel_service.purge_started, sessionmaker),
-            "respondents' lapsed addresses": partial(purge_lapsed, sessionmaker),
-        }
-        purging = asyncio.create_task(keep_sweeping(sweeps))
-        # Files of deleted submissions, and uploads no submission took: often,
-        # since bytes in an object store wait for this to go.
-        files = {"files": partial(file_service.purge, sessionmaker, app.state.storages)}
-        purging_files = asyncio.create_task(keep_sweeping(files, every=60.0))
-        # Forms due to open or close (form/limits.py): posts and pages judge by
-        # the time meanwhile, so this only makes status and events follow soon.
-        schedules = {"form schedules": partial(form_service.settle_due, sessionmaker)}
-        settling = asyncio.create_task(keep_sweeping(schedules, every=30.0))
-        counting = asyncio.create_task(app.state.funnel.run())
-        counting_refusals = asyncio.create_task(app.state.refusals.run())
-        tasks = [purging, purging_files, settling, counting, counting_refusals]
-        if settings.summary_warm_from and held.HELD.capacity:
-            # The largest forms' filtered summaries counted from memory from their first ask.
-            warming = summary_service.keep_warm(
-                app.state.read_sessionmaker, settings.summary_warm_from
-            )
-            tasks.append(asyncio.create_task(warming))
-        else:  # nothing keeps stored forms up to date: none is kept
+        if not (settings.summary_warm_from and held.HELD.capacity):
+            # Nothing keeps stored forms up to date: none is kept.
             await held.HELD.sweep(set(), unkept=0)
             held.HELD.store = stored.Store(None)
-        stop = asyncio.Event()
-        delivering = _start_worker(app, stop)
+        background = _background(app)
+        background.start()
         try:
             yield
         finally:
-            stop.set()
-            for task in tasks:
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
-            if delivering is not None:
-                await delivering
+            await background.stop()
             await release(app)
 
     app = FastAPI(
@@ -279,7 +243,48 @@ def _summary_directory(settings: Settings, engine: AsyncEngine) -> Path | None:
     return None if database is None else Path(f"{database}.summaries")
 
 
-def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | None":
+def _background(app: FastAPI) -> Background:
+    """What this process runs beside serving: retention sweeps, forms'
+    schedules, the funnel's and refusals' counts, warming summaries, and
+    (see _deliveries) webhooks and mail."""
+    settings: Settings = app.state.settings
+    sessionmaker = app.state.sessionmaker
+    background = Background()
+    sweeps = {
+        "expired submissions": partial(delete_expired, sessionmaker),
+        "tombstones": partial(purge_tombstones, sessionmaker, settings.tombstone_days),
+        "partial responses": partial(purge_partials, sessionmaker),
+        "events": partial(purge_events, sessionmaker, settings.event_days),
+        "webhook deliveries": partial(purge_deliveries, sessionmaker, settings.event_days),
+        "webhook subscriptions": partial(purge_periods, sessionmaker, settings.event_days),
+        "mails": partial(purge_mails, sessionmaker, settings.event_days),
+        "counts of copies": partial(purge_copy_counts, sessionmaker),
+        "spent challenges": partial(purge_spent, sessionmaker),
+        "started stamps": partial(funnel_service.purge_started, sessionmaker),
+        "respondents' lapsed addresses": partial(purge_lapsed, sessionmaker),
+    }
+    background.add_endless("retention sweeps", partial(keep_sweeping, sweeps))
+    # Files of deleted submissions, and uploads no submission took: often,
+    # since bytes in an object store wait for this to go.
+    files = {"files": partial(file_service.purge, sessionmaker, app.state.storages)}
+    background.add_endless("file sweeps", partial(keep_sweeping, files, every=60.0))
+    # Forms due to open or close (form/limits.py): posts and pages judge by
+    # the time meanwhile, so this only makes status and events follow soon.
+    schedules = {"form schedules": partial(form_service.settle_due, sessionmaker)}
+    background.add_endless("form schedules", partial(keep_sweeping, schedules, every=30.0))
+    background.add_endless("funnel counts", app.state.funnel.run)
+    background.add_endless("refusal counts", app.state.refusals.run)
+    if settings.summary_warm_from and held.HELD.capacity:
+        # The largest forms' filtered summaries counted from memory from their first ask.
+        warming = partial(
+            summary_service.keep_warm, app.state.read_sessionmaker, settings.summary_warm_from
+        )
+        background.add_endless("warming summaries", warming)
+    _deliveries(app, background)
+    return background
+
+
+def _deliveries(app: FastAPI, background: Background) -> None:
     """Deliver webhooks and send mail from this process too: with
     FORMSAPI_WEBHOOK_WORKER on, or auto on SQLite (one serving process, no
     other to run it)."""
@@ -288,11 +293,11 @@ def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | No
         settings.webhook_worker == "auto" and app.state.engine.dialect.name == "sqlite"
     )
     if not wanted:
-        return None
+        return
     if app.state.secret_box is None:
         log.warning("webhooks are not delivered: set FORMSAPI_SECRET_KEY")
         if not app.state.mailer.enabled:
-            return None
+            return
     copies = CopyRules.of(settings, app.state.secret_box)
     sender = Sender(app.state.sessionmaker, app.state.mailer, settings.public_url, copies)
     worker = Worker(
@@ -302,18 +307,17 @@ def _start_worker(app: FastAPI, stop: asyncio.Event) -> "asyncio.Task[None] | No
         woken=True,
         fan_out=fan_out(sender) if app.state.mailer.enabled else None,
     )
-    stop_waking = event_service.when_committed(worker.wake.set)
 
-    async def run() -> None:
+    async def deliver(stop: asyncio.Event) -> None:
+        stop_waking = event_service.when_committed(worker.wake.set)
         try:
-            await asyncio.gather(
-                worker.run(stop, settings.shutdown_grace),
-                *([sender.run(stop, settings.shutdown_grace)] if app.state.mailer.enabled else []),
-            )
+            await worker.run(stop, settings.shutdown_grace)
         finally:
             stop_waking()
 
-    return asyncio.create_task(run())
+    background.add("webhook deliveries", deliver)
+    if app.state.mailer.enabled:
+        background.add("mail", partial(sender.run, grace=settings.shutdown_grace))
 
 
 _UNAVAILABLE = {
