@@ -14,6 +14,7 @@ from sqlalchemy import event
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db.hot import HotStatement
+from formsapi.services import services_of
 
 
 async def capture(
@@ -29,7 +30,7 @@ async def capture(
             rate_limit_enabled=False,
         )
     )
-    engine = app.state.engine.sync_engine
+    engine = services_of(app).engine.sync_engine
     seen: list[dict[str, Any]] = []
 
     def on_execute(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:

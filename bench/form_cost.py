@@ -41,6 +41,7 @@ from formsapi.language.definition import Definition, Layout
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service
+from formsapi.services import services_of
 from formsapi.user import service as user_service
 
 
@@ -146,7 +147,7 @@ async def measure(times: int) -> list[str]:
         await asyncio.to_thread(migrate, url)
         settings = Settings(database_url=url, redis_url=None, rate_limit_standard=10**9)
         app = create_app(settings)
-        async with create_write_sessionmaker(app.state.engine)() as session:
+        async with create_write_sessionmaker(services_of(app).engine)() as session:
             owner = await user_service.create(session, f"{new_id('u')}@example.com", "bench pw 1")
             org = await organization_service.create(session, "Form cost", Plan.pro)
             await member_service.add_directly(session, org.id, owner, Role.owner)

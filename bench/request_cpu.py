@@ -31,6 +31,7 @@ from formsapi.db.session import session_scope
 from formsapi.member import service as member_service
 from formsapi.models import Plan, Role
 from formsapi.organization import service as organization_service
+from formsapi.services import services_of
 from formsapi.user import service as user_service
 
 PATHS = [
@@ -45,7 +46,7 @@ PATHS = [
 
 async def _read_key(app: FastAPI) -> tuple[str, str]:
     """A read key of a new organization holding demo forms, and one of its forms."""
-    async with session_scope(app.state.sessionmaker) as session:
+    async with session_scope(services_of(app).sessionmaker) as session:
         organization = await organization_service.create(session, "Bench", Plan.standard)
         user = await user_service.create(session, "bench@example.com", "correct horse battery")
         await member_service.add_directly(session, organization.id, user, Role.owner)

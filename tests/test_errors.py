@@ -13,6 +13,7 @@ from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.errors import registry
 from formsapi.kit.crypto import generate_secret
+from formsapi.services import services_of
 from tests.conftest import Api
 from tests.factories import create_form, create_key, create_org
 
@@ -189,7 +190,7 @@ async def test_with_every_database_connection_busy_the_answer_is_503_to_retry(
     transport = httpx.ASGITransport(app=app)
     async with (
         httpx.AsyncClient(transport=transport, base_url="http://testserver") as client,
-        app.state.engine.connect() as held,  # the pool's only connection
+        services_of(app).engine.connect() as held,  # the pool's only connection
     ):
         await held.exec_driver_sql("SELECT 1")
         busy = await client.get(
@@ -306,7 +307,7 @@ async def test_a_database_refusing_new_connections_answers_503(
     page = f"/v1/forms/{form_id}/submissions"
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
         assert (await client.get(page, headers=auth)).status_code == 200  # key now cached
-        await app.state.engine.dispose()  # the next statement must connect
+        await services_of(app).engine.dispose()  # the next statement must connect
 
         async def refuse(*_: object, **__: object) -> None:
             raise failure

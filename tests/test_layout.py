@@ -114,3 +114,16 @@ def test_the_api_kit_imports_no_domain_but_the_idempotency_store() -> None:
 
 def test_the_database_package_imports_only_kit() -> None:
     assert _graph()["db"] <= {"kit"}
+
+
+def test_handlers_reach_what_the_app_built_through_its_typed_services() -> None:
+    # formsapi.services, not untyped app.state attributes: a reader and mypy
+    # can follow each use to where it was made.
+    offenders = [
+        f"{path.relative_to(SRC)}:{number}"
+        for path in SRC.rglob("*.py")
+        if path.name != "services.py"
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if "app.state." in line and "app.state.services" not in line
+    ]
+    assert offenders == []

@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.pool import QueuePool
 from starlette.routing import BaseRoute
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
@@ -74,6 +74,7 @@ from formsapi.ratelimit.service import (
 )
 from formsapi.request_body import RequestBody
 from formsapi.respondent.endpoints import router as respondents_router
+from formsapi.services import Services, services_of
 from formsapi.spam.buffer import Refusals
 from formsapi.spam.challenge import Challenges, purge_spent
 from formsapi.spam.endpoints import router as refusals_router
@@ -110,20 +111,68 @@ async def release(app: FastAPI) -> None:
     tests that drive the app without its lifespan. (The sign-in throttle's
     client, from `limits`, has no close.) Batches of posts being written and
     keys' last uses being recorded are let finish first."""
+    made = services_of(app)
     try:
-        await app.state.intake.close()
-        app.state.fair_share.close()
-        await app.state.last_use.close()
-        await app.state.funnel.flush()  # the views and starts held, before the engine goes
-        await app.state.refusals.flush()  # and the refused posts
+        await made.intake.close()
+        made.fair_share.close()
+        await made.last_use.close()
+        await made.funnel.flush()  # the views and starts held, before the engine goes
+        await made.refusals.flush()  # and the refused posts
         await held.HELD.stop()  # a form being read into memory
     finally:
         try:
-            if app.state.owns_engine:
-                await app.state.engine.dispose()
+            if made.owns_engine:
+                await made.engine.dispose()
         finally:
-            if app.state.redis is not None:
-                await app.state.redis.close()
+            if made.redis is not None:
+                await made.redis.close()
+
+
+def _services(
+    settings: Settings,
+    engine: AsyncEngine,
+    owns_engine: bool,
+    redis: RedisPipe | None,
+    auth_epoch: AuthEpoch,
+) -> Services:
+    sessionmaker = create_write_sessionmaker(engine)
+    writes: async_sessionmaker[Any] = sessionmaker  # for those taking any session maker
+    # Read endpoints answer from one statement (deep pages from two, whose
+    # second only narrows what the first found): each runs in autocommit.
+    read_engine = autocommit(engine)
+    read_sessionmaker = create_read_sessionmaker(read_engine)
+    box = secret_box(settings)
+    fair_share = FairShare(WAITING_UNITS)
+    return Services(
+        settings=settings,
+        engine=engine,
+        owns_engine=owns_engine,
+        sessionmaker=sessionmaker,
+        read_engine=read_engine,
+        read_sessionmaker=read_sessionmaker,
+        redis=redis,
+        secret_box=box,
+        last_use=LastUse(read_sessionmaker),
+        fair_share=fair_share,
+        form_writes=Turns(),
+        intake=Intake(sessionmaker, read_sessionmaker, box, fair_share),
+        funnel=FunnelBuffer(sessionmaker, settings.funnel_flush_seconds),
+        refusals=Refusals(sessionmaker, settings.funnel_flush_seconds),
+        storages=Storages(settings, sessionmaker, read_sessionmaker),
+        mailer=Mailer(settings.smtp_url, settings.smtp_from),
+        challenges=Challenges(settings, box, writes, redis),
+        auth_epoch=auth_epoch,
+        principal_cache=PrincipalCache(auth_epoch),
+        rate_limiter=RateLimiter(settings, redis),
+        sign_in_throttle=SignInThrottle(settings, redis),
+        resume_mail_throttle=ResumeMailThrottle(settings, redis),
+        partial_throttle=PartialThrottle(settings, redis),
+        upload_throttle=UploadThrottle(settings, redis),
+        form_saves=FormSaveThrottle(settings, redis),
+        upload_bytes=UploadBytesThrottle(settings, redis),
+        public_post_throttle=PublicPostThrottle(settings, redis),
+        password_throttle=PasswordThrottle(settings, redis),
+    )
 
 
 def create_app(settings: Settings | None = None, engine: AsyncEngine | None = None) -> FastAPI:
@@ -147,7 +196,6 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
     # One Redis connection per process for limits and the auth epoch; its
     # timeout and circuit breaker also guard the sign-in throttle's client.
     redis = RedisPipe(settings.redis_url.get_secret_value()) if settings.redis_url else None
-    rate_limiter = RateLimiter(settings, redis)
     held.HELD.capacity = settings.summary_memory_mb * 1024 * 1024
     held.HELD.store = stored.Store(_summary_directory(settings, engine))
     auth_epoch = AuthEpoch(redis, settings.redis_prefix)
@@ -180,42 +228,7 @@ def create_app(settings: Settings | None = None, engine: AsyncEngine | None = No
         redoc_url=None,
         lifespan=lifespan,
     )
-    app.state.settings = settings
-    app.state.engine = engine
-    app.state.owns_engine = owns_engine
-    app.state.sessionmaker = create_write_sessionmaker(engine)
-    # Read endpoints answer from one statement (deep pages from two, whose
-    # second only narrows what the first found): each runs in autocommit.
-    app.state.read_engine = autocommit(engine)
-    app.state.read_sessionmaker = create_read_sessionmaker(app.state.read_engine)
-    app.state.last_use = LastUse(app.state.read_sessionmaker)
-    app.state.secret_box = secret_box(settings)
-    # Costly forms' checks and pages, off the loop, organizations in turn.
-    app.state.fair_share = FairShare(WAITING_UNITS)
-    app.state.form_writes = Turns()
-    app.state.intake = Intake(
-        app.state.sessionmaker,
-        app.state.read_sessionmaker,
-        app.state.secret_box,
-        app.state.fair_share,
-    )
-    app.state.funnel = FunnelBuffer(app.state.sessionmaker, settings.funnel_flush_seconds)
-    app.state.refusals = Refusals(app.state.sessionmaker, settings.funnel_flush_seconds)
-    app.state.storages = Storages(settings, app.state.sessionmaker, app.state.read_sessionmaker)
-    app.state.redis = redis
-    app.state.rate_limiter = rate_limiter
-    app.state.sign_in_throttle = SignInThrottle(settings, redis)
-    app.state.resume_mail_throttle = ResumeMailThrottle(settings, redis)
-    app.state.partial_throttle = PartialThrottle(settings, redis)
-    app.state.upload_throttle = UploadThrottle(settings, redis)
-    app.state.form_saves = FormSaveThrottle(settings, redis)
-    app.state.upload_bytes = UploadBytesThrottle(settings, redis)
-    app.state.public_post_throttle = PublicPostThrottle(settings, redis)
-    app.state.password_throttle = PasswordThrottle(settings, redis)
-    app.state.auth_epoch = auth_epoch
-    app.state.principal_cache = PrincipalCache(auth_epoch)
-    app.state.mailer = Mailer(settings.smtp_url, settings.smtp_from)
-    app.state.challenges = Challenges(settings, app.state.secret_box, app.state.sessionmaker, redis)
+    app.state.services = _services(settings, engine, owns_engine, redis, auth_epoch)
     install_handlers(app)
 
     app.router.routes.extend(shared_routes())
@@ -247,8 +260,10 @@ def _background(app: FastAPI) -> Background:
     """What this process runs beside serving: retention sweeps, forms'
     schedules, the funnel's and refusals' counts, warming summaries, and
     (see _deliveries) webhooks and mail."""
-    settings: Settings = app.state.settings
-    sessionmaker = app.state.sessionmaker
+    made = services_of(app)
+    settings = made.settings
+    # The sweeps and workers take any session maker; theirs write.
+    sessionmaker: async_sessionmaker[Any] = made.sessionmaker
     background = Background()
     sweeps = {
         "expired submissions": partial(delete_expired, sessionmaker),
@@ -266,46 +281,48 @@ def _background(app: FastAPI) -> Background:
     background.add_endless("retention sweeps", partial(keep_sweeping, sweeps))
     # Files of deleted submissions, and uploads no submission took: often,
     # since bytes in an object store wait for this to go.
-    files = {"files": partial(file_service.purge, sessionmaker, app.state.storages)}
+    files = {"files": partial(file_service.purge, sessionmaker, made.storages)}
     background.add_endless("file sweeps", partial(keep_sweeping, files, every=60.0))
     # Forms due to open or close (form/limits.py): posts and pages judge by
     # the time meanwhile, so this only makes status and events follow soon.
     schedules = {"form schedules": partial(form_service.settle_due, sessionmaker)}
     background.add_endless("form schedules", partial(keep_sweeping, schedules, every=30.0))
-    background.add_endless("funnel counts", app.state.funnel.run)
-    background.add_endless("refusal counts", app.state.refusals.run)
+    background.add_endless("funnel counts", made.funnel.run)
+    background.add_endless("refusal counts", made.refusals.run)
     if settings.summary_warm_from and held.HELD.capacity:
         # The largest forms' filtered summaries counted from memory from their first ask.
         warming = partial(
-            summary_service.keep_warm, app.state.read_sessionmaker, settings.summary_warm_from
+            summary_service.keep_warm, made.read_sessionmaker, settings.summary_warm_from
         )
         background.add_endless("warming summaries", warming)
-    _deliveries(app, background)
+    _deliveries(made, sessionmaker, background)
     return background
 
 
-def _deliveries(app: FastAPI, background: Background) -> None:
+def _deliveries(
+    made: Services, sessionmaker: async_sessionmaker[Any], background: Background
+) -> None:
     """Deliver webhooks and send mail from this process too: with
     FORMSAPI_WEBHOOK_WORKER on, or auto on SQLite (one serving process, no
     other to run it)."""
-    settings: Settings = app.state.settings
+    settings = made.settings
     wanted = settings.webhook_worker == "on" or (
-        settings.webhook_worker == "auto" and app.state.engine.dialect.name == "sqlite"
+        settings.webhook_worker == "auto" and made.engine.dialect.name == "sqlite"
     )
     if not wanted:
         return
-    if app.state.secret_box is None:
+    if made.secret_box is None:
         log.warning("webhooks are not delivered: set FORMSAPI_SECRET_KEY")
-        if not app.state.mailer.enabled:
+        if not made.mailer.enabled:
             return
-    copies = CopyRules.of(settings, app.state.secret_box)
-    sender = Sender(app.state.sessionmaker, app.state.mailer, settings.public_url, copies)
+    copies = CopyRules.of(settings, made.secret_box)
+    sender = Sender(sessionmaker, made.mailer, settings.public_url, copies)
     worker = Worker(
-        app.state.sessionmaker,
+        sessionmaker,
         settings,
-        app.state.secret_box,
+        made.secret_box,
         woken=True,
-        fan_out=fan_out(sender) if app.state.mailer.enabled else None,
+        fan_out=fan_out(sender) if made.mailer.enabled else None,
     )
 
     async def deliver(stop: asyncio.Event) -> None:
@@ -316,7 +333,7 @@ def _deliveries(app: FastAPI, background: Background) -> None:
             stop_waking()
 
     background.add("webhook deliveries", deliver)
-    if app.state.mailer.enabled:
+    if made.mailer.enabled:
         background.add("mail", partial(sender.run, grace=settings.shutdown_grace))
 
 
@@ -491,9 +508,9 @@ def _mount_probes(app: FastAPI) -> None:
         service (per-process limits, no key cache) but does not stop it, so it
         is reported without failing readiness: every instance shares it, and
         failing them all would turn a degradation into an outage."""
-        redis = await app.state.auth_epoch.ping()
+        redis = await services_of(app).auth_epoch.ping()
         components = {"redis": {None: "not configured", True: "ok", False: "unreachable"}[redis]}
-        pool = app.state.engine.pool
+        pool = services_of(app).engine.pool
         if isinstance(pool, QueuePool) and pool.checkedout() >= pool.size():
             # Every connection is in use by requests: the database answers and
             # the process serves. Waiting for one would fail the probe under load
@@ -503,7 +520,7 @@ def _mount_probes(app: FastAPI) -> None:
             )
         try:
             # Autocommit: a probe must not queue for SQLite's write lock.
-            async with app.state.read_engine.connect() as connection:
+            async with services_of(app).read_engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         except Exception as error:  # any failure means "not ready", never a crash
             return problem_response(

@@ -20,12 +20,13 @@ from formsapi.db.session import ReadSession, WriteSession, session_scope
 from formsapi.errors import MalformedJSON, Unauthorized, UnsupportedMediaType
 from formsapi.models import Plan
 from formsapi.ratelimit.service import Decision, RateLimiter, enforce
+from formsapi.services import services
 
 
 async def get_session(request: Request) -> AsyncIterator[WriteSession]:
     """The unit of work of a request that writes: committed when the endpoint
     returns, rolled back on any error."""
-    state = request.app.state
+    state = services(request)
     sessionmaker: async_sessionmaker[WriteSession] = state.sessionmaker
     async with session_scope(sessionmaker, state.auth_epoch.after_commit) as session:
         yield session
@@ -45,7 +46,7 @@ async def get_read_session(request: Request) -> ReadSession:
     a page-1 read, whose statements borrow a pooled connection of their own and
     leave the session unused (bench/RESULTS.md). CloseReadSession closes it
     after the response, when it was used."""
-    session: ReadSession = request.app.state.read_sessionmaker()
+    session: ReadSession = services(request).read_sessionmaker()
     request.state.read_session = session
     return session
 
@@ -93,7 +94,7 @@ async def get_principal(request: Request) -> Principal:
     count and the auth epoch that says whether its cached lookup still holds
     take one Redis round trip.
     """
-    state = request.app.state
+    state = services(request)
     limiter: RateLimiter = state.rate_limiter
     cache: PrincipalCache = state.principal_cache
     ip = client_ip(request)

@@ -15,6 +15,7 @@ from formsapi.admission.service import purge_lapsed
 from formsapi.config import Settings
 from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import shift
+from formsapi.services import services_of
 from tests.conftest import Api, apps_sharing
 from tests.factories import create_form, create_key, create_org
 
@@ -174,7 +175,8 @@ async def test_processes_sharing_redis_share_the_addresses(
         )
         told = await second.get(f"/f/{form.id}", headers=_from("10.0.0.7"))
         count = (await first.get(f"/v1/forms/{form.id}", headers=auth)).json()["responseCount"]
-        redis = first._transport.app.state.redis  # type: ignore[attr-defined]
+        redis = services_of(first._transport.app).redis  # type: ignore[attr-defined]
+        assert redis is not None
         [keys] = await redis.execute(("KEYS", f"{prefix}:once-ip:*"))
         [ttl] = await redis.execute(("PTTL", keys[0]))
 

@@ -19,12 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.app import create_app, release
 from formsapi.config import Settings
+from formsapi.db.session import create_sessionmaker
 from formsapi.funnel import service as funnel_service
 from formsapi.funnel.steps import rounded_seconds
 from formsapi.hosted import stamp
 from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import isoformat_z, shift, utcnow
 from formsapi.models import FunnelCount, Organization, StartedStamp
+from formsapi.services import services_of
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
 from tests.contract import Contract
@@ -158,7 +160,7 @@ async def test_the_funnel_counts_each_step_of_a_scripted_set_of_respondents(
     await Respondent(api, form_id).open(**{"user-agent": "Mozilla/5.0 (compatible; Googlebot/2.1)"})
     assert (await api.client.head(f"/f/{form_id}")).status_code in (200, 405)
 
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
     funnel = await _funnel(api, form_id, secret)
 
     assert funnel["views"] == 8
@@ -197,7 +199,7 @@ async def test_a_single_page_form_counts_its_sends_and_their_time(
             assert (await respondent.post({"name": "Ada"})).status_code == 303
     left = Respondent(api, form_id)
     await left.open()
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
 
     funnel = await _funnel(api, form_id, secret)
 
@@ -223,7 +225,7 @@ async def test_a_forged_or_missing_stamp_gives_no_duration_and_no_error(
         assert posted.status_code == 303
         beacon = await api.post(f"/f/{form_id}/start", data={"_stamp": forged})
         assert beacon.status_code == (413 if len(forged) > 200 else 204)
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
 
     funnel = await _funnel(api, form_id, secret)
 
@@ -248,7 +250,7 @@ async def test_a_range_counts_the_respondents_first_served_within_its_hours(
         await old[0].next(page)
     recent = Respondent(api, form_id)
     await recent.open()
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
     now = utcnow()
 
     earlier = await _funnel(
@@ -336,7 +338,7 @@ async def test_the_beacon_takes_no_body_tricks(
     elsewhere = await api.post("/f/frm_01JAAAAAAAAAAAAAAAAAAAAAAA/start", data={"_stamp": stamp})
     other_form, _, _ = await publish_over_api(api, session, FORM)
     replayed = await api.post(f"/f/{other_form}/start", data={"_stamp": stamp})
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
 
     assert large.status_code == 413
     assert many.status_code == 400
@@ -360,7 +362,7 @@ async def test_a_stamp_counts_one_start_however_often_it_is_posted(
     for _ in range(25):
         beacon = await api.post(f"/f/{form_id}/start", data={"_stamp": stamp})
         assert beacon.status_code == 204
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
     for _ in range(25):  # and after the flush, as a later replay would
         await api.post(f"/f/{form_id}/start", data={"_stamp": stamp})
     # Its posts say nothing of the beacon (as a page without script): each
@@ -372,7 +374,7 @@ async def test_a_stamp_counts_one_start_however_often_it_is_posted(
             '<input type="hidden" name="_started" value="1">',
             '<input type="hidden" name="_started" value="">',
         )
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
 
     funnel = await _funnel(api, form_id, secret)
     assert (funnel["views"], funnel["starts"]) == (1, 1)
@@ -393,7 +395,7 @@ async def test_a_stamp_posted_to_several_processes_counts_one_start(
                 for _ in range(2):
                     await client.post(f"/f/{form_id}/start", data={"_stamp": stamp})
         for app in apps:
-            await app.state.funnel.flush()
+            await services_of(app).funnel.flush()
     finally:
         for app in apps:
             await release(app)
@@ -414,17 +416,17 @@ async def test_a_start_counts_within_a_day_of_its_page_and_its_stamp_is_then_for
 
     with shift(timedelta(hours=23)):
         await api.post(f"/f/{form_id}/start", data={"_stamp": early})
-        await app.state.funnel.flush()
+        await services_of(app).funnel.flush()
     with shift(timedelta(hours=25)):
         await api.post(f"/f/{form_id}/start", data={"_stamp": late})
         await api.post(f"/f/{form_id}/start", data={"_stamp": early})
-        await app.state.funnel.flush()
+        await services_of(app).funnel.flush()
     kept = await session.scalar(select(func.count()).select_from(StartedStamp))
     await session.commit()
     with shift(timedelta(hours=26)):
-        forgotten = await funnel_service.purge_started(app.state.sessionmaker)
+        forgotten = await funnel_service.purge_started(create_sessionmaker(services_of(app).engine))
         await api.post(f"/f/{form_id}/start", data={"_stamp": early})
-        await app.state.funnel.flush()
+        await services_of(app).funnel.flush()
 
     assert kept == 1
     assert forgotten == 1
@@ -477,12 +479,12 @@ async def test_funnel_counts_go_with_their_form_and_their_organization(
         respondent = Respondent(api, form)
         await respondent.open()
         await respondent.next(0)
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
     # A view held when its form is deleted is dropped, and does not hold up others.
     await Respondent(api, form_id).open()
     await Respondent(api, kept_id).open()
     assert (await api.delete(f"/v1/forms/{form_id}", secret)).status_code == 204
-    await app.state.funnel.flush()
+    await services_of(app).funnel.flush()
 
     kept = await _funnel(api, kept_id, kept_secret)
     counted = select(FunnelCount.form_id).distinct().where(FunnelCount.organization_id == org_id)
@@ -505,10 +507,10 @@ async def test_views_held_by_several_processes_add_up_when_each_flushes(
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
                 for _ in range(loads):
                     assert (await client.get(f"/f/{form_id}")).status_code == 200
-        await apps[0].state.funnel.flush()
+        await services_of(apps[0]).funnel.flush()
         assert (await _funnel(api, form_id, secret))["views"] == 1  # the others' still held
-        await apps[1].state.funnel.flush()
-        await apps[1].state.funnel.flush()  # nothing held: adds nothing
+        await services_of(apps[1]).funnel.flush()
+        await services_of(apps[1]).funnel.flush()  # nothing held: adds nothing
     finally:
         for app in apps:
             await release(app)  # the third writes its own at shutdown

@@ -18,6 +18,7 @@ from formsapi.kit.ids import new_id
 from formsapi.member import service as member_service
 from formsapi.models import Role
 from formsapi.organization import service as organization_service
+from formsapi.services import services_of
 from formsapi.webhook import service as webhook_service
 from formsapi.webhook.schemas import WebhookEndpointCreate
 from tests.factories import create_form, create_key, create_org, create_user
@@ -48,7 +49,7 @@ async def test_what_a_page_names_answers_alike_in_every_section_missing_or_anoth
     key_id, _ = await create_key(session, beta, role=Role.editor, user=stranger)
     endpoint, _ = await webhook_service.create(
         session,
-        app.state.secret_box,
+        services_of(app).secret_box,
         beta.id,
         WebhookEndpointCreate(url="http://127.0.0.1:9/beta"),
         policy=Policy(allow_private=True),

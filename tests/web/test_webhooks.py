@@ -20,6 +20,7 @@ from formsapi.kit.ids import new_id
 from formsapi.kit.pagination import PageParams
 from formsapi.models import Organization, Role, WebhookEndpoint
 from formsapi.organization import service as organization_service
+from formsapi.services import services_of
 from formsapi.webhook import service
 from formsapi.webhook.schemas import WebhookEndpointCreate
 from formsapi.webhook.worker import Worker
@@ -155,7 +156,7 @@ async def test_editors_and_viewers_can_neither_see_nor_use_the_page(
     actor = await add_member(session, organization, role)
     endpoint, _ = await service.create(
         session,
-        app.state.secret_box,
+        services_of(app).secret_box,
         organization.id,
         WebhookEndpointCreate(url="http://127.0.0.1:9/hook"),
         policy=Policy(allow_private=True),
@@ -203,7 +204,7 @@ async def test_another_organizations_endpoint_answers_like_a_missing_one(
     await add_member(session, beta, Role.owner, owner)  # owner of both; Acme is active
     endpoint, _ = await service.create(
         session,
-        app.state.secret_box,
+        services_of(app).secret_box,
         beta.id,
         WebhookEndpointCreate(url="http://127.0.0.1:9/beta"),
         policy=Policy(allow_private=True),
@@ -424,7 +425,7 @@ async def test_without_a_sealing_key_the_page_says_so_instead_of_failing(
     _, owner = await owner_of_new_org(session)
     await session.commit()
     browser = await signed_in(owner)
-    app.state.secret_box = None  # a PostgreSQL deployment without FORMSAPI_SECRET_KEY
+    services_of(app).secret_box = None  # a PostgreSQL deployment without FORMSAPI_SECRET_KEY
 
     page = await browser.get(PAGE)
     forged = await browser.submit(PAGE, {"url": "http://127.0.0.1:9/hook"})

@@ -13,6 +13,7 @@ from formsapi.form import service as form_service
 from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.time import utcnow
 from formsapi.routing import ERRORS_404, FormId, json
+from formsapi.services import services
 
 router = APIRouter(prefix="/v1", tags=["Files"], route_class=GuardedRoute)
 # Signed links carry their own authority: no key.
@@ -85,7 +86,7 @@ async def upload_file(
     the server's FORMSAPI_UPLOAD_MAX_BYTES); its type, found from its bytes,
     must be one the question's `accept` lists. An upload no submission names
     is purged after FORMSAPI_UPLOAD_ORPHAN_HOURS."""
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         form = await form_service.get(session, principal.organization_id, form_id)
     file = await receive(request, form, question, name)
     return json(service.view(file), 201, NO_STORE)
@@ -118,7 +119,7 @@ async def download_file(
     """The file's bytes, always as an attachment, with its type and name."""
     file = await service.get(session, principal.organization_id, file_id)
     await session.close()  # the bytes are read a chunk at a time, each on its own
-    return await download(request.app.state.storages, file)
+    return await download(services(request).storages, file)
 
 
 @router.post(
@@ -183,10 +184,10 @@ async def download_by_link(
     signature: Annotated[str, Query(max_length=64)],
 ) -> Response:
     """A file through a signed link (POST /v1/files/{fileId}/links): no key."""
-    box = request.app.state.secret_box
+    box = services(request).secret_box
     if box is None:
         raise service.LinkInvalid("This link is not valid.")
     service.check_link(box, file_id, expires, signature, utcnow())
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         file = await service.by_link(session, file_id)
-    return await download(request.app.state.storages, file)
+    return await download(services(request).storages, file)

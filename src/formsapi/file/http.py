@@ -17,6 +17,7 @@ from formsapi.form import service as form_service
 from formsapi.kit.time import utcnow
 from formsapi.models import File, Form
 from formsapi.request_body import streamed
+from formsapi.services import services
 
 NO_STORE = {"Cache-Control": "private, no-store"}
 
@@ -31,7 +32,7 @@ async def receive(
     """An upload to one of the form's questions (the API's and, with the
     `allowance` of whoever sends it, the hosted page's: bounded then by the
     form's room for uploads no submission took)."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     length = request.headers.get("content-length")
     upload = service.Upload(
         key,
@@ -45,11 +46,11 @@ async def receive(
         settings.upload_orphan_bytes_per_form if allowance is not None else None,
     )
     version = await form_service.version_of(
-        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+        services(request).read_sessionmaker, services(request).fair_share, form
     )
     return await service.receive(
-        request.app.state.sessionmaker,
-        request.app.state.storages,
+        services(request).sessionmaker,
+        services(request).storages,
         form,
         version,
         upload,
@@ -60,8 +61,8 @@ async def receive(
 
 def signed_link(request: Request, file_id: str, seconds: int) -> tuple[str, Any]:
     """A signed link to a file (the API's and the settings area's)."""
-    settings: Settings = request.app.state.settings
-    box = request.app.state.secret_box
+    settings: Settings = services(request).settings
+    box = services(request).secret_box
     if box is None:
         raise NotReady("Signed links need FORMSAPI_SECRET_KEY to be set.")
     if seconds > settings.file_link_max_seconds:

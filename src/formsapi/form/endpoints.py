@@ -34,6 +34,7 @@ from formsapi.routing import (
     json,
     replay,
 )
+from formsapi.services import services
 
 T = TypeVar("T")
 router = APIRouter(prefix="/v1/forms", tags=["Forms"], route_class=GuardedRoute)
@@ -44,7 +45,7 @@ async def _turn(request: Request, principal: PrincipalDep) -> AsyncIterator[None
     its commit: one organization saving a large form from many clients has
     one save under way here, and no more of its writes queue for the
     database's lock (all of SQLite's writers wait for each) ahead of others'."""
-    async with request.app.state.form_writes.turn(principal.organization_id):
+    async with services(request).form_writes.turn(principal.organization_id):
         yield
 
 
@@ -61,7 +62,7 @@ def _size(request: Request) -> int:
 
 async def _worked(request: Request, principal: Principal, work: Callable[[], T]) -> T:
     """A form save's CPU work where a costly form's runs (form/work.py)."""
-    fair = request.app.state.fair_share
+    fair = services(request).fair_share
     return await worked_out(fair, principal.organization_id, _size(request), work)
 
 
@@ -70,7 +71,7 @@ async def _large_saves(request: Request, principal: Principal) -> None:
     (FormSaveThrottle), before the body is read: its forms' saves take the
     server's time in turn with everyone's, not all of it, and a save refused
     costs no parsing."""
-    wait = await request.app.state.form_saves.take(principal.organization_id, _size(request))
+    wait = await services(request).form_saves.take(principal.organization_id, _size(request))
     if wait:
         raise RateLimited(
             "This organization has saved large forms often in the last minute; try again later.",
@@ -143,7 +144,7 @@ async def create_form(
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Create a form. It starts as a draft at version 1; publish it with PATCH."""
-    service.check_signing(body, request.app.state.secret_box is not None)
+    service.check_signing(body, services(request).secret_box is not None)
     # Checked before the transaction (and, for a large form, off the loop).
     made = await _worked(request, principal, partial(service.check_new, body))
 
@@ -188,12 +189,12 @@ async def update_form(
 
     `oneResponse` and `password` are delivery settings too (no new version):
     who may answer the hosted page, and how often."""
-    service.check_signing(body, request.app.state.secret_box is not None)
+    service.check_signing(body, services(request).secret_box is not None)
     checked = None
     if service.changes_content(body):
         # The new version made and checked before the form's row is locked
         # (and, for a large form, off the loop); taken if it is still current.
-        async with request.app.state.read_sessionmaker() as reader:
+        async with services(request).read_sessionmaker() as reader:
             seen = await service.get(reader, principal.organization_id, form_id)
         checked = await _worked(request, principal, partial(service.checked_update, seen, body))
     form = await service.update(session, principal.organization_id, form_id, body, checked)

@@ -15,6 +15,7 @@ from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.time import utcnow
 from formsapi.routing import ERRORS_404, ERRORS_WRITE, FormId, PageDep, json
+from formsapi.services import services
 
 router = APIRouter(
     prefix="/v1/forms/{formId}/invitations", tags=["Forms"], route_class=GuardedRoute
@@ -54,7 +55,7 @@ async def create_invitations(
         else [anonymous] * (body.count or 0)
     )
     made = await service.invite(session, organization_id, form.id, recipients, utcnow())
-    base = request.app.state.settings.public_url.rstrip("/")
+    base = services(request).settings.public_url.rstrip("/")
     body_out = {
         "data": [
             {

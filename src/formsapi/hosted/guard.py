@@ -23,6 +23,7 @@ from formsapi.dependencies import client_ip
 from formsapi.errors import FormNotFound, RateLimited
 from formsapi.hosted import service
 from formsapi.models import Form
+from formsapi.services import services
 from formsapi.spam.challenge import FIELD
 from formsapi.spam.service import Reason
 
@@ -55,13 +56,14 @@ def count(request: Request, form: Form, reason: Reason) -> None:
     """Count one refused post of `form`: held in the process and written
     every few seconds (spam/buffer.py), so a flood of refused posts costs no
     write each."""
-    request.app.state.refusals.add(form.organization_id, form.id, reason)
+    services(request).refusals.add(form.organization_id, form.id, reason)
 
 
 async def _limited(request: Request, form: Form) -> tuple[Reason, int] | None:
-    wait, which = await request.app.state.public_post_throttle.post(form.id, client_ip(request))
+    wait, which = await services(request).public_post_throttle.post(form.id, client_ip(request))
     if not wait:
         return None
+    assert which is not None  # refused: by which counter
     reason = _LIMITED[which]
     count(request, form, reason)
     return reason, wait
@@ -81,7 +83,7 @@ async def refused_post(
         )
         refused.headers["Retry-After"] = str(wait)
         return refused
-    if service.is_spam(posted, service.honeypot(request.app.state.secret_box, form.id)):
+    if service.is_spam(posted, service.honeypot(services(request).secret_box, form.id)):
         count(request, form, Reason.honeypot)
         return RedirectResponse(f"/f/{form.id}/thanks", status_code=303)
     return None
@@ -103,7 +105,7 @@ async def refused_too_fast(
     """The page refusing a submission sent sooner after its first page was
     served than FORMSAPI_MIN_FILL_SECONDS; None to go on. A post without the
     page's stamp (a site's own HTML form posting here) is not timed."""
-    least = request.app.state.settings.min_fill_seconds
+    least = services(request).settings.min_fill_seconds
     if served_at is None or not least or (now - served_at).total_seconds() >= least:
         return None
     count(request, form, Reason.too_fast)
@@ -118,7 +120,7 @@ async def refused_challenge(
     before; None to go on (the solution is spent now)."""
     if not form.challenge:
         return None
-    reason = await request.app.state.challenges.check(form.id, posted.get(FIELD))
+    reason = await services(request).challenges.check(form.id, posted.get(FIELD))
     if reason is None:
         return None
     count(request, form, reason)
@@ -131,12 +133,12 @@ async def challenge(
 ) -> Response:
     """A proof-of-work challenge for one post of the form, as the page's
     widget fetches it; only for a form taking answers that asks for one."""
-    limiter = request.app.state.rate_limiter
+    limiter = services(request).rate_limiter
     if limiter.enabled:
         await limiter.check(client_ip(request), "standard")
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         found = await service.public_form(session, form_id)
-    challenges = request.app.state.challenges
+    challenges = services(request).challenges
     if found is None or not found[0].challenge or not challenges.available:
         raise FormNotFound(form_id)
     form, request.state.frame_ancestors = found

@@ -32,6 +32,7 @@ from formsapi.kit.secretbox import SecretBox
 from formsapi.kit.time import utcnow
 from formsapi.language.compiled import Compiled
 from formsapi.models import Form
+from formsapi.services import services
 
 log = logging.getLogger("formsapi")
 
@@ -80,7 +81,7 @@ def unlocked(request: Request, form: Form) -> bool:
     browser's cookie says the right one was given, for this password, lately."""
     if form.password_hash is None:
         return True
-    box: SecretBox | None = request.app.state.secret_box
+    box: SecretBox | None = services(request).secret_box
     found = _read(request, UNLOCKED_COOKIE)
     if box is None or found is None:
         return False
@@ -91,7 +92,8 @@ def unlocked(request: Request, form: Form) -> bool:
 
 
 def set_unlocked(request: Request, response: Response, form: Form) -> None:
-    box: SecretBox = request.app.state.secret_box
+    box = services(request).secret_box
+    assert box is not None  # a password needs the service's key (admission/service.py)
     until = int((utcnow() + UNLOCK_LIFETIME).timestamp())
     signature = box.sign(_message("unlocked", form.id, str(until), _password_tag(form)))
     response.set_cookie(
@@ -107,7 +109,7 @@ def set_unlocked(request: Request, response: Response, form: Form) -> None:
 
 def answered(request: Request, form: Form) -> bool:
     """Whether this browser's cookie says it answered the form."""
-    box: SecretBox | None = request.app.state.secret_box
+    box: SecretBox | None = services(request).secret_box
     found = _read(request, ANSWERED_COOKIE)
     if box is None or found is None:
         return False
@@ -116,7 +118,7 @@ def answered(request: Request, form: Form) -> bool:
 
 
 def set_answered(request: Request, response: Response, form: Form) -> None:
-    box: SecretBox | None = request.app.state.secret_box
+    box: SecretBox | None = services(request).secret_box
     if box is None:
         return
     at = str(int(utcnow().timestamp()))
@@ -147,14 +149,14 @@ def next_query(text: object) -> str:
 
 
 def _ip_digest(request: Request, form: Form) -> bytes | None:
-    box: SecretBox | None = request.app.state.secret_box
+    box: SecretBox | None = services(request).secret_box
     if box is None:
         return None
     return Digests(box).ip(form.id, client_ip(request))
 
 
 def _redis_key(request: Request, form: Form, digest: bytes) -> str:
-    return f"{request.app.state.settings.redis_prefix}:once-ip:{form.id}:{digest.hex()}"
+    return f"{services(request).settings.redis_prefix}:once-ip:{form.id}:{digest.hex()}"
 
 
 async def ip_taken(request: Request, form: Form) -> bool:
@@ -162,7 +164,7 @@ async def ip_taken(request: Request, form: Form) -> bool:
     digest = _ip_digest(request, form)
     if digest is None:
         return False
-    redis = request.app.state.redis
+    redis = services(request).redis
     if redis is not None:
         try:
             [found] = await redis.execute(("EXISTS", _redis_key(request, form, digest)))
@@ -170,7 +172,7 @@ async def ip_taken(request: Request, form: Form) -> bool:
             log.warning("one-response store unavailable (%s): using the database", error)
         else:
             return bool(found)
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         return await admission_service.answered(
             session, form.organization_id, form.id, admission_service.IP, digest, utcnow()
         )
@@ -183,7 +185,7 @@ async def claim_ip(request: Request, form: Form) -> bool:
     if digest is None:
         return True
     hours = form.one_response_hours or 24
-    redis = request.app.state.redis
+    redis = services(request).redis
     if redis is not None:
         key = _redis_key(request, form, digest)
         try:
@@ -193,7 +195,7 @@ async def claim_ip(request: Request, form: Form) -> bool:
         else:
             return reply is not None
     now = utcnow()
-    async with session_scope(request.app.state.sessionmaker) as session:
+    async with session_scope(services(request).sessionmaker) as session:
         return await admission_service.take(
             session,
             form.organization_id,
@@ -210,7 +212,7 @@ async def release_ip(request: Request, form: Form) -> None:
     digest = _ip_digest(request, form)
     if digest is None:
         return
-    redis = request.app.state.redis
+    redis = services(request).redis
     if redis is not None:
         try:
             await redis.execute(("DEL", _redis_key(request, form, digest)))
@@ -218,7 +220,7 @@ async def release_ip(request: Request, form: Form) -> None:
             log.warning("one-response store unavailable (%s): using the database", error)
         else:
             return
-    async with session_scope(request.app.state.sessionmaker) as session:
+    async with session_scope(services(request).sessionmaker) as session:
         await admission_service.give_back(
             session, form.organization_id, form.id, admission_service.IP, digest
         )
@@ -303,7 +305,7 @@ async def admit(
     if form.one_response_by != "invitation":
         return Admitted()
     given = token if isinstance(token, str) else None
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         opened = await admission_service.opened(session, form.organization_id, form.id, given)
     if isinstance(opened, str):
         heading, message, status = _INVITATION_PAGES[opened]
@@ -317,14 +319,14 @@ async def email_taken(request: Request, form: Form, answers: dict[str, object]) 
     already: said on the page it is typed on, before the pages after it are
     filled in. (Only a hint: the intake decides, under the form's lock.)"""
     question = form.one_response_question
-    box: SecretBox | None = request.app.state.secret_box
+    box: SecretBox | None = services(request).secret_box
     if form.one_response_by != admission_service.EMAIL or question is None or box is None:
         return None
     address = answers.get(question)
     if not isinstance(address, str) or not address.strip():
         return None
     digest = Digests(box).email(form.id, address)
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         taken = await admission_service.answered(
             session, form.organization_id, form.id, admission_service.EMAIL, digest, utcnow()
         )

@@ -62,6 +62,7 @@ from formsapi.language.translation import MESSAGES
 from formsapi.models import File, Form, Plan
 from formsapi.partial import service as partial_service
 from formsapi.partial.service import LinkUsed
+from formsapi.services import services
 from formsapi.submission.validation import validate_submission
 from formsapi.user import service as user_service
 
@@ -115,7 +116,7 @@ def _page(request: Request, heading: str, message: str, status: int) -> HTMLResp
 
 async def _limited(request: Request) -> HTMLResponse | None:
     """The per-IP limit of anonymous callers, as a page rather than JSON."""
-    limiter = request.app.state.rate_limiter
+    limiter = services(request).rate_limiter
     if not limiter.enabled:
         return None
     try:
@@ -216,7 +217,7 @@ def _shown(request: Request, form: Form, version: Compiled, lang: str) -> tuple[
             if quota["action"] == "closeOption"
         ),
         form.one_response_question if form.one_response_by == "email" else None,
-        service.honeypot(request.app.state.secret_box, form.id),
+        service.honeypot(services(request).secret_box, form.id),
         version.cost,
     )
     return shown, page
@@ -226,7 +227,7 @@ async def _full(request: Request, page: Page) -> set[tuple[str, str]]:
     """The options of the page's form with no place left (shown disabled)."""
     if not page.closing:
         return set()
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         return await form_service.full_options(session, page.organization_id, page.id, page.closing)
 
 
@@ -305,7 +306,7 @@ class _Step:
 
 async def _worked(request: Request, organization_id: str, cost: int, work: Callable[[], T]) -> T:
     """`work()` where a form's CPU work runs (form/work.py)."""
-    return await worked_out(request.app.state.fair_share, organization_id, cost, work)
+    return await worked_out(services(request).fair_share, organization_id, cost, work)
 
 
 async def _walked(
@@ -334,7 +335,7 @@ async def _uploaded(
     ]
     if not ids:
         return {}
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         found = await file_service.named(session, page.organization_id, page.id, ids[:100])
     return {file.id: file for file in found}
 
@@ -394,7 +395,7 @@ def _journey_of(
     request: Request, form: Form, posted: FormData, invite: str | None = None
 ) -> Journey:
     text = posted.get("_stamp")
-    served = stamp.read(request.app.state.secret_box, form.id, text, utcnow())
+    served = stamp.read(services(request).secret_box, form.id, text, utcnow())
     kept = text if isinstance(text, str) and served is not None else None
     return Journey(kept, served, started=posted.get("_started") == "1", invite=invite)
 
@@ -454,7 +455,7 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     if isinstance(admitted, Response):
         return admitted
     version = await form_service.version_of(
-        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+        services(request).read_sessionmaker, services(request).fair_share, form
     )
     shown, page = _shown(request, form, version, _language(request, version))
     carried = {
@@ -465,10 +466,10 @@ async def show_form(request: Request, session: ReadSessionDep, form_id: FormId) 
     run = await _walked(request, page, version, carried, now.date())
     step = _Step(shown, carried, 0, run, service.new_seed())
     if request.method == "GET" and not _ROBOT.search(request.headers.get("user-agent", "")[:500]):
-        request.app.state.funnel.add(
+        services(request).funnel.add(
             form.organization_id, form.id, form.version, now, funnel_steps.VIEW
         )
-    made = stamp.make(request.app.state.secret_box, form.id, now)
+    made = stamp.make(services(request).secret_box, form.id, now)
     journey = Journey(made, now, started=False, invite=admitted.token)
     shown_page = await _render(request, page, _values(carried), {}, step=step, journey=journey)
     return _secret_page(shown_page) if admitted.token else shown_page
@@ -522,7 +523,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     if isinstance(admitted, Response):
         return admitted
     version = await form_service.version_of(
-        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+        services(request).read_sessionmaker, services(request).fair_share, form
     )
     shown, page = _shown(request, form, version, _language(request, version, posted))
     today = utcnow().date()
@@ -544,7 +545,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         )
     if not journey.started:  # a first post, without the page's script: they began
         claim = stamp.claim(journey.stamp) if journey.stamp is not None else None
-        request.app.state.funnel.start(
+        services(request).funnel.start(
             form.organization_id, form.id, form.version, journey.at, claim
         )
         journey = replace(journey, started=True)
@@ -605,7 +606,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
     spends = admitted.invitation.hash if admitted.invitation is not None else None
     try:
         try:
-            submission = await request.app.state.intake.submit(
+            submission = await services(request).intake.submit(
                 form.organization_id, form.id, answers, completes, page.lang, completion, spends
             )
         except BaseException:
@@ -647,7 +648,7 @@ async def submit_form(request: Request, session: ReadSessionDep, form_id: FormId
         # Those who chose a full option of a quota that ends the form: its message.
         return _page(request, page.title, full.detail, 200)
     except FormNotAccepting:
-        async with request.app.state.read_sessionmaker() as session:
+        async with services(request).read_sessionmaker() as session:
             now_form = await _public(request, session, form_id)
         return _closed(request, now_form or form, page.title)
     except FormNotFound:  # deleted between the page lookup and now
@@ -786,14 +787,14 @@ async def _keep(
     than any they reached before is counted in the funnel, in the same
     transaction."""
     if token is None:
-        wait = await request.app.state.partial_throttle.attempt(form.id, client_ip(request))
+        wait = await services(request).partial_throttle.attempt(form.id, client_ip(request))
         if wait:
             refused = _page(request, form.title, "Please wait a minute and try again.", 429)
             refused.headers["Retry-After"] = str(wait)
             return refused
     now = utcnow()
     try:
-        async with session_scope(request.app.state.sessionmaker) as session:
+        async with session_scope(services(request).sessionmaker) as session:
             kept = await partial_service.save(
                 session,
                 form.organization_id,
@@ -821,7 +822,7 @@ async def _keep(
 
 def _resume_url(request: Request, form_id: str, token: str, invite: str | None = None) -> str:
     # The configured address, never the request's Host header (a client's to choose).
-    base = request.app.state.settings.public_url.rstrip("/")
+    base = services(request).settings.public_url.rstrip("/")
     # An invitation's token rides along: the form takes answers through it only.
     query = f"?{once.INVITE}={invite}" if invite else ""
     return f"{base}/f/{form_id}/resume/{token}{query}"
@@ -832,7 +833,7 @@ def _saved(
 ) -> HTMLResponse:
     """The page after "Save and continue later": the link, or where to mail it,
     and until when it works (the form's resumeDays from now)."""
-    mailer = request.app.state.mailer
+    mailer = services(request).mailer
     until = utcnow() + timedelta(days=days)
     context = {
         "until": f"{until.day} {until:%B %Y}",
@@ -880,7 +881,7 @@ async def resume_form(
     except NotFound as missing:
         return _page(request, "Link not valid", missing.detail, 404)
     version = await form_service.version_of(
-        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+        services(request).read_sessionmaker, services(request).fair_share, form
     )
     shown, page = _shown(request, form, version, _language(request, version))
     answers = resumed.answers
@@ -889,7 +890,7 @@ async def resume_form(
     step = _Step(shown, answers, page_number, run, service.new_seed())
     # Their stamp stayed on the page they left: timed from their first save.
     began = resumed.started_at
-    made = stamp.make(request.app.state.secret_box, form.id, began)
+    made = stamp.make(services(request).secret_box, form.id, began)
     journey = Journey(made, began, True, invite=admitted.token)
     response = await _render(
         request, page, _values(answers), {}, step=step, resume=token, journey=journey
@@ -909,19 +910,19 @@ async def mail_resume_link(request: Request, session: ReadSessionDep, form_id: F
         return _locked(request, form, error="Enter the form's password first.", status=401)
     token = _token_of(posted)
     email = str(posted.get("email") or "").strip()
-    mailer = request.app.state.mailer
+    mailer = services(request).mailer
     if token is None or not mailer.enabled:
         return _page(request, "Link not valid", "Save your answers again to get a link.", 400)
     if not _is_address(email):
         return _page(request, form.title, "Enter an email address such as name@example.com.", 422)
     try:  # a link to answers kept now, or none: a made-up token mails nothing
-        async with request.app.state.read_sessionmaker() as reader:
+        async with services(request).read_sessionmaker() as reader:
             await partial_service.resume(reader, form.organization_id, form.id, token, utcnow())
     except LinkUsed:
         return _page(request, form.title, "These answers were sent already. Thank you.", 410)
     except NotFound as missing:
         return _page(request, "Link not valid", missing.detail, 404)
-    wait = await request.app.state.resume_mail_throttle.attempt(email, client_ip(request))
+    wait = await services(request).resume_mail_throttle.attempt(email, client_ip(request))
     if wait:
         page = _page(request, form.title, "Too many links were sent. Try again later.", 429)
         page.headers["Retry-After"] = str(wait)
@@ -986,7 +987,7 @@ def _ending(
     if ending.redirect is not None:
         return RedirectResponse(service.recall(ending.redirect, values, encode=True), 303)
     text = f"{ending.title or ''}{ending.text or ''}"
-    token = ending_pass.make(request.app.state.secret_box, form.id, ending.key, utcnow())
+    token = ending_pass.make(services(request).secret_box, form.id, ending.key, utcnow())
     if "{{" not in text and token is not None:
         # Nothing of theirs: a page to reload safely, with the pass that shows it to them.
         ending_url = f"/f/{form.id}/thanks?ending={quote(ending.key)}&token={quote(token)}"
@@ -1010,7 +1011,7 @@ async def upload(request: Request, form_id: FormId) -> Response:
     problem documents for the script to show."""
     if (limited := await _limited(request)) is not None:
         return limited
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         form = await _public(request, session, form_id)
     if form is None:
         raise FormNotFound(form_id)
@@ -1018,7 +1019,7 @@ async def upload(request: Request, form_id: FormId) -> Response:
         raise Forbidden("Enter the form's password first.")
     await guard.refused_upload(request, form)
     address = client_ip(request)
-    wait = await request.app.state.upload_throttle.attempt(form.id, address)
+    wait = await services(request).upload_throttle.attempt(form.id, address)
     if wait:
         raise RateLimited(
             "Too many uploads from this address; try again later.",
@@ -1026,7 +1027,7 @@ async def upload(request: Request, form_id: FormId) -> Response:
         )
 
     async def allowance(size: int) -> None:
-        throttle = request.app.state.upload_bytes
+        throttle = services(request).upload_bytes
         if size > (largest := throttle.largest()):
             raise PayloadTooLarge(
                 f"The file is larger than the {largest} bytes an address may upload.",
@@ -1079,14 +1080,14 @@ async def started(request: Request, form_id: FormId) -> Response:
         fields = parse_qs(body.decode("ascii", "replace"), max_num_fields=4)
     except ValueError:  # more fields than a beacon sends
         return Response(status_code=400)
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         form = await _public(request, session, form_id)
     if form is None or limits.state(form, utcnow()) != limits.State.open:
         return Response(status_code=404)
     given = fields.get("_stamp", [""])[0]
-    served = stamp.read(request.app.state.secret_box, form.id, given, utcnow())
+    served = stamp.read(services(request).secret_box, form.id, given, utcnow())
     if served is not None:
-        request.app.state.funnel.start(
+        services(request).funnel.start(
             form.organization_id, form.id, form.version, served, stamp.claim(given)
         )
     return Response(status_code=204)
@@ -1114,7 +1115,7 @@ async def unlock(request: Request, session: ReadSessionDep, form_id: FormId) -> 
     back += f"?{query}" if query else ""
     if form.password_hash is None:
         return RedirectResponse(back, 303)
-    throttle = request.app.state.password_throttle
+    throttle = services(request).password_throttle
     wait = await throttle.attempt(form.id, client_ip(request))
     if wait:
         refused = _page(request, form.title, "Too many tries. Wait a minute and try again.", 429)
@@ -1146,12 +1147,12 @@ async def thanks(request: Request, session: ReadSessionDep, form_id: FormId) -> 
         return _unavailable(request)
     key = request.query_params.get("ending")
     version = await form_service.version_of(
-        request.app.state.read_sessionmaker, request.app.state.fair_share, form
+        services(request).read_sessionmaker, services(request).fair_share, form
     )
     shown, page = _shown(request, form, version, _language(request, version))
     ending = service.ending_of(shown, key) if key else None
     thanks = page.messages["thanks"]
-    box = request.app.state.secret_box
+    box = services(request).secret_box
     token = request.query_params.get("token")
     if (
         ending is not None

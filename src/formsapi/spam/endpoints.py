@@ -6,6 +6,7 @@ from fastapi.responses import Response
 from formsapi.api_key.scopes import Scope
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, requires
 from formsapi.routing import ERRORS_404, FormId, json
+from formsapi.services import services
 from formsapi.spam import service
 from formsapi.spam.schemas import RefusalCounts
 
@@ -38,6 +39,6 @@ async def list_refusals(
     and by the one answering before it reads them."""
     # The counts this process holds (hosted/guard.py) first: one process,
     # as on SQLite, is never behind.
-    await request.app.state.refusals.flush()
+    await services(request).refusals.flush()
     found = await service.refusals(session, principal.organization_id, form_id, days)
     return json({"data": found})

@@ -26,6 +26,7 @@ from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.pagination import Page
 from formsapi.kit.schemas import Schema
 from formsapi.routing import ERRORS_404, FormId, PageDep, Timestamp, idempotent, json, replay
+from formsapi.services import services
 from formsapi.submission import export, service
 from formsapi.submission.intake import Claim, Intake
 from formsapi.submission.schemas import Changes, SubmissionDetail, SubmissionOut
@@ -166,7 +167,7 @@ async def export_submissions(
     organization_id = principal.organization_id
     form = await form_service.get(session, organization_id, form_id)
     upto = form.change_seq
-    sessionmaker = request.app.state.read_sessionmaker
+    sessionmaker = services(request).read_sessionmaker
     headers = {"X-Change-Seq": str(upto)}
     if export_format == "ndjson":
         return StreamingResponse(
@@ -249,7 +250,7 @@ async def submit(request: Request) -> Response:
     if errors or form_id is None or body is None:
         raise RequestValidationError(errors, body=document)
     principal: Principal = request.state.principal
-    intake: Intake = request.app.state.intake
+    intake: Intake = services(request).intake
     organization_id = principal.organization_id
     if key is None:
         accepted = await intake.submit(

@@ -13,6 +13,7 @@ from formsapi.errors import BadRequest, FormsAPIError, NotFound, RateLimited
 from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.member import service as member_service
 from formsapi.ratelimit.service import SignInThrottle
+from formsapi.services import services
 from formsapi.user import service as user_service
 from formsapi.web.context import (
     CSRF_COOKIE,
@@ -70,7 +71,7 @@ def _wait_message(seconds: int) -> str:
 async def throttled(request: Request, email: str) -> str | None:
     """Take a sign-in throttle slot for an attempt on `email` from this address:
     None when it may go ahead, else what to tell the person."""
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    throttle: SignInThrottle = services(request).sign_in_throttle
     wait = await throttle.attempt(email, client_ip(request))
     return _wait_message(wait) if wait else None
 
@@ -121,7 +122,7 @@ async def sign_in(
 ) -> Response:
     if not await anonymous_csrf_valid(request):
         return _sign_in_page(request, 403, "This page had expired. Please sign in again.")
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    throttle: SignInThrottle = services(request).sign_in_throttle
     if wait := await throttle.attempt(email, client_ip(request)):
         response = _sign_in_page(request, 429, _wait_message(wait))
         response.headers["Retry-After"] = str(wait)
@@ -164,7 +165,7 @@ async def change_password(
     new_password: FormText = "",
     confirm_password: FormText = "",
 ) -> Response:
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    throttle: SignInThrottle = services(request).sign_in_throttle
     email = viewer.user.email
     if wait := await throttle.attempt(email, client_ip(request)):
         raise RateLimited(_wait_message(wait))
@@ -199,7 +200,7 @@ async def switch_organization(
 
 @router.get("/forgot-password")
 async def forgot_password_form(request: Request) -> Response:
-    mailer: Mailer = request.app.state.mailer
+    mailer: Mailer = services(request).mailer
     return anonymous_page(request, "forgot_password.html", mail=mailer.enabled)
 
 
@@ -207,14 +208,14 @@ async def forgot_password_form(request: Request) -> Response:
 async def forgot_password(request: Request, session: DbDep, email: FormText = "") -> Response:
     """Mail a reset link to the account's address. The answer is the same
     whether or not the address has an account."""
-    mailer: Mailer = request.app.state.mailer
+    mailer: Mailer = services(request).mailer
     if not mailer.enabled:
         return anonymous_page(request, "forgot_password.html", 404, mail=False)
     if not await anonymous_csrf_valid(request):
         return anonymous_page(
             request, "forgot_password.html", 403, mail=True, error="This page had expired."
         )
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    throttle: SignInThrottle = services(request).sign_in_throttle
     if wait := await throttle.attempt(email, client_ip(request)):
         return anonymous_page(
             request, "forgot_password.html", 429, mail=True, error=_wait_message(wait)

@@ -33,6 +33,7 @@ from formsapi.language.compiled import Compiled
 from formsapi.language.definition import DEFAULT_LANGUAGE, Definition
 from formsapi.language.translation import LANGUAGE_PATTERN, LISTS, TEXTS, name_of
 from formsapi.models import Form as FormRow
+from formsapi.services import services
 from formsapi.web.context import SECURITY_HEADERS, DbDep, PathId, ReadDep, back_with, render
 from formsapi.web.forms import (
     MAX_JSON,
@@ -319,13 +320,13 @@ async def _save(
         # Checked where a costly form's work is (form/work.py), its size its cost.
         size = len(orjson.dumps(document))
         organization_id = managed.organization.id
-        if wait := await request.app.state.form_saves.take(organization_id, size):
+        if wait := await services(request).form_saves.take(organization_id, size):
             raise RateLimited(
                 "This organization has saved large forms often in the last minute; "
                 f"try again in {wait} s.",
                 headers={"Retry-After": str(wait)},
             )
-        fair = request.app.state.fair_share
+        fair = services(request).fair_share
         checked = await worked_out(
             fair, organization_id, size, partial(drafts.normalized, document)
         )

@@ -40,6 +40,7 @@ from formsapi.kit.ids import ID_PATTERN
 from formsapi.kit.schemas import CleanStr
 from formsapi.member import service as member_service
 from formsapi.models import APIKey, Organization, User
+from formsapi.services import services
 from formsapi.web_session import service as web_session_service
 from formsapi.web_session.service import SignedIn
 
@@ -111,13 +112,13 @@ class BadCSRF(Exception):
 
 async def _db(request: Request) -> AsyncIterator[AsyncSession]:
     # Committed when the page's handler returns, before the response is sent.
-    state = request.app.state
+    state = services(request)
     async with session_scope(state.sessionmaker, state.auth_epoch.after_commit) as session:
         yield session
 
 
 async def _read(request: Request) -> AsyncIterator[ReadSession]:
-    async with request.app.state.read_sessionmaker() as session:
+    async with services(request).read_sessionmaker() as session:
         yield session
 
 
@@ -262,7 +263,7 @@ async def back_with(
 def public_link(request: Request, path: str) -> str:
     """An absolute link for mail: on the configured public address, never the
     request's Host header, which whoever sends the request chooses."""
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     return settings.public_url.rstrip("/") + path
 
 
@@ -273,7 +274,7 @@ def shown_link(request: Request, path: str) -> str:
 
 def write_scope(request: Request) -> AbstractAsyncContextManager[AsyncSession]:
     """A transaction of its own, for the few writes a page makes outside DbDep."""
-    state = request.app.state
+    state = services(request)
     return session_scope(state.sessionmaker, state.auth_epoch.after_commit)
 
 

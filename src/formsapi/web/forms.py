@@ -24,6 +24,7 @@ from formsapi.kit.time import parse_timestamp
 from formsapi.language.blocks import FileUpload, questions
 from formsapi.models import File
 from formsapi.organization.service import parse_origins
+from formsapi.services import services
 from formsapi.spam import service as spam_service
 from formsapi.submission import export
 from formsapi.submission import service as submission_service
@@ -334,7 +335,7 @@ async def change_admission(
         problem = error.errors()[0]
         where = "The password" if "password" in problem["loc"] else "Responses per person"
         raise BadRequest(f"{where}: {problem['msg']}.") from None
-    form_service.check_signing(changes, request.app.state.secret_box is not None)
+    form_service.check_signing(changes, services(request).secret_box is not None)
     form = await form_service.update(session, managed.organization.id, form_id, changes)
     notice = {
         "": "Anyone may answer this form as often as they like.",
@@ -589,7 +590,7 @@ async def form_page(
         for file_id in file_service.answered_files(blocks, submission.answers)
     ]
     files = await file_service.named(session, organization_id, form.id, named) if named else []
-    await request.app.state.refusals.flush()  # this process's held counts, as the API's list
+    await services(request).refusals.flush()  # this process's held counts, as the API's list
     refusals = await spam_service.refusals(session, organization_id, form.id)
     kept = managed.viewer.flash  # what a refused embedding post had chosen and typed
     own = form.embed_origins
@@ -619,7 +620,7 @@ async def form_page(
         if form.quotas
         else [],
         email_questions=[q for q in asked if q.type == "email"],
-        signing=request.app.state.secret_box is not None,
+        signing=services(request).secret_box is not None,
         transitions=[
             (
                 status,
@@ -664,7 +665,7 @@ async def download_file(
     """A file an answer names, downloaded by a member."""
     file = await _file(session, managed, form_id, file_id)
     await session.close()
-    return await download(request.app.state.storages, file)
+    return await download(services(request).storages, file)
 
 
 # What a member may choose for a link's life, in seconds, and how it reads.
@@ -717,7 +718,7 @@ async def download_csv(
     keys = await export.columns(session, organization_id, form.id)
     return StreamingResponse(
         export.csv_chunks(
-            request.app.state.read_sessionmaker, organization_id, form.id, form.change_seq, keys
+            services(request).read_sessionmaker, organization_id, form.id, form.change_seq, keys
         ),
         media_type="text/csv; charset=utf-8",
         headers={

@@ -17,6 +17,7 @@ from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.member import service as member_service
 from formsapi.member.service import IssuedInvitation, MemberNotFound
 from formsapi.models import Role
+from formsapi.services import services
 from formsapi.web.context import (
     DbDep,
     FormText,
@@ -62,7 +63,7 @@ async def members(request: Request, reader: ReadDep, managed: OrganizationDep) -
         ],
         scopes=list(Scope),
         invited=viewer.flash.get("invited"),
-        mail=request.app.state.mailer.enabled,
+        mail=services(request).mailer.enabled,
     )
 
 
@@ -72,7 +73,7 @@ async def _deliver(
     """Mail the invitation (once it is committed) or show its link once."""
     invitation, organization, viewer = issued.invitation, managed.organization, managed.viewer
     path = f"/invitations/{issued.token}"
-    mailer: Mailer = request.app.state.mailer
+    mailer: Mailer = services(request).mailer
     if not mailer.enabled:
         return await back_with(
             session,

@@ -15,6 +15,7 @@ from formsapi.kit.time import utcnow
 from formsapi.member.service import can_edit_forms
 from formsapi.models import Frequency
 from formsapi.notification import service
+from formsapi.services import services
 from formsapi.web.context import DbDep, PathId, ReadDep, back_with, render
 from formsapi.web.pages import Managed, PageRoute, Section
 
@@ -46,7 +47,7 @@ async def notifications_page(
     organization_id = managed.organization.id
     form = await form_service.get(session, organization_id, form_id)
     current = await service.settings(session, organization_id, form.id)
-    mailer: Mailer = request.app.state.mailer
+    mailer: Mailer = services(request).mailer
     return render(
         request,
         "notifications.html",
@@ -55,8 +56,8 @@ async def notifications_page(
         form=form,
         settings=current,
         mail=mailer.enabled,
-        keyed=request.app.state.secret_box is not None,
-        caps=request.app.state.settings,
+        keyed=services(request).secret_box is not None,
+        caps=services(request).settings,
     )
 
 
@@ -77,7 +78,7 @@ async def change_notifications(
     copy_question = copy if isinstance(copy, str) and copy else None
     organization_id = managed.organization.id
     form = await form_service.get(session, organization_id, form_id)
-    keyed = request.app.state.secret_box is not None
+    keyed = services(request).secret_box is not None
     await service.update(
         session, organization_id, form.id, chosen, copy_question, utcnow(), keyed=keyed
     )

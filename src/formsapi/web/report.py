@@ -17,6 +17,7 @@ from formsapi.form import service as form_service
 from formsapi.kit.time import utcnow
 from formsapi.models import Plan
 from formsapi.report import service as report_service
+from formsapi.services import services
 from formsapi.web.charts import Withhold
 from formsapi.web.context import templates
 from formsapi.web.summary import Figures, drawn, figures
@@ -61,7 +62,7 @@ def _gone(request: Request) -> HTMLResponse:
 @router.get("/{token}")
 async def report_page(request: Request, session: ReadSessionDep, token: str) -> Response:
     """The report, as last released (live with k = 1)."""
-    limiter = request.app.state.rate_limiter
+    limiter = services(request).rate_limiter
     if limiter.enabled:
         try:
             await limiter.check(client_ip(request), Plan.standard)
@@ -86,7 +87,7 @@ async def report_page(request: Request, session: ReadSessionDep, token: str) -> 
         if await report_service.release_due(session, link, now):
             fresh = (await figures(session, form)).dumped()
             await session.close()  # its connection back before the write takes one
-            async with session_scope(request.app.state.sessionmaker) as writer:
+            async with session_scope(services(request).sessionmaker) as writer:
                 release = await report_service.publish(writer, link, fresh, now)
         assert release is not None  # released now if it never was
         found, released_at = Figures.loaded(release.figures), release.at

@@ -23,6 +23,7 @@ from formsapi.kit.pagination import PageParams
 from formsapi.kit.time import parse_timestamp, utcnow
 from formsapi.member import service as member_service
 from formsapi.models import EventType, WebhookEndpoint
+from formsapi.services import services
 from formsapi.web.context import DbDep, FormText, PathId, ReadDep, back_with, render, templates
 from formsapi.web.pages import Managed, PageRoute, Section, keep
 from formsapi.webhook import service
@@ -118,7 +119,7 @@ def _scopes(managed: Managed) -> frozenset[str]:
 
 
 def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
+    settings: Settings = services(request).settings
     return settings
 
 
@@ -155,7 +156,7 @@ async def webhooks(request: Request, session: ReadDep, managed: OrganizationDep)
         forms=forms,
         form_total=form_total,
         form_titles=dict(forms),
-        configured=request.app.state.secret_box is not None,
+        configured=services(request).secret_box is not None,
         max_endpoints=service.MAX_ENDPOINTS,
         posted=viewer.flash.get("posted") or {},
     )
@@ -195,7 +196,7 @@ async def add(
         raise _invalid(error) from None
     endpoint, secret = await service.create(
         session,
-        request.app.state.secret_box,
+        services(request).secret_box,
         managed.organization.id,
         body,
         policy=service.egress_policy(_settings(request)),
@@ -380,7 +381,7 @@ async def rotate(
     request: Request, session: DbDep, managed: OrganizationDep, endpoint_id: PathId
 ) -> Response:
     endpoint, secret = await service.rotate_secret(
-        session, request.app.state.secret_box, managed.organization.id, endpoint_id
+        session, services(request).secret_box, managed.organization.id, endpoint_id
     )
     until = endpoint.previous_secret_until
     return await back_with(

@@ -18,6 +18,7 @@ from formsapi.kit.pagination import Page
 from formsapi.kit.time import isoformat_z
 from formsapi.models import WebhookAttempt, WebhookDelivery
 from formsapi.routing import PageDep, json
+from formsapi.services import services
 from formsapi.webhook import service
 from formsapi.webhook.schemas import (
     DeliveryDetail,
@@ -62,7 +63,7 @@ DeliveryId = Annotated[
 
 
 def _settings(request: Request) -> Any:
-    return request.app.state.settings
+    return services(request).settings
 
 
 @router.post(
@@ -83,7 +84,7 @@ async def create_endpoint(
     for form events): an endpoint is never sent what its creator cannot read."""
     endpoint, secret = await service.create(
         session,
-        request.app.state.secret_box,
+        services(request).secret_box,
         principal.organization_id,
         body,
         policy=service.egress_policy(_settings(request)),
@@ -165,7 +166,7 @@ async def rotate_secret(
     """A new signing secret, shown this once. For 24 hours each delivery is
     signed with both, so your receiver can switch without missing one."""
     endpoint, secret = await service.rotate_secret(
-        session, request.app.state.secret_box, principal.organization_id, endpoint_id
+        session, services(request).secret_box, principal.organization_id, endpoint_id
     )
     assert endpoint.previous_secret_until is not None
     return json(
@@ -314,7 +315,7 @@ async def recover(
         principal.organization_id,
         endpoint_id,
         body.since,
-        request.app.state.settings.event_days,
+        services(request).settings.event_days,
         scopes=principal.scopes,
     )
     return json({"queued": queued}, 202)
