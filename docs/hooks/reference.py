@@ -133,9 +133,7 @@ def _operations(document: dict[str, Any]) -> list[tuple[str, str, str, dict[str,
 
 def _body_schema(content: dict[str, Any], page: str) -> str:
     return ", ".join(
-        f"{type_of(media['schema'], page)} as `{kind}`"
-        if "schema" in media
-        else f"`{kind}`"
+        f"{type_of(media['schema'], page)} as `{kind}`" if "schema" in media else f"`{kind}`"
         for kind, media in content.items()
     )
 
@@ -177,9 +175,7 @@ def render_operations(document: dict[str, Any]) -> str:
             for parameter in parameters:
                 schema = parameter.get("schema", {})
                 about = " ".join(
-                    part
-                    for part in (parameter.get("description", ""), _bounds(schema))
-                    if part
+                    part for part in (parameter.get("description", ""), _bounds(schema)) if part
                 )
                 lines.append(
                     f"| `{parameter['name']}` | {parameter['in']} | "

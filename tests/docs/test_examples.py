@@ -6,9 +6,10 @@ comment: the site does not show it). A page's runnable blocks run in order,
 so a variable one sets (`FORM=...`) is there for the next. Each gets what
 Getting started has a reader set: `BASE` (the API's address), `KEY` (the
 demo key) and `FORM` (a published form of the demo's), and also
-`FORMSAPI_URL` and `FORMSAPI_API_KEY`, which the Python client reads. `sh` blocks run under `bash -euo pipefail`, with `curl` failing on an
-HTTP error unless the example shows or reads the status itself (`-i`, `-w`,
-`-o`). One server for the module, on SQLite: the examples show the API,
+`FORMSAPI_URL` and `FORMSAPI_API_KEY`, which the Python client reads. `sh`
+blocks run under `bash -euo pipefail`, with `curl` failing on an HTTP error
+unless the example shows or reads the status itself (`-i`, `-w`, `-o`).
+One server for the module, on SQLite: the examples show the API,
 which every API test already runs on both engines."""
 
 import re
@@ -57,9 +58,7 @@ def examples(page: Path) -> list[Example]:
     ]
 
 
-PAGES = sorted(
-    str(page.relative_to(DOCS)) for page in DOCS.rglob("*.md") if examples(page)
-)
+PAGES = sorted(str(page.relative_to(DOCS)) for page in DOCS.rglob("*.md") if examples(page))
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def run(example: Example, env: dict[str, str], cwd: Path) -> subprocess.Complete
         argv = ["bash", "-c", f"{PRELUDE}{example.code}\n: > .vars\n{keep}"]
     else:
         raise AssertionError(f"no way to run a {example.language} block")
-    return subprocess.run(  # noqa: S603 - our own documentation's examples
+    return subprocess.run(
         argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=SECONDS, check=False
     )
 
@@ -121,9 +120,11 @@ def test_a_pages_examples_run(demo: Demo, page: str, tmp_path: Path) -> None:
             f"docs/{page}, line {example.line}: exit {done.returncode}\n"
             f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
         )
-        variables = (tmp_path / ".vars").read_bytes().split(b"\0")[:-1] if (
-            tmp_path / ".vars"
-        ).exists() else []
+        variables = (
+            (tmp_path / ".vars").read_bytes().split(b"\0")[:-1]
+            if (tmp_path / ".vars").exists()
+            else []
+        )
         env.update(
             {
                 name.decode(): value.decode()
