@@ -114,7 +114,7 @@ def servers(pair: Pair) -> list[Server]:
 
 
 class FeedClient:
-    """The README's loop: apply each page of each form's feed, keep `next`."""
+    """The loop of docs/guides/syncing.md: apply each page of each form's feed, keep `next`."""
 
     def __init__(self, setup: Setup, clients: list[httpx.AsyncClient]) -> None:
         self.setup = setup

@@ -1,7 +1,7 @@
 """A deleted submission's answers leave every event: the events list, the
 events table, and whatever a webhook sends from then on (a resend, a
 recovery). The events stay, marked redacted, as a record of what happened.
-A correction leaves the old values in the earlier events, as the README
+A correction leaves the old values in the earlier events, as docs/concepts/events.md
 says, until those events age out or the submission is deleted."""
 
 import asyncio

@@ -11,6 +11,7 @@ import secrets
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
@@ -49,10 +50,12 @@ org_app = typer.Typer(no_args_is_help=True, help="Organizations.")
 user_app = typer.Typer(no_args_is_help=True, help="Users.")
 member_app = typer.Typer(no_args_is_help=True, help="Memberships of users in organizations.")
 key_app = typer.Typer(no_args_is_help=True, help="API keys.")
+docs_app = typer.Typer(no_args_is_help=True, help="This documentation site.")
 app.add_typer(org_app, name="org")
 app.add_typer(user_app, name="user")
 app.add_typer(member_app, name="member")
 app.add_typer(key_app, name="key")
+app.add_typer(docs_app, name="docs")
 
 DEMO_EMAIL = "demo@example.com"
 # The demo key is for trying everything, writes included; its owner may grant them all.
@@ -340,6 +343,30 @@ def key_revoke(key_id: Annotated[str, typer.Argument(help="The key's id (key_...
     """Revoke a key; it is refused from the next request on."""
     key = run(lambda s: api_key_service.revoke(s, key_id))
     typer.echo(f"revoked {key.id}")
+
+
+# The repository this package is installed from (an editable install): the
+# site is built from its mkdocs.yml and docs/, which a wheel does not carry.
+REPOSITORY = Path(__file__).resolve().parents[3]
+
+
+@docs_app.command("serve")
+def docs_serve(
+    address: Annotated[str, typer.Option(help="Where to serve the site.")] = "127.0.0.1:8001",
+) -> None:
+    """Serve the documentation site from the repository, rebuilt as it is
+    edited: `mkdocs serve`, which works as well from the repository's root."""
+    config = REPOSITORY / "mkdocs.yml"
+    if not config.is_file():
+        err(f"error: no {config}: the site is served from a clone of the repository")
+        raise typer.Exit(1)
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    if not mkdocs.is_file():
+        err("error: mkdocs is not installed: pip install -e '.[test]'")
+        raise typer.Exit(1)
+    argv = [str(mkdocs), "serve", "--config-file", str(config), "--dev-addr", address]
+    os.chdir(REPOSITORY)
+    os.execv(argv[0], argv)  # noqa: S606 - mkdocs, beside this interpreter
 
 
 @app.command()

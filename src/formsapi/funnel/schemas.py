@@ -30,7 +30,7 @@ class FunnelPage(Schema):
 
 class Funnel(Schema):
     """The funnel of a form's hosted page: how many respondents took each
-    step, counted as they happen (README: Funnel)."""
+    step, counted as they happen (docs/guides/dashboards.md: the funnel)."""
 
     form_id: str
     version: int = Field(description="The form version whose pages are listed.")

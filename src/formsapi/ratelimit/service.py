@@ -375,7 +375,7 @@ class PasswordThrottle(Throttle):
     """Guesses at a form's password on its hosted page: five a minute from
     one client, thirty a minute at one form from everyone, so a flood from
     many addresses is held to the form's allowance (its respondents wait
-    with it: the README weighs a PIN against a long password)."""
+    with it: docs/guides/public-forms.md weighs a PIN against a long password)."""
 
     PER_ACCOUNT = RateLimitItemPerMinute(30, 1, namespace="form-password")
     PER_ADDRESS = RateLimitItemPerMinute(5, 1, namespace="form-password-ip")
