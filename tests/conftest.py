@@ -87,6 +87,8 @@ REDIS_URL = os.environ.get("FORMSAPI_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"
 SLOWEST_FILES = (
     "tests/test_bench.py",
     "tests/test_hostile_urls.py",
+    "tests/docs/test_examples.py",
+    "tests/docs/test_site.py",
     "tests/e2e/test_browser.py",
     "tests/client/test_sync_tool_watch.py",
     "tests/test_fuzz.py",
