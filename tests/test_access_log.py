@@ -19,7 +19,7 @@ from formsapi.db.session import create_sessionmaker, session_scope
 from formsapi.kit.time import utcnow
 from formsapi.member import service as member_service
 from formsapi.models import User
-from formsapi.report import service as report_service
+from formsapi.summary import report as report_service
 from tests.servers import Server, clean_env, cli, start_server, stop_servers
 from tests.test_server import Tenant, member_key, tenant  # noqa: F401 - the module's database
 

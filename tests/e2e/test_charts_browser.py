@@ -21,7 +21,7 @@ from formsapi.db.engine import create_engine, dispose
 from formsapi.db.session import create_sessionmaker, session_scope
 from formsapi.kit.time import utcnow
 from formsapi.models import Form
-from formsapi.report import service as report_service
+from formsapi.summary import report as report_service
 from formsapi.tenancy import unscoped
 from tests.conftest import service_unavailable
 from tests.e2e.test_browser import (

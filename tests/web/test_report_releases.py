@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.kit.time import shift
 from formsapi.models import Form
-from formsapi.report import service as report_service
+from formsapi.summary import report as report_service
 from tests.conftest import Api
 from tests.factories import (
     EVERY_SCOPE,

@@ -4,13 +4,17 @@ from fastapi.responses import Response
 from formsapi.api_key import service as key_service
 from formsapi.api_key.principal import Principal
 from formsapi.api_key.scopes import Scope
-from formsapi.audit import service as audit_service
-from formsapi.audit.schemas import AuditEntries
-from formsapi.audit.service import Actor
 from formsapi.dependencies import GuardedRoute, PrincipalDep, ReadSessionDep, SessionDep, requires
 from formsapi.errors import problem_responses
+from formsapi.respondent import audit as audit_service
 from formsapi.respondent import service
-from formsapi.respondent.schemas import RespondentData, RespondentErased, RespondentQuery
+from formsapi.respondent.audit import Actor
+from formsapi.respondent.schemas import (
+    AuditEntries,
+    RespondentData,
+    RespondentErased,
+    RespondentQuery,
+)
 from formsapi.routing import ERRORS, json
 
 router = APIRouter(prefix="/v1", tags=["Respondents"], route_class=GuardedRoute)

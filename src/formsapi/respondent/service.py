@@ -15,15 +15,15 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.audit import service as audit_service
-from formsapi.audit.service import Actor
 from formsapi.errors import BadRequest
 from formsapi.file import service as file_service
 from formsapi.form import repository as form_repository
 from formsapi.form import service as form_service
 from formsapi.kit.time import isoformat_z
 from formsapi.models import PartialResponse, Submission
+from formsapi.respondent import audit as audit_service
 from formsapi.respondent import repository
+from formsapi.respondent.audit import Actor
 from formsapi.submission import service as submission_service
 
 # Submissions (and, apart, partial responses) one request exports or erases.

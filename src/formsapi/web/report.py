@@ -16,8 +16,8 @@ from formsapi.errors import FormNotFound, RateLimited
 from formsapi.form import service as form_service
 from formsapi.kit.time import utcnow
 from formsapi.models import Plan
-from formsapi.report import service as report_service
 from formsapi.services import services
+from formsapi.summary import report as report_service
 from formsapi.web.charts import Withhold
 from formsapi.web.context import templates
 from formsapi.web.summary import Figures, drawn, figures

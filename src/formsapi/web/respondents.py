@@ -15,15 +15,15 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.audit import service as audit_service
-from formsapi.audit.service import Actor
 from formsapi.errors import BadRequest
 from formsapi.form import service as form_service
 from formsapi.kit.schemas import CleanStr
 from formsapi.language.blocks import KEY_PATTERN
 from formsapi.language.definition import HIDDEN_VALUE_MAX
 from formsapi.member import service as member_service
+from formsapi.respondent import audit as audit_service
 from formsapi.respondent import service
+from formsapi.respondent.audit import Actor
 from formsapi.respondent.service import Person
 from formsapi.web.context import SECURITY_HEADERS, DbDep, ReadDep, back_with, render
 from formsapi.web.pages import Managed, PageRoute, Section, keep

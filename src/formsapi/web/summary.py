@@ -15,7 +15,7 @@ from formsapi.funnel import service as funnel_service
 from formsapi.kit.time import parse_timestamp, utcnow
 from formsapi.language.blocks import questions
 from formsapi.models import Form as FormModel
-from formsapi.report import service as report_service
+from formsapi.summary import report as report_service
 from formsapi.summary import service as summary_service
 from formsapi.summary.buckets import Interval
 from formsapi.web import charts

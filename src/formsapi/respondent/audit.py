@@ -6,10 +6,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from formsapi.audit import repository
 from formsapi.kit.ids import new_id
 from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import AuditEntry
+from formsapi.respondent import audit_repository as repository
 
 MAX_ENTRIES = 200
 

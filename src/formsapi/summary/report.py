@@ -31,7 +31,7 @@ from formsapi.form import service as form_service
 from formsapi.kit.ids import new_id
 from formsapi.language.blocks import questions
 from formsapi.models import ReportLink
-from formsapi.report import repository
+from formsapi.summary import report_repository as repository
 
 # The token's length in URL-safe base64: 32 random bytes.
 TOKEN_LENGTH = 43
