@@ -384,7 +384,7 @@ async def builder_page(
     draft = await _draft(session, managed, form_id)
     return render(
         request,
-        "builder.html",
+        "builder/blocks.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -551,7 +551,7 @@ async def block_page(
     earlier = _earlier_questions(blocks, index)
     return render(
         request,
-        "builder_block.html",
+        "builder/block.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -686,7 +686,7 @@ async def json_page(
     flash = managed.viewer.flash
     return render(
         request,
-        "builder_json.html",
+        "builder/json.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -799,7 +799,7 @@ async def translations_page(
     rows = [(text, _given(given, text.path)) for text in texts_of(document)]
     return render(
         request,
-        "builder_translations.html",
+        "builder/translations.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -862,7 +862,7 @@ async def publish_page(
     )
     return render(
         request,
-        "builder_publish.html",
+        "builder/publish.html",
         managed.viewer,
         section=SECTION.name,
         form=form,
@@ -913,7 +913,7 @@ async def versions_page(
     found = await drafts.versions(session, managed.organization.id, form_id)
     return render(
         request,
-        "builder_versions.html",
+        "builder/versions.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -936,7 +936,7 @@ async def version_page(
     document = form_service.exported(found)
     return render(
         request,
-        "builder_version.html",
+        "builder/version.html",
         managed.viewer,
         section=SECTION.name,
         form=form,

@@ -49,7 +49,7 @@ async def notifications_page(
     mailer: Mailer = request.app.state.mailer
     return render(
         request,
-        "notifications.html",
+        "notifications/notifications.html",
         managed.viewer,
         section=SECTION.name,
         form=form,

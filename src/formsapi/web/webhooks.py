@@ -147,7 +147,7 @@ async def webhooks(request: Request, session: ReadDep, managed: OrganizationDep)
     forms, form_total = await _form_choices(session, organization_id)
     return render(
         request,
-        "webhooks.html",
+        "webhooks/webhooks.html",
         viewer,
         section=SECTION.name,
         endpoints=endpoints,
@@ -234,7 +234,7 @@ async def endpoint_page(
         since = parse_timestamp(since)
     return render(
         request,
-        "webhook.html",
+        "webhooks/webhook.html",
         viewer,
         section=SECTION.name,
         endpoint=endpoint,
@@ -276,7 +276,7 @@ async def delivery_page(
     )
     return render(
         request,
-        "webhook.html",
+        "webhooks/webhook.html",
         managed.viewer,
         section=SECTION.name,
         endpoint=endpoint,
@@ -293,7 +293,7 @@ async def confirm_delete(
     endpoint = await service.get(session, managed.organization.id, endpoint_id)
     return render(
         request,
-        "webhook.html",
+        "webhooks/webhook.html",
         managed.viewer,
         section=SECTION.name,
         endpoint=endpoint,
