@@ -91,7 +91,7 @@ def _sign_in_page(
 ) -> Response:
     return anonymous_page(
         request,
-        "sign_in.html",
+        "account/sign_in.html",
         status,
         error=error,
         notice=notice,
@@ -153,7 +153,7 @@ async def sign_out(request: Request, session: DbDep, viewer: ViewerDep) -> Respo
 
 @router.get(SECTION.page)
 async def account(request: Request, viewer: AccountDep) -> Response:
-    return render(request, "account.html", viewer, section=SECTION.name)
+    return render(request, "account/account.html", viewer, section=SECTION.name)
 
 
 @router.post(f"{SECTION.page}/password")
@@ -201,7 +201,7 @@ async def switch_organization(
 @router.get("/forgot-password")
 async def forgot_password_form(request: Request) -> Response:
     mailer: Mailer = services(request).mailer
-    return anonymous_page(request, "forgot_password.html", mail=mailer.enabled)
+    return anonymous_page(request, "account/forgot_password.html", mail=mailer.enabled)
 
 
 @router.post("/forgot-password")
@@ -210,22 +210,24 @@ async def forgot_password(request: Request, session: DbDep, email: FormText = ""
     whether or not the address has an account."""
     mailer: Mailer = services(request).mailer
     if not mailer.enabled:
-        return anonymous_page(request, "forgot_password.html", 404, mail=False)
+        return anonymous_page(request, "account/forgot_password.html", 404, mail=False)
     if not await anonymous_csrf_valid(request):
         return anonymous_page(
-            request, "forgot_password.html", 403, mail=True, error="This page had expired."
+            request, "account/forgot_password.html", 403, mail=True, error="This page had expired."
         )
     throttle: SignInThrottle = services(request).sign_in_throttle
     if wait := await throttle.attempt(email, client_ip(request)):
         return anonymous_page(
-            request, "forgot_password.html", 429, mail=True, error=_wait_message(wait)
+            request, "account/forgot_password.html", 429, mail=True, error=_wait_message(wait)
         )
     try:
         started = await user_service.start_reset(session, email)
     except FormsAPIError as error:
-        return anonymous_page(request, "forgot_password.html", 400, mail=True, error=error.detail)
+        return anonymous_page(
+            request, "account/forgot_password.html", 400, mail=True, error=error.detail
+        )
     await session.commit()  # the link must exist before anyone can follow it
-    response = anonymous_page(request, "forgot_password.html", mail=True, sent=email)
+    response = anonymous_page(request, "account/forgot_password.html", mail=True, sent=email)
     if started is not None:
         # Sent after the response: how long the answer takes tells nothing of
         # whether the address has an account.
@@ -256,7 +258,7 @@ async def _reset_page(
     """The form, again with what was wrong; a link that opens nothing is answered as missing."""
     user = await user_service.open_reset(reader, token)
     return anonymous_page(
-        request, "reset_password.html", status, token=token, email=user.email, error=error
+        request, "account/reset_password.html", status, token=token, email=user.email, error=error
     )
 
 

@@ -385,7 +385,7 @@ async def builder_page(
     draft = await _draft(session, managed, form_id)
     return render(
         request,
-        "builder.html",
+        "builder/blocks.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -552,7 +552,7 @@ async def block_page(
     earlier = _earlier_questions(blocks, index)
     return render(
         request,
-        "builder_block.html",
+        "builder/block.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -687,7 +687,7 @@ async def json_page(
     flash = managed.viewer.flash
     return render(
         request,
-        "builder_json.html",
+        "builder/json.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -800,7 +800,7 @@ async def translations_page(
     rows = [(text, _given(given, text.path)) for text in texts_of(document)]
     return render(
         request,
-        "builder_translations.html",
+        "builder/translations.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -863,7 +863,7 @@ async def publish_page(
     )
     return render(
         request,
-        "builder_publish.html",
+        "builder/publish.html",
         managed.viewer,
         section=SECTION.name,
         form=form,
@@ -914,7 +914,7 @@ async def versions_page(
     found = await drafts.versions(session, managed.organization.id, form_id)
     return render(
         request,
-        "builder_versions.html",
+        "builder/versions.html",
         managed.viewer,
         section=SECTION.name,
         form=draft.form,
@@ -937,7 +937,7 @@ async def version_page(
     document = form_service.exported(found)
     return render(
         request,
-        "builder_version.html",
+        "builder/version.html",
         managed.viewer,
         section=SECTION.name,
         form=form,

@@ -39,7 +39,7 @@ async def embed_page(
     url = public_link(request, f"/f/{form.id}")
     return render(
         request,
-        "form_embed.html",
+        "embed/embed.html",
         managed.viewer,
         section=SECTION.name,
         form=form,

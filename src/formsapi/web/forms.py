@@ -124,7 +124,7 @@ async def forms(
     )
     return render(
         request,
-        "forms.html",
+        "forms/forms.html",
         managed.viewer,
         section=SECTION.name,
         forms=rows,
@@ -140,7 +140,7 @@ async def new_form_page(request: Request, managed: OrganizationDep) -> Response:
     flash = managed.viewer.flash
     return render(
         request,
-        "form_new.html",
+        "forms/new.html",
         managed.viewer,
         section=SECTION.name,
         templates=gallery.TEMPLATES,
@@ -596,7 +596,7 @@ async def form_page(
     own = form.embed_origins
     return render(
         request,
-        "form.html",
+        "forms/form.html",
         managed.viewer,
         section=SECTION.name,
         form=form,
@@ -678,7 +678,12 @@ async def file_link_page(
 ) -> Response:
     file = await _file(session, managed, form_id, file_id)
     return render(
-        request, "file_link.html", managed.viewer, section=SECTION.name, file=file, lives=LINK_LIVES
+        request,
+        "forms/file_link.html",
+        managed.viewer,
+        section=SECTION.name,
+        file=file,
+        lives=LINK_LIVES,
     )
 
 
@@ -699,7 +704,7 @@ async def make_file_link(
     url, expires_at = signed_link(request, file.id, seconds)
     return render(
         request,
-        "file_link.html",
+        "forms/file_link.html",
         managed.viewer,
         section=SECTION.name,
         file=file,

@@ -46,7 +46,7 @@ async def _page(
     signed_in = await web_session_service.resume(reader, request.cookies.get(SESSION_COOKIE))
     return anonymous_page(
         request,
-        "invitation.html",
+        "invitations/invitation.html",
         status,
         token=token,
         invitation=found.invitation,

@@ -33,7 +33,7 @@ async def keys(request: Request, session: ReadDep, managed: OrganizationDep) -> 
     allowed = ROLE_SCOPES[managed.role]
     return render(
         request,
-        "keys.html",
+        "keys/keys.html",
         managed.viewer,
         section=SECTION.name,
         listings=listings,
@@ -84,7 +84,9 @@ async def confirm_revoke(
     # One this person may not revoke is not offered, and answers like a missing one.
     if listing is None or not managed.viewer.can_revoke(listing.key):
         raise KeyNotFound()
-    return render(request, "key_revoke.html", managed.viewer, section=SECTION.name, listing=listing)
+    return render(
+        request, "keys/revoke.html", managed.viewer, section=SECTION.name, listing=listing
+    )
 
 
 @router.post("/{key_id}/revoke")

@@ -47,7 +47,7 @@ async def members(request: Request, reader: ReadDep, managed: OrganizationDep) -
     pending = await member_service.pending_invitations(reader, organization_id)
     return render(
         request,
-        "members.html",
+        "members/members.html",
         viewer,
         section=SECTION.name,
         members=rows,
@@ -174,7 +174,7 @@ async def confirm_remove(
     [(user, membership)] = found
     return render(
         request,
-        "member_remove.html",
+        "members/remove.html",
         managed.viewer,
         section=SECTION.name,
         user=user,

@@ -50,7 +50,7 @@ async def notifications_page(
     mailer: Mailer = services(request).mailer
     return render(
         request,
-        "notifications.html",
+        "notifications/notifications.html",
         managed.viewer,
         section=SECTION.name,
         form=form,

@@ -21,7 +21,7 @@ router = APIRouter(prefix=PAGE, route_class=PageRoute, include_in_schema=False)
 async def organization(request: Request, managed: OrganizationDep) -> Response:
     return render(
         request,
-        "organization.html",
+        "organization/organization.html",
         managed.viewer,
         section=SECTION.name,
         origins="\n".join(managed.organization.embed_origins or []),

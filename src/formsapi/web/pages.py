@@ -198,7 +198,7 @@ async def answer(request: Request, error: FormsAPIError) -> Response:
     heading, text = _words(error, section)
     response = render(
         request,
-        "message.html",
+        "pages/message.html",
         viewer,
         error.status,
         heading=heading,
@@ -222,7 +222,7 @@ def install(app: FastAPI) -> None:
         if request.method == "POST":
             return see_other(missing.section.page)  # which says so
         viewer: Viewer = request.state.viewer
-        return render(request, "no_organization.html", viewer, section=missing.section.name)
+        return render(request, "pages/no_organization.html", viewer, section=missing.section.name)
 
     @app.exception_handler(SignInRequired)
     async def _sign_in(_: Request, error: SignInRequired) -> Response:
@@ -232,7 +232,7 @@ def install(app: FastAPI) -> None:
     async def _bad_csrf(request: Request, _: BadCSRF) -> Response:
         return render(
             request,
-            "message.html",
+            "pages/message.html",
             None,
             403,
             heading="This page had expired",

@@ -26,7 +26,7 @@ async def problem(request: Request, slug: str) -> Response:
     else:
         return render(
             request,
-            "message.html",
+            "pages/message.html",
             None,
             404,
             heading="Unknown problem type",
@@ -34,7 +34,7 @@ async def problem(request: Request, slug: str) -> Response:
         )
     return render(
         request,
-        "problem.html",
+        "problems/problem.html",
         None,
         200,
         slug=slug,

@@ -47,7 +47,7 @@ def _page(request: Request, template: str, status: int, **context: object) -> HT
 
 
 def _message(request: Request, heading: str, message: str, status: int) -> HTMLResponse:
-    return _page(request, "report_message.html", status, heading=heading, message=message)
+    return _page(request, "report/message.html", status, heading=heading, message=message)
 
 
 def _gone(request: Request) -> HTMLResponse:
@@ -93,7 +93,7 @@ async def report_page(request: Request, session: ReadSessionDep, token: str) -> 
         found, released_at = Figures.loaded(release.figures), release.at
     return _page(
         request,
-        "report.html",
+        "report/report.html",
         200,
         title=form.title,
         drawn=drawn(found, Withhold(link.min_count), link.hidden_questions),

@@ -79,7 +79,7 @@ async def _page(
     flash = managed.viewer.flash
     return render(
         request,
-        "respondents.html",
+        "respondents/respondents.html",
         managed.viewer,
         status,
         section=SECTION.name,

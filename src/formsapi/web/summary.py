@@ -246,7 +246,7 @@ async def summary_page(
     kept = managed.viewer.flash
     return render(
         request,
-        "form_summary.html",
+        "summary/summary.html",
         managed.viewer,
         status,
         section=SECTION.name,

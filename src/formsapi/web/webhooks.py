@@ -148,7 +148,7 @@ async def webhooks(request: Request, session: ReadDep, managed: OrganizationDep)
     forms, form_total = await _form_choices(session, organization_id)
     return render(
         request,
-        "webhooks.html",
+        "webhooks/webhooks.html",
         viewer,
         section=SECTION.name,
         endpoints=endpoints,
@@ -235,7 +235,7 @@ async def endpoint_page(
         since = parse_timestamp(since)
     return render(
         request,
-        "webhook.html",
+        "webhooks/webhook.html",
         viewer,
         section=SECTION.name,
         endpoint=endpoint,
@@ -277,7 +277,7 @@ async def delivery_page(
     )
     return render(
         request,
-        "webhook.html",
+        "webhooks/webhook.html",
         managed.viewer,
         section=SECTION.name,
         endpoint=endpoint,
@@ -294,7 +294,7 @@ async def confirm_delete(
     endpoint = await service.get(session, managed.organization.id, endpoint_id)
     return render(
         request,
-        "webhook.html",
+        "webhooks/webhook.html",
         managed.viewer,
         section=SECTION.name,
         endpoint=endpoint,
