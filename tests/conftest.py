@@ -44,8 +44,8 @@ from formsapi.db.migrations import migrate
 from formsapi.db.session import create_sessionmaker
 from formsapi.models import Base
 from formsapi.user import service as user_service
-from tests import forks
-from tests.contract import Contract
+from tests.support import forks
+from tests.support.contract import Contract
 
 IN_CI = bool(os.environ.get("CI"))
 
@@ -449,7 +449,7 @@ async def session(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
 @dataclass
 class Api:
     """An ASGI client on an app built with the given settings. Every /v1
-    response it gets must keep the app's OpenAPI document (tests/contract.py)."""
+    response it gets must keep the app's OpenAPI document (tests/support/contract.py)."""
 
     client: httpx.AsyncClient
     settings: Settings

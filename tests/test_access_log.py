@@ -20,7 +20,7 @@ from formsapi.kit.time import utcnow
 from formsapi.member import service as member_service
 from formsapi.models import User
 from formsapi.summary import report as report_service
-from tests.servers import Server, clean_env, cli, start_server, stop_servers
+from tests.support.servers import Server, clean_env, cli, start_server, stop_servers
 from tests.test_server import Tenant, member_key, tenant  # noqa: F401 - the module's database
 
 RESPONDENT = "ada.lovelace@example.org"

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from tests.bench_kit import kit, needs, tiny_data_set
+from tests.support.bench_kit import kit, needs, tiny_data_set
 
 
 def test_the_kit_builds_runs_and_reports(

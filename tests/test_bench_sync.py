@@ -4,7 +4,7 @@ they cannot rot (a file of its own: the suite runs files side by side)."""
 import re
 from pathlib import Path
 
-from tests.bench_kit import ROOT, kit, needs, tiny_data_set
+from tests.support.bench_kit import ROOT, kit, needs, tiny_data_set
 
 
 def test_the_sync_and_compare_runners_run_and_report(

@@ -3,7 +3,7 @@ file of its own: the suite runs files side by side)."""
 
 import re
 
-from tests.bench_kit import kit
+from tests.support.bench_kit import kit
 
 
 def test_the_upload_benchmark_runs_and_reports(scratch_database: str, redis_url: str) -> None:

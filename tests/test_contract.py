@@ -1,4 +1,4 @@
-"""The contract check (tests/contract.py) that every API test response goes
+"""The contract check (tests/support/contract.py) that every API test response goes
 through catches what would break a client generated from /v1/openapi.json."""
 
 import json
@@ -10,7 +10,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from formsapi.app import create_app
 from formsapi.config import Settings
-from tests.contract import Contract
+from tests.support.contract import Contract
 
 DOCUMENT = create_app(Settings(database_url="sqlite://", redis_url=None)).openapi()
 FORM = {

@@ -13,8 +13,8 @@ from formsapi.db.hot import HotStatement
 from formsapi.db.session import create_read_sessionmaker
 from formsapi.form import repository as form_repository
 from formsapi.submission import repository
-from tests.factories import create_form, create_org, create_submission
-from tests.locks import LOCK_SUBMISSIONS, statement_waiting_on_a_lock
+from tests.support.factories import create_form, create_org, create_submission
+from tests.support.locks import LOCK_SUBMISSIONS, statement_waiting_on_a_lock
 
 START = datetime(2026, 3, 1, 12, 0, 0, 123000, tzinfo=UTC)
 

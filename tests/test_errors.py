@@ -15,7 +15,7 @@ from formsapi.errors import registry
 from formsapi.kit.crypto import generate_secret
 from formsapi.services import services_of
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SRC = Path(registry.__code__.co_filename).parent
 

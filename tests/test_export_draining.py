@@ -17,8 +17,8 @@ from formsapi.db.engine import create_engine
 from formsapi.kit.time import utcnow
 from formsapi.models import Form, Submission
 from formsapi.tenancy import scoped
-from tests.servers import clean_env, start_server, stop_servers
-from tests.shared_database import Setup, shared_database, tenant
+from tests.support.servers import clean_env, start_server, stop_servers
+from tests.support.shared_database import Setup, shared_database, tenant
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import cli_runner
 from tests.conftest import scratch_postgres
-from tests.servers import clean_env, cli, start_server, stop_servers
+from tests.support import cli_runner
+from tests.support.servers import clean_env, cli, start_server, stop_servers
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 # Per operation: some 250 requests an engine. More: FORMSAPI_FUZZ_EXAMPLES.

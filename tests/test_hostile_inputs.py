@@ -15,7 +15,7 @@ from formsapi.api_key.scopes import Scope
 from formsapi.config import Settings
 from formsapi.models import Role
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 from tests.web.conftest import Browser, add_member
 
 BLOCKS = [

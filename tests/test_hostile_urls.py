@@ -1,5 +1,5 @@
 """Every field that takes a URL, an origin or a redirect target, fed the
-shared table of hostile text (tests/hostile_text.py) in every part of a URL
+shared table of hostile text (tests/support/hostile_text.py) in every part of a URL
 (issue 25: a NUL in a webhook URL answered 500). For each field, one test
 sends every case and collects what went wrong, so one run names every bad
 character: never a 5xx; a refusal is the surface's own clear one (a problem
@@ -29,9 +29,9 @@ from formsapi.config import Settings
 from formsapi.kit import egress
 from formsapi.models import Role
 from tests.conftest import Api, app_on
-from tests.contract import Contract
-from tests.factories import create_form, create_key, create_org
-from tests.hostile_text import (
+from tests.support.contract import Contract
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.hostile_text import (
     FORM,
     JSON,
     ORIGIN_PLACES,

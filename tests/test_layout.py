@@ -127,3 +127,13 @@ def test_handlers_reach_what_the_app_built_through_its_typed_services() -> None:
         if "app.state." in line and "app.state.services" not in line
     ]
     assert offenders == []
+
+
+def test_the_tests_helpers_live_in_tests_support() -> None:
+    tests = Path(__file__).parent
+    loose = [
+        path.name
+        for path in tests.glob("*.py")
+        if not path.name.startswith("test_") and path.name not in ("conftest.py", "__init__.py")
+    ]
+    assert loose == []

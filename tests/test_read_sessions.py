@@ -18,7 +18,7 @@ from formsapi.config import Settings
 from formsapi.dependencies import GuardedRoute, get_read_session, get_session
 from formsapi.models import Organization
 from tests.conftest import Api
-from tests.factories import EVERY_SCOPE, create_key, create_org
+from tests.support.factories import EVERY_SCOPE, create_key, create_org
 
 PLAUSIBLE = "01jd2x8k4m5n6p7q8r9s0t1v2w"  # an id's shape: found nowhere, answered 404
 

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Role
 from tests.conftest import IN_CI, Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 from tests.web.conftest import PASSWORD, Browser, add_member
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import scratch_postgres
-from tests.servers import (
+from tests.support.servers import (
     PASSWORD,
     Server,
     clean_env,

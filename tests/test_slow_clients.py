@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Role
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_user
-from tests.stalled import StalledBody, started
+from tests.support.factories import create_form, create_key, create_org, create_user
+from tests.support.stalled import StalledBody, started
 from tests.web.conftest import PASSWORD, Browser, add_member, csrf_field
 
 GOOD = {"name": "Ada", "colors": "red"}

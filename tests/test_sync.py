@@ -26,9 +26,9 @@ from formsapi.db.engine import create_engine
 from formsapi.models import Submission
 from formsapi.tenancy import scoped
 from tests.conftest import service_unavailable
-from tests.servers import Server, clean_env, start_server, stop_servers
-from tests.shared_database import Setup, shared_database, tenant
-from tests.writers import ENOUGH, WRITERS, Writers
+from tests.support.servers import Server, clean_env, start_server, stop_servers
+from tests.support.shared_database import Setup, shared_database, tenant
+from tests.support.writers import ENOUGH, WRITERS, Writers
 
 WRITING_SECONDS = 3.0
 FORMS = 3

@@ -28,9 +28,9 @@ from standardwebhooks import Webhook
 from formsapi.db.engine import create_engine
 from formsapi.models import EventOutbox, WebhookAttempt, WebhookDelivery
 from formsapi.tenancy import unscoped
-from tests.servers import Process, Server, clean_env, command, start_server, stop_servers
-from tests.shared_database import Setup, shared_database, tenant
-from tests.writers import WRITERS, Writers
+from tests.support.servers import Process, Server, clean_env, command, start_server, stop_servers
+from tests.support.shared_database import Setup, shared_database, tenant
+from tests.support.writers import WRITERS, Writers
 
 WRITING_SECONDS = 4.0
 SCHEDULE = "0,0.2,0.5,1,1.5,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"  # ~33 s: outlasts the chaos

@@ -17,7 +17,7 @@ from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import shift
 from formsapi.services import services_of
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SECRET_KEY = "o" * 40
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name"}]

@@ -16,7 +16,7 @@ from formsapi.config import Settings
 from formsapi.form import service as form_service
 from formsapi.kit.time import shift
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 BLOCKS = [

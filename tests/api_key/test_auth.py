@@ -9,7 +9,7 @@ from formsapi.kit import crypto
 from formsapi.models import APIKey, Membership
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_key, create_org
+from tests.support.factories import create_key, create_org
 
 
 def assert_unauthorized(

@@ -9,8 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
-from tests.stalled import StalledBody
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.stalled import StalledBody
 
 MALFORMED = {"content": b'{"title": ', "headers": {"Content-Type": "application/json"}}
 NOT_JSON = {"content": b"title=x", "headers": {"Content-Type": "text/plain"}}

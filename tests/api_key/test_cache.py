@@ -21,7 +21,7 @@ from formsapi.kit.time import utcnow
 from formsapi.models import APIKey
 from formsapi.tenancy import unscoped
 from tests.conftest import apps_sharing
-from tests.factories import create_key, create_org
+from tests.support.factories import create_key, create_org
 
 Clients = tuple[httpx.AsyncClient, httpx.AsyncClient]
 

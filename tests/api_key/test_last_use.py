@@ -13,7 +13,7 @@ from formsapi.db.session import create_read_sessionmaker
 from formsapi.models import APIKey
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_key, create_org
+from tests.support.factories import create_key, create_org
 
 PLAUSIBLE = "frm_01jd2x8k4m5n6p7q8r9s0t1v2w"  # a form id's shape, found nowhere
 

@@ -2,7 +2,7 @@
 
 Every command is run as an operator runs it: a working directory of its own,
 FORMSAPI_DATABASE_URL in the environment, standard input, output and error
-captured. Commands run in this process (tests/cli_runner.py) unless the test
+captured. Commands run in this process (tests/support/cli_runner.py) unless the test
 is about the process itself, which runs the installed console script. The
 database is then read back with the sqlite3 module, and keys are tried against
 the real application.
@@ -26,7 +26,7 @@ from pwdlib import PasswordHash
 from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.db.migrations import migrate
-from tests import cli_runner
+from tests.support import cli_runner
 
 FORMSAPI = Path(sys.executable).parent / "formsapi"
 PASSWORD = "correct horse battery"

@@ -14,9 +14,9 @@ import pytest
 from formsapi_client import Client
 from formsapi_client.models import FormDetail
 from tests.conftest import scratch_postgres
-from tests.factories import BLOCKS
-from tests.servers import Server, clean_env, start_server, stop_servers
-from tests.shared_database import Setup, shared_database, tenant
+from tests.support.factories import BLOCKS
+from tests.support.servers import Server, clean_env, start_server, stop_servers
+from tests.support.shared_database import Setup, shared_database, tenant
 
 # Rate limits off unless a test file turns them on; webhooks may go to a
 # receiver on loopback and are delivered by the server itself on both engines.

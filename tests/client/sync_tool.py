@@ -13,10 +13,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from formsapi_client import Client
-from tests import cli_runner
 from tests.client.conftest import Live
-from tests.servers import clean_env
-from tests.shared_database import Setup
+from tests.support import cli_runner
+from tests.support.servers import clean_env
+from tests.support.shared_database import Setup
 
 SYNC = Path(sys.executable).parent / "formsapi-sync"
 CATCH_UP_SECONDS = 60
@@ -27,7 +27,7 @@ def sync_env(setup: Setup) -> dict[str, str]:
 
 
 def sync(server: Live, setup: Setup, target: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """A run of the tool, in this process (tests/cli_runner.py): a new Python
+    """A run of the tool, in this process (tests/support/cli_runner.py): a new Python
     process took two seconds of CPU a run to import what this one holds."""
     return cli_runner.run_sync_tool(
         ["--to", target, "--url", server.base_url, *args], sync_env(setup), Path.cwd()

@@ -7,8 +7,8 @@ from formsapi_client import AsyncClient, NotFound, ServerError, ValidationFailed
 from formsapi_client.models import FormDetail, SubmissionDeleted
 from tests.client.conftest import ANSWERS, Live
 from tests.client.proxy import Proxy, busy
-from tests.factories import BLOCKS
-from tests.settled import events_settled
+from tests.support.factories import BLOCKS
+from tests.support.settled import events_settled
 
 
 async def published(client: AsyncClient) -> FormDetail:

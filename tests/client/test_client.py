@@ -29,7 +29,7 @@ from formsapi_client.models import (
     SubmissionDetail,
 )
 from tests.client.conftest import ANSWERS, Live, published_form
-from tests.settled import events_settled
+from tests.support.settled import events_settled
 
 
 def test_a_form_reads_back_with_typed_blocks_and_its_schema(client: Client) -> None:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 import formsapi_client
 from formsapi_client import _async, _calls, _core, _sync, models
 from formsapi_client._core import ROUTES
-from tests.contract import Contract
+from tests.support.contract import Contract
 
 Doc = dict[str, Any]
 

@@ -20,7 +20,7 @@ from formsapi_client import (
 from formsapi_client.models import SubmissionDetail
 from tests.client.conftest import ANSWERS, Live, published_form
 from tests.client.proxy import Answer, Proxy, busy
-from tests.servers import free_port
+from tests.support.servers import free_port
 
 
 @pytest.fixture

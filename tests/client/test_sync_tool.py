@@ -18,13 +18,13 @@ from formsapi.submission.retention import purge_tombstones
 from formsapi_client import Client, UnreadableResponse
 from formsapi_client.sync.runner import Sync
 from formsapi_client.sync.store import Page, Store, TargetBusy
-from tests import cli_runner
 from tests.client.conftest import Live
 from tests.client.proxy import Answer, Proxy
 from tests.client.sync_tool import copied, everything, form_table, on_server, sync, sync_env
 from tests.conftest import scratch_postgres
-from tests.shared_database import Setup
-from tests.writers import ANSWERS
+from tests.support import cli_runner
+from tests.support.shared_database import Setup
+from tests.support.writers import ANSWERS
 
 
 def test_new_questions_become_typed_columns_and_edits_and_deletes_apply(

@@ -28,8 +28,8 @@ from tests.client.sync_tool import (
     sync_process,
     watch,
 )
-from tests.shared_database import Setup
-from tests.writers import ANSWERS, WRITERS, Writers
+from tests.support.shared_database import Setup
+from tests.support.writers import ANSWERS, WRITERS, Writers
 
 WRITING_SECONDS = 3.0
 

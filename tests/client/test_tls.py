@@ -12,7 +12,7 @@ import pytest
 
 from formsapi_client import AsyncClient, Client
 from formsapi_client.errors import ConnectionFailed
-from tests.servers import in_thread
+from tests.support.servers import in_thread
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):

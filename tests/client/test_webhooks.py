@@ -26,8 +26,8 @@ from formsapi_client.models import (
     UnknownPayload,
 )
 from tests.client.conftest import Live
-from tests.factories import BLOCKS
-from tests.receiver import Received, Receiver
+from tests.support.factories import BLOCKS
+from tests.support.receiver import Received, Receiver
 
 
 async def delivered(receiver: Receiver, count: int) -> list[Received]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.servers import TLS, clean_env, start_server, stop_servers
+from tests.support.servers import TLS, clean_env, start_server, stop_servers
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RUNNABLE = re.compile(r"^<!-- run -->\n```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

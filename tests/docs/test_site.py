@@ -7,8 +7,8 @@ import time
 
 import httpx
 
-from tests.forks import FORMSAPI
-from tests.servers import TLS, clean_env, free_port
+from tests.support.forks import FORMSAPI
+from tests.support.servers import TLS, clean_env, free_port
 
 SECONDS = 120  # the first build imports the service; a busy machine is slow
 

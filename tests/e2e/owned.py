@@ -1,5 +1,5 @@
 """A server of a browser test's own: one organization, its owner (signed in
-with tests.servers.PASSWORD) and an API key, on a new SQLite database."""
+with tests.support.servers.PASSWORD) and an API key, on a new SQLite database."""
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from tests.servers import PASSWORD, TLS, Server, clean_env, cli, start_server, stop_servers
+from tests.support.servers import PASSWORD, TLS, Server, clean_env, cli, start_server, stop_servers
 
 OWNER = "owner@example.com"
 SCOPES = ("forms:read", "forms:write", "submissions:read")

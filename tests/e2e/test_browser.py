@@ -32,8 +32,8 @@ from standardwebhooks import Webhook
 
 from tests.conftest import service_unavailable
 from tests.e2e.windows import LAPTOP, ON_PHONE, PHONE, Windows
-from tests.receiver import Answer, Received, Receiver
-from tests.servers import TLS, Server, clean_env, cli, in_thread, start_server, stop_servers
+from tests.support.receiver import Answer, Received, Receiver
+from tests.support.servers import TLS, Server, clean_env, cli, in_thread, start_server, stop_servers
 
 # Debian's headless shell (Chromium's old headless mode, a build of its own)
 # renders the same pages, scripts and screenshots as the whole browser for

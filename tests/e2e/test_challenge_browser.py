@@ -23,8 +23,8 @@ from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
 from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
 from tests.e2e.windows import LAPTOP, Windows
-from tests.honeypot import honeypot_in
-from tests.servers import PASSWORD
+from tests.support.honeypot import honeypot_in
+from tests.support.servers import PASSWORD
 
 FORM: dict[str, Any] = {
     "title": "Contact us",

@@ -20,7 +20,7 @@ from tests.conftest import service_unavailable
 from tests.e2e.owned import Site, owned_site
 from tests.e2e.test_browser import AXE, axe_violations, chromium, shoot
 from tests.e2e.windows import LAPTOP, Windows
-from tests.servers import PASSWORD
+from tests.support.servers import PASSWORD
 
 BLOCKS = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},

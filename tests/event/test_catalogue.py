@@ -20,10 +20,10 @@ from formsapi.webhook.schemas import WebhookEndpointOut
 from formsapi.webhook.worker import Worker
 from formsapi_client import models, unwrap_webhook
 from tests.conftest import Api
-from tests.contract import Contract
-from tests.factories import BLOCKS, EVERY_SCOPE, create_key, create_org, new_worker
-from tests.receiver import Answer, Received, Receiver
-from tests.settled import events_settled
+from tests.support.contract import Contract
+from tests.support.factories import BLOCKS, EVERY_SCOPE, create_key, create_org, new_worker
+from tests.support.receiver import Answer, Received, Receiver
+from tests.support.settled import events_settled
 
 ANSWERS = {"name": "Ada", "colors": "red"}
 # Over 20 KB of JSON: its events carry it thin.

@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
-from tests.settled import events_settled
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.settled import events_settled
 
 SCOPES = ["forms:read", "submissions:read", "submissions:write", "events:read"]
 GOOD = {"name": "Ada", "colors": "red"}

@@ -14,8 +14,8 @@ from formsapi.event.retention import purge_events
 from formsapi.kit.time import shift, utcnow
 from formsapi.models import EventType
 from tests.conftest import Api
-from tests.factories import BLOCKS, create_form, create_key, create_org
-from tests.settled import events_settled
+from tests.support.factories import BLOCKS, create_form, create_key, create_org
+from tests.support.settled import events_settled
 
 EVERYTHING = [
     "forms:read",

@@ -40,8 +40,8 @@ from formsapi.kit.time import shift, utcnow
 from formsapi.models import File, FileChunk
 from formsapi.tenancy import unscoped
 from tests.conftest import Api, service_unavailable
-from tests.factories import publish_over_api
-from tests.servers import free_port
+from tests.support.factories import publish_over_api
+from tests.support.servers import free_port
 
 PDF = b"%PDF-1.7\n" + b"1 0 obj << /Type /Catalog >> endobj\n" * 40
 PREFIX = "tenant-a/uploads/"

@@ -21,8 +21,8 @@ from formsapi.kit.time import utcnow
 from formsapi.models import File, FileChunk
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import publish_over_api
-from tests.servers import free_port, in_thread
+from tests.support.factories import publish_over_api
+from tests.support.servers import free_port, in_thread
 
 PDF = b"%PDF-1.7\n" + b"1 0 obj << /Type /Catalog >> endobj\n" * 40
 

@@ -17,10 +17,10 @@ from formsapi.db.session import create_sessionmaker
 from formsapi.file.storage import CHUNK
 from formsapi.models import File, FileChunk
 from formsapi.tenancy import unscoped
-from tests.factories import EVERY_SCOPE, create_form, create_key, create_org
 from tests.file.test_uploads import PDF
-from tests.servers import Server, clean_env, free_port, start_server, stop_servers
-from tests.shared_database import shared_database
+from tests.support.factories import EVERY_SCOPE, create_form, create_key, create_org
+from tests.support.servers import Server, clean_env, free_port, start_server, stop_servers
+from tests.support.shared_database import shared_database
 
 WAIT = 60  # seconds a busy machine may take to get there; a healthy one is quick
 BLOCKS: list[dict[str, Any]] = [

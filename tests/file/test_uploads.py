@@ -23,8 +23,8 @@ from formsapi.models import File, FileChunk
 from formsapi.partial import service as partial_service
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import publish_over_api
-from tests.stalled import StalledBody, started
+from tests.support.factories import publish_over_api
+from tests.support.stalled import StalledBody, started
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
 PDF = b"%PDF-1.7\n" + b"1 0 obj << /Type /Catalog >> endobj\n" * 40

@@ -17,7 +17,7 @@ from formsapi.language.compiled import Compiled
 from formsapi.language.cost import MAX_UNITS, RECALL_SHOWN, cost_of
 from formsapi.language.definition import Definition, Layout
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 

@@ -15,8 +15,8 @@ from formsapi.form.schemas import FormUpdate
 from formsapi.models import Form, Organization
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import BLOCKS, create_form, create_key, create_org
-from tests.settled import events_settled
+from tests.support.factories import BLOCKS, create_form, create_key, create_org
+from tests.support.settled import events_settled
 
 SCOPES = ["forms:read", "forms:write", "events:read"]
 

@@ -8,7 +8,7 @@ from formsapi.demo.data import TEMPLATES
 from formsapi.language.blocks import BlockList
 from formsapi.models import Role
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_submission
+from tests.support.factories import create_form, create_key, create_org, create_submission
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

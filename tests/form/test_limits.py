@@ -20,7 +20,7 @@ from formsapi.kit.time import isoformat_z, shift, utcnow
 from formsapi.models import Event, Form
 from formsapi.tenancy import scoped
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 GOOD = {"name": "Ada", "colors": "blue"}

@@ -11,7 +11,7 @@ from formsapi.config import Settings
 from formsapi.models import Submission
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import PLAN, publish_over_api
+from tests.support.factories import PLAN, publish_over_api
 
 
 @pytest.fixture

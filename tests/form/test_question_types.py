@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import publish_over_api
+from tests.support.factories import publish_over_api
 
 
 @pytest.fixture

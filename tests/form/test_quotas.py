@@ -14,7 +14,7 @@ from formsapi.config import Settings
 from formsapi.models import Submission
 from formsapi.tenancy import scoped
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 WORKSHOPS = [

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tests.conftest import Api
-from tests.factories import publish_over_api
+from tests.support.factories import publish_over_api
 
 FORM: dict[str, Any] = {
     "title": "Workshop",

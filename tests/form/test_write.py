@@ -7,7 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Role
 from tests.conftest import Api
-from tests.factories import BLOCKS, create_form, create_key, create_org, create_submission
+from tests.support.factories import BLOCKS, create_form, create_key, create_org, create_submission
 
 WRITE = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 
@@ -228,7 +228,7 @@ async def test_writing_needs_the_write_scope(api: Api, session: AsyncSession) ->
 async def test_a_demoted_members_keys_lose_write_access(api: Api, session: AsyncSession) -> None:
     from formsapi.member import service as member_service
     from formsapi.user import repository as user_repository
-    from tests.factories import create_user
+    from tests.support.factories import create_user
 
     org = await create_org(session)
     user = await create_user(session)

@@ -29,9 +29,9 @@ from formsapi.models import FunnelCount, Organization, StartedStamp
 from formsapi.services import services_of
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.contract import Contract
-from tests.factories import create_key, create_org, publish_over_api
 from tests.hosted.test_logic_pages import _post
+from tests.support.contract import Contract
+from tests.support.factories import create_key, create_org, publish_over_api
 
 FORM: dict[str, Any] = {
     "title": "Three pages",

@@ -16,8 +16,8 @@ from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.kit.time import shift
 from tests.conftest import Api
-from tests.factories import publish_over_api
 from tests.hosted.test_logic_pages import _post
+from tests.support.factories import publish_over_api
 
 LINK = "Join at https://meet.example/r/7f3k"
 FORM: dict[str, Any] = {

@@ -7,9 +7,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import publish_over_api
 from tests.form.test_translations import FORM
 from tests.hosted.test_logic_pages import _post
+from tests.support.factories import publish_over_api
 
 PAGED = {
     **FORM,

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import PLAN, publish_over_api
+from tests.support.factories import PLAN, publish_over_api
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
-from tests.honeypot import honeypot_in
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.honeypot import honeypot_in
 
 BLOCKS: list[dict[str, Any]] = [
     {"type": "heading", "text": "About you"},

@@ -28,10 +28,10 @@ from formsapi.models import File
 from formsapi.ratelimit.service import UploadThrottle
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import publish_over_api
 from tests.file.test_uploads import PDF
 from tests.hosted.test_logic_pages import _hidden
 from tests.partial.test_partials import _link
+from tests.support.factories import publish_over_api
 
 FORM: dict[str, Any] = {
     "title": "Apply",

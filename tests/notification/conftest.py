@@ -15,7 +15,7 @@ from formsapi.kit.secretbox import SecretBox
 from formsapi.notification.sender import Sender, fan_out
 from formsapi.notification.service import CopyRules
 from formsapi.webhook.worker import Worker
-from tests.mail import Inbox, free_port, smtp_server
+from tests.support.mail import Inbox, free_port, smtp_server
 
 PUBLIC = "https://forms.example.com"
 SECRET_KEY = "k" * 32

@@ -25,7 +25,8 @@ from formsapi.notification import service as notification_service
 from formsapi.notification.retention import purge_copy_counts
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import (
+from tests.notification.conftest import PUBLIC, Mailing
+from tests.support.factories import (
     EVERY_SCOPE,
     create_form,
     create_key,
@@ -33,9 +34,8 @@ from tests.factories import (
     create_submission,
     create_user,
 )
-from tests.locks import statement_waiting_on_a_lock
-from tests.mail import Inbox
-from tests.notification.conftest import PUBLIC, Mailing
+from tests.support.locks import statement_waiting_on_a_lock
+from tests.support.mail import Inbox
 
 BLOCKS: list[dict[str, Any]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},

@@ -18,7 +18,8 @@ from formsapi.notification import service as notification_service
 from formsapi.notification.sender import FIRST_DELAY
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import (
+from tests.notification.conftest import PUBLIC, Mailing
+from tests.support.factories import (
     EVERY_SCOPE,
     create_form,
     create_key,
@@ -26,8 +27,7 @@ from tests.factories import (
     create_submission,
     create_user,
 )
-from tests.mail import Inbox, smtp_server
-from tests.notification.conftest import PUBLIC, Mailing
+from tests.support.mail import Inbox, smtp_server
 
 BLOCKS: list[dict[str, Any]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},

@@ -37,10 +37,10 @@ from formsapi.models import MailOutbox
 from formsapi.notification import service as notification_service
 from formsapi.notification.message import message_id
 from formsapi.tenancy import unscoped
-from tests.factories import create_submission, create_user
-from tests.mail import Inbox, smtp_server
-from tests.servers import Process, clean_env, command
-from tests.shared_database import Setup, shared_database, tenant
+from tests.support.factories import create_submission, create_user
+from tests.support.mail import Inbox, smtp_server
+from tests.support.servers import Process, clean_env, command
+from tests.support.shared_database import Setup, shared_database, tenant
 
 MAILS = 12
 

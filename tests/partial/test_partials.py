@@ -20,9 +20,9 @@ from formsapi.models import Organization, PartialResponse
 from formsapi.partial.retention import purge_partials
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import create_key, publish_over_api
 from tests.hosted.test_logic_pages import _hidden, _post
-from tests.settled import events_settled
+from tests.support.factories import create_key, publish_over_api
+from tests.support.settled import events_settled
 
 FORM: dict[str, Any] = {
     "title": "Apply",

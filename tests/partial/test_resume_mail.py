@@ -10,10 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api
-from tests.factories import publish_over_api
 from tests.hosted.test_logic_pages import _hidden, _post
-from tests.mail import Inbox, smtp_server
 from tests.partial.test_partials import FORM
+from tests.support.factories import publish_over_api
+from tests.support.mail import Inbox, smtp_server
 
 PUBLIC = "https://forms.example.com"
 

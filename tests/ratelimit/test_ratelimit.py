@@ -9,7 +9,7 @@ from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.models import Plan
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_key, create_org
+from tests.support.factories import create_key, create_org
 
 pytestmark = pytest.mark.usefixtures("whole_minute")
 

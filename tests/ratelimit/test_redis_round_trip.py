@@ -21,7 +21,7 @@ from formsapi.kit.redis_pipe import RedisPipe
 from formsapi.models import Plan
 from formsapi.ratelimit.service import RateLimiter, _window_stats
 from tests.conftest import apps_sharing
-from tests.factories import create_key, create_org
+from tests.support.factories import create_key, create_org
 
 pytestmark = pytest.mark.usefixtures("whole_minute")
 

@@ -20,9 +20,9 @@ from formsapi.file.storage import Storages
 from formsapi.models import Event, File, Organization, PartialResponse, Role
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import create_key, publish_over_api
 from tests.hosted.test_logic_pages import _post as page_post
-from tests.settled import events_settled
+from tests.support.factories import create_key, publish_over_api
+from tests.support.settled import events_settled
 
 PDF = b"%PDF-1.7\n" + b"1 0 obj << /Type /Catalog >> endobj\n" * 40
 ADA = "ada.lovelace@example.com"

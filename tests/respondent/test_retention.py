@@ -24,9 +24,9 @@ from formsapi.submission.retention import delete_expired
 from formsapi.tenancy import unscoped
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import new_worker, publish_over_api
-from tests.receiver import Receiver
-from tests.settled import events_settled
+from tests.support.factories import new_worker, publish_over_api
+from tests.support.receiver import Receiver
+from tests.support.settled import events_settled
 
 PDF = b"%PDF-1.7\n" + b"1 0 obj << /Type /Catalog >> endobj\n" * 40
 SECRET = "Lovelace"  # in old answers only

@@ -19,8 +19,8 @@ from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import shift
 from formsapi.spam.challenge import purge_spent
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
-from tests.settled import events_settled
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.settled import events_settled
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
 SECRET_KEY = "k" * 40

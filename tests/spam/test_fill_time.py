@@ -15,9 +15,9 @@ from formsapi.app import create_app, release
 from formsapi.config import Settings
 from formsapi.kit.time import shift
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
 from tests.hosted.test_logic_pages import _post
-from tests.settled import events_settled
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.settled import events_settled
 
 BLOCKS: list[dict[str, object]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True}

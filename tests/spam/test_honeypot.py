@@ -9,9 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.language.blocks import KEY_PATTERN, ROW_PATTERN
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, publish_over_api
-from tests.honeypot import honeypot_in
 from tests.hosted.test_logic_pages import _post
+from tests.support.factories import create_form, create_key, create_org, publish_over_api
+from tests.support.honeypot import honeypot_in
 
 ASKING_WEBSITE: list[dict[str, Any]] = [
     {"type": "short_text", "key": "name", "title": "Your name", "required": True},

@@ -10,8 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
 from tests.conftest import Api, apps_sharing
-from tests.factories import create_form, create_key, create_org
-from tests.honeypot import honeypot_in
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.honeypot import honeypot_in
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
 

@@ -15,9 +15,9 @@ from formsapi.models import Event, SpamRefusal, Submission, WebhookDelivery
 from formsapi.spam import repository as spam_repository
 from formsapi.tenancy import unscoped
 from tests.conftest import Api
-from tests.factories import EVERY_SCOPE, create_form, create_key, create_org
-from tests.honeypot import honeypot_in
-from tests.settled import events_settled
+from tests.support.factories import EVERY_SCOPE, create_form, create_key, create_org
+from tests.support.honeypot import honeypot_in
+from tests.support.settled import events_settled
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]
 

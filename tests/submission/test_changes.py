@@ -12,7 +12,7 @@ from formsapi.config import Settings
 from formsapi.kit.time import shift
 from formsapi.submission.retention import purge_tombstones
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_submission
+from tests.support.factories import create_form, create_key, create_org, create_submission
 
 WRITE = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.kit.time import shift, utcnow
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, publish_over_api
+from tests.support.factories import create_form, create_key, create_org, publish_over_api
 
 WRITE = ["forms:read", "forms:write", "submissions:read", "submissions:write"]
 ADA = {"name": "Ada", "email": "ada@example.com", "colors": "red"}

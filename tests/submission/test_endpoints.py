@@ -9,7 +9,7 @@ from formsapi.models import Submission
 from formsapi.submission import repository as submission_repository
 from formsapi.submission.repository import paging
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_submission
+from tests.support.factories import create_form, create_key, create_org, create_submission
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ from formsapi.config import Settings
 from formsapi.db.session import create_read_sessionmaker
 from formsapi.submission import export
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 WRITE = ["forms:read", "submissions:read", "submissions:write"]
 

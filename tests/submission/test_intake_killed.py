@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 from formsapi.db.engine import create_engine
 from formsapi.models import Event, EventOutbox, Form, Submission, SubmissionCount
 from formsapi.tenancy import scoped, unscoped
-from tests.servers import Server, clean_env, start_server, stop_servers
-from tests.shared_database import Setup, shared_database, tenant
+from tests.support.servers import Server, clean_env, start_server, stop_servers
+from tests.support.shared_database import Setup, shared_database, tenant
 
 POSTERS = 32
 ANSWERS = {"name": "Ada", "colors": "red"}

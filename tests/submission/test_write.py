@@ -16,7 +16,7 @@ from formsapi.models import Form, Submission, SubmissionCount, SubmissionDayCoun
 from formsapi.submission import repository as submission_repository
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 
 WRITE = ["forms:read", "submissions:read", "submissions:write"]
 

@@ -21,8 +21,8 @@ from formsapi.models import AnswerCount
 from formsapi.submission import service as submission_service
 from formsapi.tenancy import scoped
 from tests.conftest import Api, scratch_postgres
-from tests.factories import publish_over_api
-from tests.servers import cli
+from tests.support.factories import publish_over_api
+from tests.support.servers import cli
 from tests.test_migrations import _insert
 
 FORM: dict[str, Any] = {

@@ -20,11 +20,11 @@ from formsapi.summary import held, repository, service
 from formsapi.summary.figures import Tallies
 from formsapi.summary.repository import AnswerIs, Filters
 from tests.conftest import Api
-from tests.factories import publish_over_api
-from tests.locks import LOCK_SUBMISSIONS, statement_waiting_on_a_lock
 from tests.summary.calls import calls_to
 from tests.summary.test_summary import FORM as EVERY_QUESTION
 from tests.summary.test_summary import _answers, _export
+from tests.support.factories import publish_over_api
+from tests.support.locks import LOCK_SUBMISSIONS, statement_waiting_on_a_lock
 
 OPTIONS = [{"value": v, "label": v} for v in ("free", "team", "business")]
 FORM = {

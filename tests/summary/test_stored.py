@@ -20,10 +20,10 @@ from formsapi.form import service as form_service
 from formsapi.submission import repository as submission_repository
 from formsapi.summary import held, repository, service, stored
 from tests.conftest import Api, app_on
-from tests.factories import publish_over_api
 from tests.summary.calls import calls_to
 from tests.summary.test_summary import FORM as EVERY_QUESTION
 from tests.summary.test_summary import _answers
+from tests.support.factories import publish_over_api
 
 FILTERS = [{"answer": "plan:team"}, {"hidden": "utm_source:newsletter"}, {"answer": "features:sso"}]
 

@@ -20,9 +20,9 @@ from formsapi.submission.retention import purge_tombstones
 from formsapi.summary import held
 from formsapi.summary import service as summary_service
 from tests.conftest import Api
-from tests.factories import create_key, create_org, publish_over_api
-from tests.hostile_text import TABLE, has_lone_surrogate
 from tests.summary.calls import calls_to
+from tests.support.factories import create_key, create_org, publish_over_api
+from tests.support.hostile_text import TABLE, has_lone_surrogate
 
 CHOICES = [{"value": v, "label": v.title()} for v in ("free", "team", "business")]
 FEATURES = [{"value": v, "label": v.upper()} for v in ("api", "sso", "audit")]

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.kit.time import parse_timestamp, shift, utcnow
 from tests.conftest import Api
-from tests.factories import publish_over_api
+from tests.support.factories import publish_over_api
 
 PLANS = [{"value": v, "label": v.title()} for v in ("free", "team")]
 FORM = {

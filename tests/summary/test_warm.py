@@ -14,9 +14,9 @@ from formsapi.form import service as form_service
 from formsapi.submission import repository as submission_repository
 from formsapi.summary import held, repository, service
 from tests.conftest import Api, app_on
-from tests.factories import publish_over_api
 from tests.summary.calls import calls_to
 from tests.summary.test_held import FORM
+from tests.support.factories import publish_over_api
 
 
 async def _form_of(api: Api, session: AsyncSession, plans: list[str]) -> tuple[str, str, str]:

@@ -23,10 +23,10 @@ from formsapi.db.session import create_sessionmaker
 from formsapi.member import service as member_service
 from formsapi.models import Membership, Organization, User
 from tests.conftest import Api, app_on
-from tests.contract import Contract
-from tests.factories import create_user
+from tests.support.contract import Contract
+from tests.support.factories import create_user
 
-PASSWORD = "correct horse battery"  # what tests.factories.create_user gives everyone
+PASSWORD = "correct horse battery"  # what tests.support.factories.create_user gives everyone
 SESSION_COOKIE = "formsapi_session"
 CSRF_COOKIE = "formsapi_csrf"
 BASE_URL = "http://testserver"

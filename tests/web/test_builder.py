@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.models import Organization, Role
 from formsapi.web.builder import Made, condition, made, said
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
-from tests.hostile_text import FORM, form_body
+from tests.support.factories import create_form, create_key, create_org
+from tests.support.hostile_text import FORM, form_body
 from tests.web.conftest import Browser, SignedIn, add_member
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write"]

@@ -4,7 +4,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.models import Role
-from tests.factories import create_org
+from tests.support.factories import create_org
 from tests.web.conftest import BASE_URL, BrowserFactory, SignedIn, add_member, members_of
 
 

@@ -13,8 +13,8 @@ from formsapi.config import Settings
 from formsapi.models import Role
 from formsapi.web.context import templates, visible
 from formsapi.webhook.worker import Worker
-from tests.factories import create_org, new_worker
-from tests.receiver import Answer, Received, Receiver
+from tests.support.factories import create_org, new_worker
+from tests.support.receiver import Answer, Received, Receiver
 from tests.web.conftest import SignedIn, add_member
 
 PAGE = "/settings/webhooks"

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Role
 from tests.conftest import Api
-from tests.factories import create_form, create_org
+from tests.support.factories import create_form, create_org
 from tests.web.conftest import SignedIn, add_member
 
 PUBLIC = "https://forms.example.com"

@@ -10,8 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Organization, Role
 from tests.conftest import Api
-from tests.factories import publish_over_api
 from tests.file.test_uploads import FORM, PDF, _upload
+from tests.support.factories import publish_over_api
 from tests.web.conftest import SignedIn, add_member
 
 

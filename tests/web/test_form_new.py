@@ -17,8 +17,8 @@ from formsapi.form import gallery
 from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_submission
-from tests.settled import events_settled
+from tests.support.factories import create_form, create_key, create_org, create_submission
+from tests.support.settled import events_settled
 from tests.web.conftest import Browser, SignedIn, add_member
 
 SCOPES = ["forms:read", "forms:write", "submissions:read", "submissions:write", "events:read"]

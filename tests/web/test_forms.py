@@ -13,7 +13,7 @@ from formsapi.kit.time import isoformat_z, utcnow
 from formsapi.models import Role
 from formsapi.submission import export
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_submission
+from tests.support.factories import create_form, create_key, create_org, create_submission
 from tests.web.conftest import Browser, SignedIn, add_member
 
 HEADER = ["submission_id", "submitted_at", "form_version", "name", "email", "age", "colors"]

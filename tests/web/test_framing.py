@@ -15,7 +15,7 @@ from formsapi.config import Settings
 from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 from tests.web.conftest import Browser, SignedIn, add_member
 
 _ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')

@@ -9,7 +9,7 @@ from formsapi.api_key import service as api_key_service
 from formsapi.models import Role
 from formsapi.organization import service as organization_service
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org
+from tests.support.factories import create_form, create_key, create_org
 from tests.web.conftest import SignedIn, add_member, new_key_secret
 
 

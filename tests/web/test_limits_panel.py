@@ -12,7 +12,7 @@ from formsapi.config import Settings
 from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_org
+from tests.support.factories import create_form, create_org
 from tests.web.conftest import SignedIn, add_member
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]

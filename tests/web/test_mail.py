@@ -9,8 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from formsapi.config import Settings
 from formsapi.models import Role
-from tests.factories import create_org, create_user
-from tests.mail import Inbox, smtp_server
+from tests.support.factories import create_org, create_user
+from tests.support.mail import Inbox, smtp_server
 from tests.web.conftest import (
     CHOSEN,
     PASSWORD,

@@ -16,7 +16,7 @@ from formsapi.models import Invitation, Role
 from formsapi.organization import service as organization_service
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_user
+from tests.support.factories import create_form, create_key, create_org, create_user
 from tests.web.conftest import (
     CHOSEN,
     PASSWORD,

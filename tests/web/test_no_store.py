@@ -4,7 +4,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.models import Role
-from tests.factories import create_form, create_key, create_org, create_submission
+from tests.support.factories import create_form, create_key, create_org, create_submission
 from tests.web.conftest import PASSWORD, BrowserFactory, SignedIn, add_member, invitation_link
 
 

@@ -11,8 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Role
 from formsapi.notification import service as notification_service
-from tests.factories import create_form, create_org
-from tests.mail import smtp_server
+from tests.support.factories import create_form, create_org
+from tests.support.mail import smtp_server
 from tests.web.conftest import SignedIn, add_member
 
 BLOCKS: list[dict[str, Any]] = [

@@ -6,7 +6,7 @@ from formsapi.api_key import service as api_key_service
 from formsapi.models import Form, Organization, Role, User
 from formsapi.organization import service as organization_service
 from tests.conftest import Api
-from tests.factories import create_form
+from tests.support.factories import create_form
 from tests.web.conftest import Browser, SignedIn, add_member, new_key_secret
 
 

@@ -21,7 +21,7 @@ from formsapi.organization import service as organization_service
 from formsapi.services import services_of
 from formsapi.webhook import service as webhook_service
 from formsapi.webhook.schemas import WebhookEndpointCreate
-from tests.factories import create_form, create_key, create_org, create_user
+from tests.support.factories import create_form, create_key, create_org, create_user
 from tests.web.conftest import BrowserFactory, SignedIn, add_member, members_of
 
 ALERT = re.compile(r'<p class="error" role="alert">([^<]*)</p>')

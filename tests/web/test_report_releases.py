@@ -16,7 +16,7 @@ from formsapi.kit.time import shift
 from formsapi.models import Form
 from formsapi.summary import report as report_service
 from tests.conftest import Api
-from tests.factories import (
+from tests.support.factories import (
     EVERY_SCOPE,
     create_form,
     create_key,

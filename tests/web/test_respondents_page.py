@@ -16,7 +16,7 @@ from formsapi.language.definition import Definition, HiddenField
 from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_submission
+from tests.support.factories import create_form, create_key, create_org, create_submission
 from tests.web.conftest import SignedIn, add_member
 
 ADA = "ada@example.com"

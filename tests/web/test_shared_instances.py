@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from formsapi.config import Settings
 from formsapi.models import Role
 from tests.conftest import apps_sharing
-from tests.factories import create_key, create_org
+from tests.support.factories import create_key, create_org
 from tests.web.conftest import PASSWORD, Browser, add_member
 
 

@@ -14,7 +14,7 @@ from formsapi.db.session import create_sessionmaker
 from formsapi.kit.time import utcnow
 from formsapi.models import Role, WebSession
 from formsapi.user import service as user_service
-from tests.factories import create_org, create_user
+from tests.support.factories import create_org, create_user
 from tests.web.conftest import (
     CSRF_COOKIE,
     PASSWORD,

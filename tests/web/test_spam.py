@@ -11,8 +11,8 @@ from formsapi.kit.time import utcnow
 from formsapi.models import Form, Organization, Role
 from formsapi.tenancy import scoped
 from tests.conftest import Api
-from tests.factories import create_form, create_org
-from tests.honeypot import honeypot_in
+from tests.support.factories import create_form, create_org
+from tests.support.honeypot import honeypot_in
 from tests.web.conftest import SignedIn, add_member
 
 BLOCKS = [{"type": "short_text", "key": "name", "title": "Your name", "required": True}]

@@ -18,8 +18,8 @@ from formsapi.kit.time import shift, utcnow
 from formsapi.models import Form, Organization, Role
 from formsapi.summary import held
 from formsapi.summary import report as report_service
-from tests.factories import create_form, create_org, create_submission
-from tests.hostile_text import TABLE, percent_encoded
+from tests.support.factories import create_form, create_org, create_submission
+from tests.support.hostile_text import TABLE, percent_encoded
 from tests.web.conftest import BASE_URL, Browser, BrowserFactory, SignedIn, add_member, path_of
 
 BLOCKS: list[dict[str, Any]] = [

@@ -25,8 +25,8 @@ from formsapi.webhook import service
 from formsapi.webhook.schemas import WebhookEndpointCreate
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, new_worker
-from tests.receiver import Answer, Received, Receiver
+from tests.support.factories import create_form, create_key, create_org, new_worker
+from tests.support.receiver import Answer, Received, Receiver
 from tests.web.conftest import Browser, SignedIn, add_member
 
 PAGE = "/settings/webhooks"

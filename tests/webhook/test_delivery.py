@@ -23,8 +23,8 @@ from formsapi.tenancy import unscoped
 from formsapi.webhook import delivery, repository
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
-from tests.receiver import Answer, Received, Receiver
+from tests.support.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
+from tests.support.receiver import Answer, Received, Receiver
 
 SCOPES = EVERY_SCOPE
 KEY = "k" * 40

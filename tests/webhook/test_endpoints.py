@@ -16,7 +16,7 @@ from formsapi.models import Role, WebhookSubscription
 from formsapi.tenancy import unscoped
 from formsapi.webhook.retention import purge_periods
 from tests.conftest import Api
-from tests.factories import create_form, create_key, create_org, create_user
+from tests.support.factories import create_form, create_key, create_org, create_user
 
 MANAGE = ["forms:read", "submissions:read", "webhooks:manage"]
 URL = "http://127.0.0.1:9/hook"

@@ -20,9 +20,9 @@ from formsapi.models import Event, WebhookDelivery
 from formsapi.tenancy import unscoped
 from formsapi.webhook.worker import Worker
 from tests.conftest import Api
-from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
-from tests.receiver import Answer, Received, Receiver
-from tests.settled import events_settled
+from tests.support.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
+from tests.support.receiver import Answer, Received, Receiver
+from tests.support.settled import events_settled
 
 SCOPES = EVERY_SCOPE
 SECRET_WORDS = ("Lovelace", "Babbage")  # in answers only, never in a title or key

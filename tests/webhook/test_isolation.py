@@ -24,8 +24,8 @@ from formsapi.webhook import repository
 from formsapi.webhook.service import MAX_ENDPOINTS
 from formsapi.webhook.worker import FAN_OUT_ROWS, _delivery_row
 from tests.conftest import Api
-from tests.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
-from tests.receiver import Answer, Received, Receiver
+from tests.support.factories import EVERY_SCOPE, create_form, create_key, create_org, new_worker
+from tests.support.receiver import Answer, Received, Receiver
 
 SCOPES = EVERY_SCOPE
 ANSWERS = {"name": "Ada", "colors": "red"}

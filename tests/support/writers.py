@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from tests.shared_database import Setup
+from tests.support.shared_database import Setup
 
 WRITERS = 50
 # On a busy machine the writers go on past their time until this many

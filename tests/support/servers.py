@@ -1,5 +1,5 @@
 """Real `formsapi serve` processes for tests, forked from one that has already
-imported the service (tests/forks.py), on a free local port, their output in
+imported the service (tests/support/forks.py), on a free local port, their output in
 log files, stopped (killed if need be) at teardown."""
 
 import contextlib
@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests import cli_runner
-from tests.forks import FORMSAPI, Forked, forkable
+from tests.support import cli_runner
+from tests.support.forks import FORMSAPI, Forked, forkable
 
 PASSWORD = "correct horse battery"
 STARTUP_SECONDS = 90  # a busy machine starts a process slowly; a healthy one is quick
@@ -149,7 +149,7 @@ def command(
     directory: Path, env: dict[str, str], name: str, *argv: str, installed: bool = False
 ) -> Process:
     """`formsapi <argv>` in `directory`, its output in `name`.out and .err there:
-    forked (tests/forks.py), unless `installed` or unless `env` sets more than
+    forked (tests/support/forks.py), unless `installed` or unless `env` sets more than
     this process's environment and FORMSAPI_* settings (LD_PRELOAD, TZ, ...:
     read when a program is executed, never at a fork); then the console script."""
     out, err = directory / f"{name}.out", directory / f"{name}.err"

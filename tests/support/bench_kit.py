@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.conftest import service_unavailable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def kit(module: str, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from formsapi.db.engine import create_engine
 from formsapi.db.migrations import migrate
 from formsapi.db.session import create_sessionmaker
 from tests.conftest import scratch_postgres
-from tests.factories import EVERY_SCOPE, create_form, create_key, create_org
+from tests.support.factories import EVERY_SCOPE, create_form, create_key, create_org
 
 
 @dataclass(frozen=True)
