@@ -1,5 +1,5 @@
 /* formsapi's operators for json-logic-js, with the meaning the server gives
- * them (src/formsapi/language/logic.py); tests/form/test_logic_parity.py holds
+ * them (src/formsapi/language/logic.py); tests/language/test_logic_parity.py holds
  * the two to the same answers. */
 (function (root, factory) {
   if (typeof module === "object" && module.exports) module.exports = factory;
