@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from formsapi.db.errors import unreachable
 from formsapi.db.session import session_scope
+from formsapi.kit.backoff import Outage, doubling, woken
 from formsapi.kit.mail import Mailer, MailNotSent
 from formsapi.kit.time import monotonic, utcnow
 from formsapi.models import EventType, MailStatus
@@ -49,7 +50,7 @@ EXCHANGES = 6
 def next_delay(attempts: int, rng: random.Random) -> float:
     """The wait after the `attempts`-th failed attempt, with jitter so that
     senders retrying a server that came back do not all knock at once."""
-    return float(min(MAX_DELAY, FIRST_DELAY * 2 ** (attempts - 1)) * rng.uniform(0.8, 1.2))
+    return doubling(attempts, FIRST_DELAY, MAX_DELAY, rng)
 
 
 class Sender:
@@ -180,7 +181,7 @@ class Sender:
     async def run(self, stop: asyncio.Event, grace: float) -> None:
         """Send until `stop` is set; then give sends in flight `grace`
         seconds to finish, and hand back what they did not."""
-        failures = 0
+        outage = Outage()
         while not stop.is_set():
             self.wake.clear()
             stepping = asyncio.ensure_future(self.step())
@@ -195,18 +196,14 @@ class Sender:
                 break
             try:
                 work = stepping.result()
-                failures = 0
+                outage.passed()
             except Exception as error:
                 log.exception("mail sender step failed; retrying")
                 work = 0
                 if unreachable(error):  # the database is away: ask it less and less often
-                    failures += 1
-                    await asyncio.sleep(min(30.0, 0.5 * 2**failures))
+                    await outage.wait()
             if not work and not stop.is_set():
-                waiters = [asyncio.ensure_future(e.wait()) for e in (self.wake, stop)]
-                await asyncio.wait(waiters, timeout=IDLE_POLL, return_when=asyncio.FIRST_COMPLETED)
-                for waiter in waiters:
-                    waiter.cancel()
+                await woken(self.wake, stop, within=IDLE_POLL)
         await self.release()
 
     async def release(self) -> None:

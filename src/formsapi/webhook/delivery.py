@@ -13,13 +13,13 @@ from standardwebhooks import Webhook
 
 from formsapi import __version__
 from formsapi.kit import egress
+from formsapi.kit.backoff import jittered
 
 USER_AGENT = f"formsapi-webhooks/{__version__}"
 BODY_CAP = 2048  # bytes of a receiver's answer kept in the log
 # A 429 or a timeout waits at least this long before the next try (capped by
 # the schedule's longest step, so a short test schedule stays short).
 OVERLOAD_FLOOR = 60.0
-JITTER = 0.2
 
 
 def body(type_: str, timestamp: str, data: str) -> bytes:
@@ -159,7 +159,7 @@ def next_delay(
     step = schedule[attempts]
     if result.overloaded:
         step = max(2 * step, min(OVERLOAD_FLOOR, max(schedule)))
-    delay = step * rng.uniform(1 - JITTER, 1 + JITTER)
+    delay = jittered(step, rng)
     if result.retry_after is not None:
         delay = min(max(result.retry_after, step), 2 * step)
     return delay

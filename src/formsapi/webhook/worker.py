@@ -37,6 +37,7 @@ from formsapi.db.errors import unreachable
 from formsapi.db.session import create_read_sessionmaker, session_scope
 from formsapi.event import service as event_service
 from formsapi.kit import egress
+from formsapi.kit.backoff import Outage, woken
 from formsapi.kit.ids import new_id
 from formsapi.kit.secretbox import SecretBox, SecretBoxError
 from formsapi.kit.time import isoformat_z, monotonic, utcnow
@@ -569,20 +570,19 @@ class Worker:
     async def run(self, stop: asyncio.Event, grace: float) -> None:
         """Work until `stop` is set; then give attempts in flight `grace`
         seconds to finish, record them, and hand back the rest."""
-        failures = 0
+        outage = Outage()
         while not stop.is_set():
             # Cleared before the look, not after: what wakes the worker while
             # it looks (a commit, a free slot) makes it look again at once.
             self.wake.clear()
             try:
                 work = await self.step()
-                failures = 0
+                outage.passed()
             except Exception as error:
                 log.exception("webhook worker step failed; retrying")
                 work = 0
                 if unreachable(error):  # the database is away: ask it less and less often
-                    failures += 1
-                    await asyncio.sleep(min(30.0, 0.5 * 2**failures))
+                    await outage.wait()
                 else:  # anything else is one step's: every organization waits for the retry
                     await asyncio.sleep(PACE)
             if work:
@@ -590,18 +590,8 @@ class Worker:
             if 0 < work < FLUSH_AT:
                 await asyncio.sleep(PACE)
             elif not work:
-                waiters = [
-                    asyncio.ensure_future(self.wake.wait()),
-                    asyncio.ensure_future(stop.wait()),
-                ]
-                done, _ = await asyncio.wait(
-                    waiters,
-                    timeout=FLUSH_EVERY if self.results else self.idle_poll,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                for waiter in waiters:
-                    waiter.cancel()
-                woke = bool(done)
+                timeout = FLUSH_EVERY if self.results else self.idle_poll
+                woke = await woken(self.wake, stop, within=timeout)
                 self.idle_poll = IDLE_POLL if woke else min(self.idle_poll * 2, self.idle_poll_max)
         await self.stop(grace)
 
