@@ -301,7 +301,7 @@ class _Step:
     @property
     def blocks_here(self) -> list[Block]:
         layout = self.version.layout
-        return layout.blocks[layout.starts[self.page] : layout.page_end(self.page)]
+        return [layout.blocks[position] for position in layout.page_positions(self.page)]
 
 
 async def _worked(request: Request, organization_id: str, cost: int, work: Callable[[], T]) -> T:

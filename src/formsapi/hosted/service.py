@@ -171,7 +171,7 @@ def step(form: Compiled, answers: dict[str, Any], page: int, run: flow.Run, seed
     values = recall_values(form, answers, run.variables)
     positions = [
         position
-        for position in range(layout.starts[page], layout.page_end(page))
+        for position in layout.page_positions(page)
         if not isinstance(layout.blocks[position], PageBreak)
     ]
     shown = [_shuffled(_recalled(layout.blocks[p], values), seed) for p in positions]
@@ -216,7 +216,7 @@ def _live(form: Compiled, answers: dict[str, Any], page: int, run: flow.Run) -> 
         head, _, row = key.partition(".")
         carried.setdefault(head, {})[row] = carried.pop(key)
     blocks = []
-    for position in range(layout.starts[page], layout.page_end(page)):
+    for position in layout.page_positions(page):
         block = layout.blocks[position]
         if isinstance(block, PageBreak):
             continue
@@ -273,7 +273,7 @@ def page_keys(form: Compiled, page: int) -> set[str]:
     layout = form.layout
     return {
         key
-        for position in range(layout.starts[page], layout.page_end(page))
+        for position in layout.page_positions(page)
         if isinstance(block := layout.blocks[position], QUESTION_TYPES)
         for key, _ in block.parts()
     }

@@ -263,6 +263,10 @@ class Layout:
         """The position just after the page's last block."""
         return self.starts[page + 1] if page + 1 < len(self.starts) else len(self.blocks)
 
+    def page_positions(self, page: int) -> range:
+        """The positions of the page's blocks, its page_break first."""
+        return range(self.starts[page], self.page_end(page))
+
 
 def _questions(blocks: list[Block]) -> list[tuple[int, Question]]:
     return [(i, block) for i, block in enumerate(blocks) if isinstance(block, QUESTION_TYPES)]

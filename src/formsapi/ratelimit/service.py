@@ -347,12 +347,18 @@ class FormSaveThrottle(Throttle):
     def _counters(self, email: str, address: str) -> list[tuple[RateLimitItem, str]]:
         return [(self.PER_ACCOUNT, email)]  # the organization's id, as it is
 
-    async def take(self, organization_id: str, size: int) -> int:
-        """0 when a save of `size` bytes may go ahead, else the seconds to wait."""
+    async def take(self, organization_id: str, size: int) -> None:
+        """A save of `size` bytes counted; RateLimited (with Retry-After) past
+        the organization's allowance."""
         if size <= self.FREE:
-            return 0
+            return
         wait, _ = await self.refusal(organization_id, "", cost=-(-(size - self.FREE) // self.STEP))
-        return wait
+        if wait:
+            raise RateLimited(
+                "This organization has saved large forms often in the last minute; "
+                f"try again in {wait} s.",
+                headers={"Retry-After": str(wait)},
+            )
 
 
 MIB = 1024 * 1024

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from formsapi.dependencies import check_json
-from formsapi.errors import BadRequest, MalformedJSON, RateLimited, ValidationFailed
+from formsapi.errors import BadRequest, MalformedJSON, ValidationFailed
 from formsapi.form import draft as drafts
 from formsapi.form import service as form_service
 from formsapi.form.work import worked_out
@@ -320,12 +320,7 @@ async def _save(
         # Checked where a costly form's work is (form/work.py), its size its cost.
         size = len(orjson.dumps(document))
         organization_id = managed.organization.id
-        if wait := await services(request).form_saves.take(organization_id, size):
-            raise RateLimited(
-                "This organization has saved large forms often in the last minute; "
-                f"try again in {wait} s.",
-                headers={"Retry-After": str(wait)},
-            )
+        await services(request).form_saves.take(organization_id, size)
         fair = services(request).fair_share
         checked = await worked_out(
             fair, organization_id, size, partial(drafts.normalized, document)
